@@ -1,0 +1,32 @@
+# make check is the project's one test command (README, .ci/run).
+GO ?= go
+PKGS := ./...
+# Pure-Go packages that run under the race detector in check.
+RACE_PKGS := ./pkg/blob/... ./pkg/queue/... ./pkg/fusion ./pkg/pack ./pkg/segment ./pkg/query ./pkg/index
+
+.PHONY: check fmt vet test race tidy build bench eval
+
+check: fmt vet tidy test race
+
+build:
+	$(GO) build -o bin/codectx ./services/codectx
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+tidy:
+	@cp go.mod /tmp/codectx-go.mod.bak; cp go.sum /tmp/codectx-go.sum.bak; \
+	$(GO) mod tidy; \
+	if ! git diff --quiet -- go.mod go.sum; then echo "go mod tidy changed go.mod/go.sum:"; git diff -- go.mod go.sum; exit 1; fi
+
+test:
+	./scripts/test.sh
+
+race:
+	$(GO) test -race -count=1 $(RACE_PKGS)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./pkg/...

@@ -1,0 +1,13 @@
+//go:build !unix
+
+package local
+
+import "os"
+
+// lockFile only opens name: without flock, compare-and-swap is atomic within
+// one process but not across processes.
+func lockFile(name string) (*os.File, error) {
+	return os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+}
+
+func unlockFile(f *os.File) { f.Close() }

@@ -1,0 +1,442 @@
+// Package bm25 is a BM25F full-text index over multi-field code documents
+// (name, signature, doc comment, body, path), kept as one immutable compact
+// byte segment. Postings store per-field term frequencies and the segment
+// stores per-field document lengths, so the field weights, k1 and b are
+// chosen at search time without rebuilding.
+//
+// Scoring (BM25F): for each query term t and document d,
+//
+//	tf~   = Σ_f w_f · tf_f / (1 - b + b · len_f / avglen_f)
+//	score += idf(t) · tf~ / (k1 + tf~)
+//	idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))
+//
+// where df counts documents containing t in any field.
+package bm25
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"codectx/pkg/tokenize"
+)
+
+// Field is one indexed field of a document.
+type Field uint8
+
+// Fields of a document.
+const (
+	FieldName Field = iota
+	FieldSignature
+	FieldDoc
+	FieldBody
+	FieldPath
+	NumFields
+)
+
+// Params are the scoring parameters, given per search.
+type Params struct {
+	K1, B   float64
+	Weights [NumFields]float64 // weight on the term frequency of each field
+}
+
+// DefaultParams returns k1 1.2, b 0.75 and field weights name 3,
+// signature 2, doc 1.5, body 1, path 2.
+func DefaultParams() Params {
+	return Params{K1: 1.2, B: 0.75, Weights: [NumFields]float64{
+		FieldName: 3, FieldSignature: 2, FieldDoc: 1.5, FieldBody: 1, FieldPath: 2,
+	}}
+}
+
+// Doc is a document as raw text per field; the builder tokenizes it with
+// tokenize.Tokens.
+type Doc struct {
+	Fields [NumFields]string
+}
+
+// Hit is one search result.
+type Hit struct {
+	Doc   int
+	Score float64
+}
+
+// Builder collects documents for an Index. Document ids are 0..n-1 in the
+// order of Add. A Builder is not safe for concurrent use.
+type Builder struct {
+	ids   map[string]uint32 // term -> term id
+	terms []string
+	post  [][]byte            // per term id: encoded postings so far
+	last  []int32             // per term id: last doc id in post, -1 if none
+	df    []uint32            // per term id
+	cur   [][NumFields]uint32 // per term id: tf of the doc being added
+	seen  []uint32            // term ids of the doc being added
+	lens  []uint32            // doc-major per-field lengths
+	nDocs int
+}
+
+// NewBuilder returns an empty Builder.
+func NewBuilder() *Builder {
+	return &Builder{ids: make(map[string]uint32)}
+}
+
+// Add tokenizes d and adds it, returning its doc id.
+func (b *Builder) Add(d Doc) int {
+	var f [NumFields][]string
+	for i, s := range d.Fields {
+		f[i] = tokenize.Tokens(s)
+	}
+	return b.AddTokens(f)
+}
+
+// AddTokens adds a pre-tokenized document and returns its doc id. Empty
+// terms are ignored.
+func (b *Builder) AddTokens(fields [NumFields][]string) int {
+	doc := b.nDocs
+	b.nDocs++
+	b.seen = b.seen[:0]
+	for f, toks := range fields {
+		n := uint32(0)
+		for _, t := range toks {
+			if t == "" {
+				continue
+			}
+			n++
+			id, ok := b.ids[t]
+			if !ok {
+				id = uint32(len(b.terms))
+				t = strings.Clone(t) // do not pin the caller's text
+				b.ids[t] = id
+				b.terms = append(b.terms, t)
+				b.post = append(b.post, nil)
+				b.last = append(b.last, -1)
+				b.df = append(b.df, 0)
+				b.cur = append(b.cur, [NumFields]uint32{})
+			}
+			c := &b.cur[id]
+			if *c == ([NumFields]uint32{}) {
+				b.seen = append(b.seen, id)
+			}
+			c[f]++
+		}
+		b.lens = append(b.lens, n)
+	}
+	for _, id := range b.seen {
+		gap := uint64(int32(doc) - b.last[id])
+		b.post[id] = appendPosting(b.post[id], gap, &b.cur[id])
+		b.last[id] = int32(doc)
+		b.df[id]++
+		b.cur[id] = [NumFields]uint32{}
+	}
+	return doc
+}
+
+// appendPosting encodes one posting: uvarint(gap<<NumFields | mask) then a
+// uvarint tf for each field bit set in mask. The first gap of a list is
+// doc+1, so gaps are never zero.
+func appendPosting(dst []byte, gap uint64, tf *[NumFields]uint32) []byte {
+	var mask uint64
+	for f, n := range tf {
+		if n > 0 {
+			mask |= 1 << f
+		}
+	}
+	dst = binary.AppendUvarint(dst, gap<<NumFields|mask)
+	for _, n := range tf {
+		if n > 0 {
+			dst = binary.AppendUvarint(dst, uint64(n))
+		}
+	}
+	return dst
+}
+
+// Build returns the Index of the documents added so far.
+func (b *Builder) Build() *Index {
+	order := make([]uint32, len(b.terms))
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	sort.Slice(order, func(i, j int) bool { return b.terms[order[i]] < b.terms[order[j]] })
+
+	ix := &Index{n: b.nDocs, lens: append([]uint32(nil), b.lens...)}
+	var arena []byte
+	var postings []byte
+	ix.termOff = make([]uint32, 0, len(order)+1)
+	ix.postOff = make([]uint32, 0, len(order)+1)
+	ix.df = make([]uint32, 0, len(order))
+	for _, id := range order {
+		ix.termOff = append(ix.termOff, uint32(len(arena)))
+		ix.postOff = append(ix.postOff, uint32(len(postings)))
+		ix.df = append(ix.df, b.df[id])
+		arena = append(arena, b.terms[id]...)
+		postings = append(postings, b.post[id]...)
+	}
+	ix.termOff = append(ix.termOff, uint32(len(arena)))
+	ix.postOff = append(ix.postOff, uint32(len(postings)))
+	ix.terms = arena
+	ix.postings = postings
+	ix.computeAvg()
+	return ix
+}
+
+// Index is an immutable BM25F index, safe for concurrent searches.
+type Index struct {
+	n        int
+	lens     []uint32 // doc-major: lens[d*NumFields+f]
+	avg      [NumFields]float64
+	terms    []byte   // sorted terms, concatenated
+	termOff  []uint32 // len numTerms+1: term i is terms[termOff[i]:termOff[i+1]]
+	df       []uint32
+	postings []byte
+	postOff  []uint32 // len numTerms+1
+	pool     sync.Pool
+	norm     atomic.Pointer[normTable]
+}
+
+func (ix *Index) computeAvg() {
+	if ix.n == 0 {
+		return
+	}
+	var sum [NumFields]float64
+	for d := 0; d < ix.n; d++ {
+		for f := range NumFields {
+			sum[f] += float64(ix.lens[d*int(NumFields)+int(f)])
+		}
+	}
+	for f := range sum {
+		ix.avg[f] = sum[f] / float64(ix.n)
+	}
+}
+
+// NumDocs returns the number of documents.
+func (ix *Index) NumDocs() int { return ix.n }
+
+// NumTerms returns the number of distinct terms.
+func (ix *Index) NumTerms() int { return len(ix.df) }
+
+// DocFreq returns the number of documents that contain term in any field.
+func (ix *Index) DocFreq(term string) int {
+	i, ok := ix.find(term)
+	if !ok {
+		return 0
+	}
+	return int(ix.df[i])
+}
+
+func (ix *Index) term(i int) []byte {
+	return ix.terms[ix.termOff[i]:ix.termOff[i+1]]
+}
+
+// find returns the index of term in the sorted term table.
+func (ix *Index) find(term string) (int, bool) {
+	t := []byte(term)
+	lo, hi := 0, len(ix.df)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if bytes.Compare(ix.term(m), t) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(ix.df) && bytes.Equal(ix.term(lo), t)
+}
+
+// Search returns the top k documents for the query terms by score
+// descending, ties by doc id ascending. Query terms are used as given
+// (tokenize them with tokenize.QueryTokens); a repeated term counts again.
+func (ix *Index) Search(query []string, k int, p Params) []Hit {
+	return ix.SearchFilter(query, k, p, nil)
+}
+
+type scratch struct {
+	acc     []float32
+	touched []int32
+}
+
+// SearchFilter is Search restricted to documents for which keep returns
+// true; a nil keep keeps all. keep is called only for matching documents
+// that would enter the current top k, so it may be skipped for most.
+func (ix *Index) SearchFilter(query []string, k int, p Params, keep func(doc int) bool) []Hit {
+	if k <= 0 || ix.n == 0 || len(query) == 0 {
+		return nil
+	}
+	s, _ := ix.pool.Get().(*scratch)
+	if s == nil || len(s.acc) != ix.n {
+		s = &scratch{acc: make([]float32, ix.n)}
+	}
+	defer ix.pool.Put(s)
+
+	nt := ix.norms(p)
+	N := float64(ix.n)
+	for _, q := range query {
+		i, ok := ix.find(q)
+		if !ok {
+			continue
+		}
+		df := float64(ix.df[i])
+		idf := math.Log(1 + (N-df+0.5)/(df+0.5))
+		if !(idf > 0) {
+			continue // only a corrupt df > N gets here
+		}
+		ix.scoreTerm(s, ix.postings[ix.postOff[i]:ix.postOff[i+1]], float32(idf), float32(p.K1), nt.f)
+	}
+	hits := topK(s, k, keep)
+	for _, d := range s.touched {
+		s.acc[d] = 0
+	}
+	s.touched = s.touched[:0]
+	return hits
+}
+
+// normTable caches, for one (B, Weights), the per-document per-field factor
+// w_f / (1 - b + b * len_f / avglen_f), doc-major.
+type normTable struct {
+	b float64
+	w [NumFields]float64
+	f []float32
+}
+
+// norms returns the factor table for p, reusing the last one built.
+func (ix *Index) norms(p Params) *normTable {
+	if t := ix.norm.Load(); t != nil && t.b == p.B && t.w == p.Weights {
+		return t
+	}
+	t := &normTable{b: p.B, w: p.Weights, f: make([]float32, len(ix.lens))}
+	var c0, c1 [NumFields]float64
+	for f := range NumFields {
+		c0[f] = 1 - p.B
+		if ix.avg[f] > 0 {
+			c1[f] = p.B / ix.avg[f]
+		}
+	}
+	for i, l := range ix.lens {
+		f := i % int(NumFields)
+		t.f[i] = float32(p.Weights[f] / (c0[f] + c1[f]*float64(l)))
+	}
+	ix.norm.Store(t)
+	return t
+}
+
+// scoreTerm adds one term's contribution to the accumulator. Decoding is
+// defensive: a malformed list ends the term early instead of panicking.
+func (ix *Index) scoreTerm(s *scratch, pl []byte, idf, k1 float32, norm []float32) {
+	doc := int64(-1)
+	n := int64(ix.n)
+	acc := s.acc
+	for len(pl) > 0 {
+		var v uint64
+		if pl[0] < 0x80 {
+			v = uint64(pl[0])
+			pl = pl[1:]
+		} else {
+			var m int
+			v, m = binary.Uvarint(pl)
+			if m <= 0 {
+				return
+			}
+			pl = pl[m:]
+		}
+		gap := int64(v >> NumFields)
+		doc += gap
+		if gap <= 0 || doc >= n {
+			return
+		}
+		mask := v & (1<<NumFields - 1)
+		nf := norm[int(doc)*int(NumFields) : int(doc)*int(NumFields)+int(NumFields)]
+		var tf float32
+		for f := 0; mask != 0; f++ {
+			if mask&1 != 0 {
+				var t uint64
+				if len(pl) > 0 && pl[0] < 0x80 {
+					t = uint64(pl[0])
+					pl = pl[1:]
+				} else {
+					var m int
+					t, m = binary.Uvarint(pl)
+					if m <= 0 {
+						return
+					}
+					pl = pl[m:]
+				}
+				tf += float32(t) * nf[f]
+			}
+			mask >>= 1
+		}
+		c := idf * tf / (k1 + tf)
+		if !(c > 0) || c > math.MaxFloat32 {
+			continue // odd params (negative weights, b > 1) or underflow
+		}
+		if acc[doc] == 0 {
+			s.touched = append(s.touched, int32(doc))
+		}
+		acc[doc] += c
+	}
+}
+
+// better reports whether a ranks before b: higher score, then lower doc.
+func better(a, b Hit) bool {
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	return a.Doc < b.Doc
+}
+
+// topK selects the k best touched documents with a min-heap (worst on top).
+func topK(s *scratch, k int, keep func(int) bool) []Hit {
+	h := make([]Hit, 0, min(k, len(s.touched)))
+	for _, d := range s.touched {
+		sc := s.acc[d]
+		if sc <= 0 {
+			continue
+		}
+		hit := Hit{Doc: int(d), Score: float64(sc)}
+		if len(h) == k && !better(hit, h[0]) {
+			continue
+		}
+		if keep != nil && !keep(int(d)) {
+			continue
+		}
+		if len(h) < k {
+			h = append(h, hit)
+			up(h, len(h)-1)
+		} else {
+			h[0] = hit
+			down(h, 0)
+		}
+	}
+	sort.Slice(h, func(i, j int) bool { return better(h[i], h[j]) })
+	return h
+}
+
+func up(h []Hit, i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !better(h[p], h[i]) {
+			break
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+}
+
+func down(h []Hit, i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		w := l
+		if r := l + 1; r < len(h) && better(h[l], h[r]) {
+			w = r
+		}
+		if !better(h[i], h[w]) {
+			return
+		}
+		h[i], h[w] = h[w], h[i]
+		i = w
+	}
+}

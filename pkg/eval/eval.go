@@ -1,0 +1,443 @@
+// Package eval measures retrieval quality on tasks mined from merged pull
+// requests: for each task it indexes the repository at the task's base
+// commit, runs the query under several configurations (arms) and scores the
+// ranked files and the packed context against the files the PR changed.
+// A whole-file BM25 baseline runs beside them on the same tasks.
+package eval
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/bm25"
+	"codectx/pkg/codectx"
+	"codectx/pkg/index"
+	"codectx/pkg/query"
+	"codectx/pkg/segment"
+	"codectx/pkg/source"
+	"codectx/pkg/tokenize"
+)
+
+// Task is one line of a tasks.jsonl file.
+type Task struct {
+	ID          string   `json:"id"`
+	Repo        string   `json:"repo"`
+	BaseCommit  string   `json:"base_commit"`
+	MergeCommit string   `json:"merge_commit"`
+	Query       string   `json:"query"`
+	GoldFiles   []string `json:"gold_files"`
+	Language    string   `json:"language"`
+}
+
+// ReadTasks parses a JSONL task file.
+func ReadTasks(r io.Reader) ([]Task, error) {
+	var tasks []Task
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		s := strings.TrimSpace(sc.Text())
+		if s == "" {
+			continue
+		}
+		var t Task
+		if err := json.Unmarshal([]byte(s), &t); err != nil {
+			return nil, fmt.Errorf("eval: tasks line %d: %w", line, err)
+		}
+		if t.Repo == "" || t.BaseCommit == "" || t.Query == "" || len(t.GoldFiles) == 0 {
+			return nil, fmt.Errorf("eval: tasks line %d: repo, base_commit, query and gold_files are required", line)
+		}
+		tasks = append(tasks, t)
+	}
+	return tasks, sc.Err()
+}
+
+// Config is one arm configuration of the table.
+type Config struct {
+	Name     string
+	Baseline bool     // whole-file BM25, greedy whole-file packing
+	Arms     []string // query arms
+	Route    bool     // classifier routing (per-trigger weights)
+}
+
+// DefaultConfigs is the ablation table: the baseline, chunked BM25, arms
+// added one by one, the full pipeline, and the full pipeline minus each arm.
+func DefaultConfigs() []Config {
+	return []Config{
+		{Name: "baseline: bm25 whole files", Baseline: true},
+		{Name: "bm25 chunks", Arms: []string{query.ArmBM25}},
+		{Name: "+ graph", Arms: []string{query.ArmBM25, query.ArmGraph}},
+		{Name: "+ symbol + routing", Arms: []string{query.ArmSymbol, query.ArmBM25, query.ArmGraph}, Route: true},
+		{Name: "full", Arms: query.AllArms, Route: true},
+		{Name: "full - symbol", Arms: without(query.AllArms, query.ArmSymbol), Route: true},
+		{Name: "full - graph", Arms: without(query.AllArms, query.ArmGraph), Route: true},
+		{Name: "full - history", Arms: without(query.AllArms, query.ArmHistory), Route: true},
+		{Name: "full - routing", Arms: query.AllArms},
+	}
+}
+
+func without(arms []string, drop string) []string {
+	var out []string
+	for _, a := range arms {
+		if a != drop {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Options configure a run.
+type Options struct {
+	GitDirs  map[string]string // repo (owner/name) -> git dir or clone
+	Store    *blob.Bucket      // parse cache
+	Budgets  []int
+	Configs  []Config
+	Progress io.Writer
+}
+
+// TaskResult is one task under one configuration.
+type TaskResult struct {
+	Task      string          `json:"task"`
+	Repo      string          `json:"repo"`
+	Language  string          `json:"language"`
+	Trigger   string          `json:"trigger,omitempty"`
+	Recall    map[int]float64 `json:"recall"` // by budget
+	Tokens    map[int]int     `json:"tokens"`
+	PackFiles map[int]int     `json:"pack_files"`
+	R1        float64         `json:"r1"`
+	R5        float64         `json:"r5"`
+	R10       float64         `json:"r10"`
+	MRR       float64         `json:"mrr"`
+	LatencyUS int             `json:"latency_us"`
+	Top       []string        `json:"top"` // top 5 files
+}
+
+// Summary aggregates a configuration over tasks.
+type Summary struct {
+	Config    string          `json:"config"`
+	Tasks     int             `json:"tasks"`
+	Recall    map[int]float64 `json:"recall"`
+	TES       map[int]float64 `json:"tes"`
+	Tokens    map[int]float64 `json:"tokens"`
+	R1        float64         `json:"r1"`
+	R5        float64         `json:"r5"`
+	R10       float64         `json:"r10"`
+	MRR       float64         `json:"mrr"`
+	LatencyUS float64         `json:"latency_us_mean"`
+}
+
+// Report is the result of a run.
+type Report struct {
+	Budgets []int                   `json:"budgets"`
+	Overall []Summary               `json:"overall"`
+	ByGroup map[string][]Summary    `json:"by_group"` // by language and by repo
+	Tasks   map[string][]TaskResult `json:"tasks"`    // config -> per task
+}
+
+// Run evaluates every task under every configuration.
+func Run(ctx context.Context, tasks []Task, opt Options) (*Report, error) {
+	if len(opt.Budgets) == 0 {
+		opt.Budgets = []int{2000, 4000, 8000, 16000}
+	}
+	if len(opt.Configs) == 0 {
+		opt.Configs = DefaultConfigs()
+	}
+	rep := &Report{Budgets: opt.Budgets, ByGroup: map[string][]Summary{}, Tasks: map[string][]TaskResult{}}
+	for i, t := range tasks {
+		dir, ok := opt.GitDirs[t.Repo]
+		if !ok {
+			return nil, fmt.Errorf("eval: task %s: no --git-dir given for %s", t.ID, t.Repo)
+		}
+		start := time.Now()
+		snap, err := source.Open(ctx, dir, source.Options{Rev: t.BaseCommit})
+		if err != nil {
+			return nil, fmt.Errorf("eval: task %s: %w", t.ID, err)
+		}
+		seg, _, err := index.BuildSegment(ctx, opt.Store, snap, t.Repo, index.Options{HistoryLimit: 500})
+		if err != nil {
+			snap.Close()
+			return nil, fmt.Errorf("eval: task %s: index: %w", t.ID, err)
+		}
+		var base *baseline
+		for _, c := range opt.Configs {
+			if c.Baseline {
+				if base == nil {
+					base, err = newBaseline(snap, t.Language)
+					if err != nil {
+						snap.Close()
+						return nil, fmt.Errorf("eval: task %s: baseline: %w", t.ID, err)
+					}
+				}
+				rep.Tasks[c.Name] = append(rep.Tasks[c.Name], base.run(t, opt.Budgets))
+				continue
+			}
+			r, err := runQuery(ctx, seg, t, c, opt.Budgets)
+			if err != nil {
+				snap.Close()
+				return nil, fmt.Errorf("eval: task %s: %s: %w", t.ID, c.Name, err)
+			}
+			rep.Tasks[c.Name] = append(rep.Tasks[c.Name], r)
+		}
+		snap.Close()
+		if opt.Progress != nil {
+			fmt.Fprintf(opt.Progress, "[%d/%d] %s (%d files, %.1fs)\n", i+1, len(tasks), t.ID, len(seg.Files), time.Since(start).Seconds())
+		}
+	}
+	groups := map[string]bool{}
+	for _, t := range tasks {
+		groups["lang:"+t.Language] = true
+		groups["repo:"+t.Repo] = true
+	}
+	for _, c := range opt.Configs {
+		rs := rep.Tasks[c.Name]
+		rep.Overall = append(rep.Overall, summarize(c.Name, rs, opt.Budgets))
+		for g := range groups {
+			var sub []TaskResult
+			for _, r := range rs {
+				if "lang:"+r.Language == g || "repo:"+r.Repo == g {
+					sub = append(sub, r)
+				}
+			}
+			rep.ByGroup[g] = append(rep.ByGroup[g], summarize(c.Name, sub, opt.Budgets))
+		}
+	}
+	return rep, nil
+}
+
+// Languages maps a task language to the index languages whose files count.
+func Languages(lang string) []codectx.Language {
+	switch lang {
+	case "typescript":
+		return []codectx.Language{codectx.TypeScript, codectx.TSX}
+	case "":
+		return nil
+	}
+	return []codectx.Language{codectx.Language(lang)}
+}
+
+func runQuery(ctx context.Context, seg *segment.Segment, t Task, c Config, budgets []int) (TaskResult, error) {
+	eng := &query.Engine{Seg: seg}
+	res := TaskResult{Task: t.ID, Repo: t.Repo, Language: t.Language, Recall: map[int]float64{}, Tokens: map[int]int{}, PackFiles: map[int]int{}}
+	start := time.Now()
+	var lastFiles []query.File
+	for i, b := range budgets {
+		resp, err := eng.Query(ctx, query.Request{Query: t.Query, Budget: b, Arms: c.Arms, Route: c.Route, Languages: Languages(t.Language)})
+		if err != nil {
+			return res, err
+		}
+		if i == 0 {
+			res.LatencyUS = int(time.Since(start).Microseconds())
+			res.Trigger = resp.Trigger
+		}
+		files := map[string]bool{}
+		for _, ch := range resp.Chunks {
+			files[ch.Path] = true
+		}
+		res.Recall[b] = recall(t.GoldFiles, files)
+		res.Tokens[b] = resp.Tokens
+		res.PackFiles[b] = len(files)
+		lastFiles = resp.Files
+	}
+	ranked := make([]string, len(lastFiles))
+	for i, f := range lastFiles {
+		ranked[i] = f.Path
+	}
+	scoreRanking(&res, t.GoldFiles, ranked)
+	return res, nil
+}
+
+func recall(gold []string, got map[string]bool) float64 {
+	n := 0
+	for _, g := range gold {
+		if got[g] {
+			n++
+		}
+	}
+	return float64(n) / float64(len(gold))
+}
+
+func scoreRanking(res *TaskResult, gold, ranked []string) {
+	at := func(k int) float64 {
+		top := map[string]bool{}
+		for i := 0; i < k && i < len(ranked); i++ {
+			top[ranked[i]] = true
+		}
+		return recall(gold, top)
+	}
+	res.R1, res.R5, res.R10 = at(1), at(5), at(10)
+	g := map[string]bool{}
+	for _, p := range gold {
+		g[p] = true
+	}
+	for i, p := range ranked {
+		if g[p] {
+			res.MRR = 1 / float64(i+1)
+			break
+		}
+	}
+	if len(ranked) > 5 {
+		ranked = ranked[:5]
+	}
+	res.Top = ranked
+}
+
+func summarize(name string, rs []TaskResult, budgets []int) Summary {
+	s := Summary{Config: name, Tasks: len(rs), Recall: map[int]float64{}, TES: map[int]float64{}, Tokens: map[int]float64{}}
+	if len(rs) == 0 {
+		return s
+	}
+	n := float64(len(rs))
+	for _, r := range rs {
+		for _, b := range budgets {
+			s.Recall[b] += r.Recall[b] / n
+			s.Tokens[b] += float64(r.Tokens[b]) / n
+			if f := r.PackFiles[b]; f > 0 {
+				s.TES[b] += r.Recall[b] / math.Log(1+float64(f)) / n
+			}
+		}
+		s.R1 += r.R1 / n
+		s.R5 += r.R5 / n
+		s.R10 += r.R10 / n
+		s.MRR += r.MRR / n
+		s.LatencyUS += float64(r.LatencyUS) / n
+	}
+	return s
+}
+
+// baseline is whole-file BM25 (k1=1.2, b=0.75) over identifier-aware path
+// and content tokens of every file of the task's language, packed greedily
+// at ceil(chars/4) tokens per file; a file that does not fit is skipped.
+type baseline struct {
+	paths []string
+	sizes []int
+	ix    *bm25.Index
+}
+
+var langExt = map[string][]string{
+	"python":     {".py"},
+	"go":         {".go"},
+	"typescript": {".ts", ".tsx"},
+	"javascript": {".js", ".mjs", ".cjs"},
+	"java":       {".java"},
+	"rust":       {".rs"},
+}
+
+// LanguageFile reports whether path is a file of lang per the benchmark's rules.
+func LanguageFile(lang, path string) bool {
+	if strings.HasSuffix(path, ".d.ts") {
+		return false
+	}
+	ok := false
+	for _, e := range langExt[lang] {
+		if strings.HasSuffix(path, e) {
+			ok = true
+		}
+	}
+	return ok
+}
+
+func newBaseline(snap *source.Snapshot, lang string) (*baseline, error) {
+	b := &baseline{}
+	bld := bm25.NewBuilder()
+	for _, f := range snap.Files {
+		if !LanguageFile(lang, f.Path) || strings.Contains(f.Path, "node_modules/") {
+			continue
+		}
+		data, err := snap.Read(f)
+		if err != nil {
+			return nil, err
+		}
+		var fields [bm25.NumFields][]string
+		fields[bm25.FieldBody] = append(tokenize.Tokens(f.Path), tokenize.Tokens(string(data))...)
+		bld.AddTokens(fields)
+		b.paths = append(b.paths, f.Path)
+		b.sizes = append(b.sizes, (len(data)+3)/4)
+	}
+	b.ix = bld.Build()
+	return b, nil
+}
+
+func (b *baseline) run(t Task, budgets []int) TaskResult {
+	start := time.Now()
+	var p bm25.Params
+	p.K1, p.B = 1.2, 0.75
+	p.Weights[bm25.FieldBody] = 1
+	hits := b.ix.Search(tokenize.QueryTokens(t.Query), len(b.paths), p)
+	res := TaskResult{Task: t.ID, Repo: t.Repo, Language: t.Language, Recall: map[int]float64{}, Tokens: map[int]int{}, PackFiles: map[int]int{}, LatencyUS: int(time.Since(start).Microseconds())}
+	ranked := make([]string, len(hits))
+	for i, h := range hits {
+		ranked[i] = b.paths[h.Doc]
+	}
+	for _, budget := range budgets {
+		used := 0
+		got := map[string]bool{}
+		for _, h := range hits {
+			if used+b.sizes[h.Doc] <= budget {
+				used += b.sizes[h.Doc]
+				got[b.paths[h.Doc]] = true
+			}
+		}
+		res.Recall[budget] = recall(t.GoldFiles, got)
+		res.Tokens[budget] = used
+		res.PackFiles[budget] = len(got)
+	}
+	scoreRanking(&res, t.GoldFiles, ranked)
+	return res
+}
+
+// FormatTable renders summaries as a Markdown table.
+func FormatTable(rows []Summary, budgets []int) string {
+	var b strings.Builder
+	b.WriteString("| config | R@1 | R@5 | R@10 | MRR |")
+	for _, bu := range budgets {
+		fmt.Fprintf(&b, " R@%dk |", bu/1000)
+	}
+	for _, bu := range budgets {
+		fmt.Fprintf(&b, " TES@%dk |", bu/1000)
+	}
+	b.WriteString(" ms |\n|---|---|---|---|---|")
+	for range budgets {
+		b.WriteString("---|---|")
+	}
+	b.WriteString("---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f | %.3f |", r.Config, r.R1, r.R5, r.R10, r.MRR)
+		for _, bu := range budgets {
+			fmt.Fprintf(&b, " %.3f |", r.Recall[bu])
+		}
+		for _, bu := range budgets {
+			fmt.Fprintf(&b, " %.3f |", r.TES[bu])
+		}
+		fmt.Fprintf(&b, " %.1f |\n", r.LatencyUS/1000)
+	}
+	return b.String()
+}
+
+// WriteReport writes a report as indented JSON.
+func WriteReport(path string, rep *Report) error {
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
+// GroupNames returns the report's group keys sorted.
+func (r *Report) GroupNames() []string {
+	var out []string
+	for g := range r.ByGroup {
+		out = append(out, g)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,238 @@
+package fusion
+
+import (
+	"math"
+	"reflect"
+	"testing"
+)
+
+func TestRRF(t *testing.T) {
+	type want struct {
+		id    string
+		score float64
+		arms  []string
+		ranks map[string]int
+	}
+	tests := []struct {
+		name    string
+		lists   []Ranked
+		weights map[string]float64
+		k       float64
+		want    []want
+	}{
+		{
+			name:  "single arm keeps order",
+			lists: []Ranked{{Arm: "bm25", IDs: []string{"a", "b", "c"}}},
+			k:     60,
+			want: []want{
+				{"a", 1.0 / 61, []string{"bm25"}, map[string]int{"bm25": 1}},
+				{"b", 1.0 / 62, []string{"bm25"}, map[string]int{"bm25": 2}},
+				{"c", 1.0 / 63, []string{"bm25"}, map[string]int{"bm25": 3}},
+			},
+		},
+		{
+			name: "agreement beats a single top rank",
+			lists: []Ranked{
+				{Arm: "bm25", IDs: []string{"x", "b"}},
+				{Arm: "dense", IDs: []string{"y", "b"}},
+			},
+			k: 60,
+			want: []want{
+				{"b", 2.0 / 62, []string{"bm25", "dense"}, map[string]int{"bm25": 2, "dense": 2}},
+				{"x", 1.0 / 61, []string{"bm25"}, map[string]int{"bm25": 1}},
+				{"y", 1.0 / 61, []string{"dense"}, map[string]int{"dense": 1}},
+			},
+		},
+		{
+			name: "weights shift the order, missing weight is 1",
+			lists: []Ranked{
+				{Arm: "symbol", IDs: []string{"s"}},
+				{Arm: "bm25", IDs: []string{"t"}},
+				{Arm: "graph", IDs: []string{"g"}},
+			},
+			weights: map[string]float64{"symbol": 3, "bm25": 0.5},
+			k:       10,
+			want: []want{
+				{"s", 3.0 / 11, []string{"symbol"}, map[string]int{"symbol": 1}},
+				{"g", 1.0 / 11, []string{"graph"}, map[string]int{"graph": 1}},
+				{"t", 0.5 / 11, []string{"bm25"}, map[string]int{"bm25": 1}},
+			},
+		},
+		{
+			name: "zero weight drops the arm",
+			lists: []Ranked{
+				{Arm: "history", IDs: []string{"h", "a"}},
+				{Arm: "bm25", IDs: []string{"a"}},
+			},
+			weights: map[string]float64{"history": 0},
+			k:       60,
+			want: []want{
+				{"a", 1.0 / 61, []string{"bm25"}, map[string]int{"bm25": 1}},
+			},
+		},
+		{
+			name: "k <= 0 means 60",
+			lists: []Ranked{
+				{Arm: "bm25", IDs: []string{"a"}},
+			},
+			k: 0,
+			want: []want{
+				{"a", 1.0 / 61, []string{"bm25"}, map[string]int{"bm25": 1}},
+			},
+		},
+		{
+			name: "empty arm and empty ids contribute nothing",
+			lists: []Ranked{
+				{Arm: "dense", IDs: nil},
+				{Arm: "bm25", IDs: []string{"", "a"}},
+			},
+			k: 60,
+			want: []want{
+				{"a", 1.0 / 62, []string{"bm25"}, map[string]int{"bm25": 2}},
+			},
+		},
+		{
+			name: "duplicate id in one list keeps best rank",
+			lists: []Ranked{
+				{Arm: "bm25", IDs: []string{"a", "b", "a", "a"}},
+			},
+			k: 60,
+			want: []want{
+				{"a", 1.0 / 61, []string{"bm25"}, map[string]int{"bm25": 1}},
+				{"b", 1.0 / 62, []string{"bm25"}, map[string]int{"bm25": 2}},
+			},
+		},
+		{
+			name: "same arm in two lists counts once with best rank",
+			lists: []Ranked{
+				{Arm: "graph", IDs: []string{"b", "a"}},
+				{Arm: "graph", IDs: []string{"a"}},
+			},
+			k: 60,
+			want: []want{
+				{"a", 1.0 / 61, []string{"graph"}, map[string]int{"graph": 1}},
+				{"b", 1.0 / 61, []string{"graph"}, map[string]int{"graph": 1}},
+			},
+		},
+		{
+			name: "tie on score broken by best rank",
+			// p: ranks 1 and 5 -> 1/2+1/6 = 2/3; q: ranks 2 and 2 -> 1/3+1/3 = 2/3.
+			lists: []Ranked{
+				{Arm: "a", IDs: []string{"p", "q", "x", "y", "z"}},
+				{Arm: "b", IDs: []string{"w", "q", "v", "u", "p"}},
+			},
+			k: 1,
+			want: []want{
+				{"p", 2.0 / 3, []string{"a", "b"}, map[string]int{"a": 1, "b": 5}},
+				{"q", 2.0 / 3, []string{"a", "b"}, map[string]int{"a": 2, "b": 2}},
+				{"w", 1.0 / 2, []string{"b"}, map[string]int{"b": 1}},
+				{"v", 1.0 / 4, []string{"b"}, map[string]int{"b": 3}},
+				{"x", 1.0 / 4, []string{"a"}, map[string]int{"a": 3}},
+				{"u", 1.0 / 5, []string{"b"}, map[string]int{"b": 4}},
+				{"y", 1.0 / 5, []string{"a"}, map[string]int{"a": 4}},
+				{"z", 1.0 / 6, []string{"a"}, map[string]int{"a": 5}},
+			},
+		},
+		{
+			name: "full tie broken by id",
+			lists: []Ranked{
+				{Arm: "a", IDs: []string{"m"}},
+				{Arm: "b", IDs: []string{"c"}},
+				{Arm: "c", IDs: []string{"k"}},
+			},
+			k: 60,
+			want: []want{
+				{"c", 1.0 / 61, []string{"b"}, map[string]int{"b": 1}},
+				{"k", 1.0 / 61, []string{"c"}, map[string]int{"c": 1}},
+				{"m", 1.0 / 61, []string{"a"}, map[string]int{"a": 1}},
+			},
+		},
+		{
+			name: "no lists",
+			k:    60,
+			want: []want{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := RRF(tt.lists, tt.weights, tt.k)
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %d results %v, want %d", len(got), ids(got), len(tt.want))
+			}
+			for i, w := range tt.want {
+				g := got[i]
+				if g.ID != w.id {
+					t.Fatalf("result %d: got id %q, want %q (order %v)", i, g.ID, w.id, ids(got))
+				}
+				if math.Abs(g.Score-w.score) > 1e-12 {
+					t.Errorf("%s: got score %v, want %v", w.id, g.Score, w.score)
+				}
+				if !reflect.DeepEqual(g.Arms, w.arms) {
+					t.Errorf("%s: got arms %v, want %v", w.id, g.Arms, w.arms)
+				}
+				if !reflect.DeepEqual(g.Ranks, w.ranks) {
+					t.Errorf("%s: got ranks %v, want %v", w.id, g.Ranks, w.ranks)
+				}
+			}
+		})
+	}
+}
+
+// Three-term sums in different arm orders must tie exactly, so the tie-break
+// (not floating-point noise) decides the order.
+func TestRRFDeterministicSums(t *testing.T) {
+	lists := []Ranked{
+		{Arm: "a", IDs: []string{"p", "q", "r"}},
+		{Arm: "b", IDs: []string{"q", "r", "p"}},
+		{Arm: "c", IDs: []string{"r", "p", "q"}},
+	}
+	for range 20 {
+		eq := RRF(lists, map[string]float64{"a": 0.3, "b": 0.3, "c": 0.3}, 7)
+		if eq[0].Score != eq[1].Score || eq[1].Score != eq[2].Score {
+			t.Fatalf("equal contributions gave unequal scores: %v %v %v", eq[0].Score, eq[1].Score, eq[2].Score)
+		}
+		if gotIDs := ids(eq); !reflect.DeepEqual(gotIDs, []string{"p", "q", "r"}) {
+			t.Fatalf("got order %v, want [p q r]", gotIDs)
+		}
+	}
+}
+
+func TestBestRank(t *testing.T) {
+	tests := []struct {
+		ranks map[string]int
+		want  int
+	}{
+		{nil, 0},
+		{map[string]int{"a": 3}, 3},
+		{map[string]int{"a": 3, "b": 2, "c": 9}, 2},
+	}
+	for _, tt := range tests {
+		if got := (Scored{Ranks: tt.ranks}).BestRank(); got != tt.want {
+			t.Errorf("BestRank(%v) = %d, want %d", tt.ranks, got, tt.want)
+		}
+	}
+}
+
+func ids(s []Scored) []string {
+	out := make([]string, len(s))
+	for i, x := range s {
+		out[i] = x.ID
+	}
+	return out
+}
+
+func BenchmarkRRF(b *testing.B) {
+	var lists []Ranked
+	for _, arm := range []string{"symbol", "bm25", "dense", "graph", "history"} {
+		l := Ranked{Arm: arm}
+		for i := 0; i < 50; i++ {
+			l.IDs = append(l.IDs, string(rune('a'+i%26))+arm[:1]+string(rune('0'+i%7)))
+		}
+		lists = append(lists, l)
+	}
+	w := map[string]float64{"symbol": 1, "bm25": 0.6, "dense": 0.3}
+	b.ReportAllocs()
+	for b.Loop() {
+		RRF(lists, w, 60)
+	}
+}

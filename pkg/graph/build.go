@@ -1,0 +1,377 @@
+package graph
+
+import (
+	"path"
+	"sort"
+	"strings"
+
+	"codectx/pkg/codectx"
+)
+
+// builder holds the indexes used while resolving one Input.
+type builder struct {
+	files  []*fileInfo // sorted by path
+	byPath map[string]int32
+	syms   []*symInfo // sorted by id
+
+	// Go
+	modules  []goModule           // longest module path first
+	goPkg    map[string][]int32   // dir -> non-test .go files
+	groups   map[string][]int32   // package group -> files (Go dir+package, Java package)
+	javaCls  map[string][]int32   // "a.b.C" -> files
+	javaPkg  map[string][]int32   // "a.b" -> files
+	pyInit   map[string]bool      // dirs holding an __init__.py
+	topBy    []map[string][]int32 // per file: short name -> top-level functions and types
+	typesBy  []map[string][]int32 // per file: short name -> type symbols
+	methods  map[ownerKey][]int32 // (owner short, name) -> methods
+	topAll   map[string][]int32   // short name -> top-level functions and types, repo-wide
+	typesAll map[string][]int32   // short name -> types, repo-wide
+	methAll  map[string][]int32   // short name -> methods, repo-wide
+	fedges   map[rawEdge]struct{} //
+	sedges   map[rawEdge]struct{} //
+	stats    Stats                //
+	names    []string             // scratch for resolveRefs
+}
+
+type goModule struct{ dir, path string }
+
+type ownerKey struct{ owner, name string }
+
+type fileInfo struct {
+	FileInput
+	idx     int32
+	dir     string
+	group   string             // package group: "go:dir:pkg", "java:pkg", "" for none
+	mates   []int32            // other files of the group
+	imports []int32            // resolved imported files, deduped, in order
+	quals   map[string][]int32 // qualifier as used in calls ("http", "utils", "de") -> files
+	ext     map[string]bool    // qualifiers bound by unresolved (external) imports
+}
+
+type symInfo struct {
+	idx        int32
+	id         int
+	file       int32
+	kind       codectx.Kind
+	owner      string // "" for top-level symbols
+	ownerShort string
+	short      string
+	calls      []string
+	types      []string
+}
+
+// Build resolves the input into a graph. It never fails: anything it cannot
+// resolve is counted in Stats and left out.
+func Build(in Input) *Graph {
+	b := &builder{
+		byPath:   map[string]int32{},
+		goPkg:    map[string][]int32{},
+		groups:   map[string][]int32{},
+		javaCls:  map[string][]int32{},
+		javaPkg:  map[string][]int32{},
+		pyInit:   map[string]bool{},
+		methods:  map[ownerKey][]int32{},
+		topAll:   map[string][]int32{},
+		typesAll: map[string][]int32{},
+		methAll:  map[string][]int32{},
+		fedges:   map[rawEdge]struct{}{},
+		sedges:   map[rawEdge]struct{}{},
+	}
+	b.index(in)
+	for _, f := range b.files {
+		b.resolveImports(f)
+	}
+	for _, s := range b.syms {
+		b.resolveRefs(s)
+	}
+	return b.graph()
+}
+
+func (b *builder) index(in Input) {
+	// Files: first occurrence of a path wins, sorted for determinism.
+	seen := map[string]bool{}
+	var files []FileInput
+	for _, f := range in.Files {
+		p := cleanPath(f.Path)
+		if p == "" || seen[p] {
+			continue
+		}
+		seen[p] = true
+		f.Path = p
+		files = append(files, f)
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	for i, f := range files {
+		fi := &fileInfo{FileInput: f, idx: int32(i), dir: dirOf(f.Path), quals: map[string][]int32{}, ext: map[string]bool{}}
+		b.files = append(b.files, fi)
+		b.byPath[f.Path] = int32(i)
+	}
+
+	// Go modules, longest path first so nested modules win.
+	mods := map[string]string{}
+	for d, m := range in.GoModules {
+		mods[cleanPath(d)] = m
+	}
+	if in.GoModule != "" {
+		mods[""] = in.GoModule
+	}
+	for d, m := range mods {
+		if m = strings.Trim(m, "/ "); m != "" {
+			b.modules = append(b.modules, goModule{dir: d, path: m})
+		}
+	}
+	sort.Slice(b.modules, func(i, j int) bool {
+		a, c := b.modules[i], b.modules[j]
+		if len(a.path) != len(c.path) {
+			return len(a.path) > len(c.path)
+		}
+		return a.path < c.path
+	})
+
+	for _, f := range b.files {
+		base := path.Base(f.Path)
+		switch f.Language {
+		case codectx.Go:
+			if !strings.HasSuffix(base, "_test.go") {
+				b.goPkg[f.dir] = append(b.goPkg[f.dir], f.idx)
+			}
+			f.group = "go:" + f.dir + ":" + f.Package
+		case codectx.Java:
+			cls := strings.TrimSuffix(base, ".java")
+			if f.Package != "" {
+				f.group = "java:" + f.Package
+				b.javaPkg[f.Package] = append(b.javaPkg[f.Package], f.idx)
+				cls = f.Package + "." + cls
+			}
+			b.javaCls[cls] = append(b.javaCls[cls], f.idx)
+		case codectx.Python:
+			if base == "__init__.py" {
+				b.pyInit[f.dir] = true
+			}
+		}
+		if f.group != "" {
+			b.groups[f.group] = append(b.groups[f.group], f.idx)
+		}
+	}
+	for _, f := range b.files {
+		for _, m := range b.groups[f.group] {
+			if m != f.idx {
+				f.mates = append(f.mates, m)
+			}
+		}
+	}
+
+	// Symbols, sorted by id; duplicate ids keep the first.
+	type raw struct {
+		s    SymbolInput
+		file int32
+	}
+	var all []raw
+	ids := map[int]bool{}
+	for _, f := range b.files {
+		for _, s := range f.Symbols {
+			if ids[s.ID] {
+				continue
+			}
+			ids[s.ID] = true
+			all = append(all, raw{s, f.idx})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].s.ID < all[j].s.ID })
+	b.topBy = make([]map[string][]int32, len(b.files))
+	b.typesBy = make([]map[string][]int32, len(b.files))
+	for i := range b.files {
+		b.topBy[i] = map[string][]int32{}
+		b.typesBy[i] = map[string][]int32{}
+	}
+	for i, r := range all {
+		owner, short := splitName(r.s.Name)
+		s := &symInfo{
+			idx: int32(i), id: r.s.ID, file: r.file, kind: r.s.Kind,
+			owner: owner, ownerShort: lastSegment(owner), short: short,
+			calls: r.s.Calls, types: r.s.Types,
+		}
+		b.syms = append(b.syms, s)
+		if short == "" || !targetKind(s.kind) {
+			continue
+		}
+		if isType(s.kind) {
+			b.typesBy[r.file][short] = append(b.typesBy[r.file][short], s.idx)
+			b.typesAll[short] = append(b.typesAll[short], s.idx)
+		}
+		if owner == "" {
+			b.topBy[r.file][short] = append(b.topBy[r.file][short], s.idx)
+			b.topAll[short] = append(b.topAll[short], s.idx)
+		} else if !isType(s.kind) {
+			k := ownerKey{s.ownerShort, short}
+			b.methods[k] = append(b.methods[k], s.idx)
+			b.methAll[short] = append(b.methAll[short], s.idx)
+		}
+	}
+}
+
+func (b *builder) addFileEdge(from, to int32, k EdgeKind) {
+	if from != to {
+		b.fedges[rawEdge{from, to, k}] = struct{}{}
+	}
+}
+
+func (b *builder) addSymEdge(from, to int32, k EdgeKind) {
+	if from == to {
+		return
+	}
+	b.sedges[rawEdge{from, to, k}] = struct{}{}
+	ff, tf := b.syms[from].file, b.syms[to].file
+	b.addFileEdge(ff, tf, k)
+}
+
+func (b *builder) graph() *Graph {
+	g := &Graph{
+		files:   make([]string, len(b.files)),
+		symIDs:  make([]int, len(b.syms)),
+		symFile: make([]int32, len(b.syms)),
+	}
+	for i, f := range b.files {
+		g.files[i] = f.Path
+	}
+	for i, s := range b.syms {
+		g.symIDs[i] = s.id
+		g.symFile[i] = s.file
+	}
+	for e := range b.fedges {
+		g.fedges = append(g.fedges, e)
+	}
+	for e := range b.sedges {
+		g.sedges = append(g.sedges, e)
+	}
+	g.stats = b.stats
+	g.finish()
+	return g
+}
+
+// targetKind reports whether a symbol of kind k can be the target of a call
+// or type edge (module headers and line windows cannot).
+func targetKind(k codectx.Kind) bool {
+	return k != codectx.KindModule && k != codectx.KindWindow
+}
+
+func isType(k codectx.Kind) bool {
+	switch k {
+	case codectx.KindClass, codectx.KindStruct, codectx.KindInterface, codectx.KindType:
+		return true
+	}
+	return false
+}
+
+// rank orders candidates of one name: real declarations beat KindType
+// (which also covers Rust impl blocks and aliases).
+func rank(k codectx.Kind) int {
+	if k == codectx.KindType {
+		return 1
+	}
+	return maxRank
+}
+
+const maxRank = 2
+
+// splitName splits a qualified symbol name into owner and short name:
+// "(*Router).Mount" -> ("Router", "Mount"), "Flask.add_url_rule" ->
+// ("Flask", "add_url_rule"), "Deserializer::deserialize_any" ->
+// ("Deserializer", "deserialize_any"), "parse_url" -> ("", "parse_url").
+func splitName(name string) (owner, short string) {
+	name = strings.TrimSpace(name)
+	if strings.HasPrefix(name, "(") {
+		if end := strings.Index(name, ")"); end > 0 {
+			recv := strings.TrimLeft(strings.TrimSpace(name[1:end]), "*")
+			if sp := strings.LastIndexByte(recv, ' '); sp >= 0 { // "(r *Router)"
+				recv = strings.TrimLeft(recv[sp+1:], "*")
+			}
+			rest := strings.TrimPrefix(name[end+1:], ".")
+			return stripGeneric(recv), rest
+		}
+	}
+	name = stripGeneric(name)
+	i, w := lastSep(name)
+	if i < 0 {
+		return "", name
+	}
+	return name[:i], name[i+w:]
+}
+
+// lastSep finds the last "." or "::" in s, returning its index and width.
+func lastSep(s string) (int, int) {
+	d := strings.LastIndex(s, ".")
+	c := strings.LastIndex(s, "::")
+	if c >= 0 && c+1 > d {
+		return c, 2
+	}
+	if d >= 0 {
+		return d, 1
+	}
+	return -1, 0
+}
+
+func lastSegment(s string) string {
+	if i, w := lastSep(s); i >= 0 {
+		return s[i+w:]
+	}
+	return s
+}
+
+// stripGeneric removes type arguments: "Vec<T>" -> "Vec", "List[int]" ->
+// "List", "Foo<T>::new" -> "Foo::new".
+func stripGeneric(s string) string {
+	if !strings.ContainsAny(s, "<[") {
+		return s
+	}
+	var sb strings.Builder
+	depth := 0
+	for _, r := range s {
+		switch r {
+		case '<', '[':
+			depth++
+		case '>', ']':
+			if depth > 0 {
+				depth--
+			}
+		default:
+			if depth == 0 {
+				sb.WriteRune(r)
+			}
+		}
+	}
+	return sb.String()
+}
+
+func cleanPath(p string) string {
+	p = strings.TrimSpace(strings.ReplaceAll(p, "\\", "/"))
+	if p == "" {
+		return ""
+	}
+	p = path.Clean(p)
+	p = strings.TrimPrefix(p, "./")
+	p = strings.TrimPrefix(p, "/")
+	if p == "." || p == ".." || strings.HasPrefix(p, "../") {
+		return ""
+	}
+	return p
+}
+
+// dirOf is path.Dir with "" for the repository root.
+func dirOf(p string) string {
+	d := path.Dir(p)
+	if d == "." || d == "/" {
+		return ""
+	}
+	return d
+}
+
+func join(dir, rel string) string {
+	if dir == "" {
+		return rel
+	}
+	if rel == "" {
+		return dir
+	}
+	return dir + "/" + rel
+}

@@ -1,0 +1,489 @@
+// Package query answers a question about one indexed snapshot with a
+// token-budgeted context. It classifies the query (trigger type), runs the
+// retrieval arms the trigger's plan asks for (symbol table, identifier-aware
+// BM25, dense vectors when configured, graph expansion, history), fuses
+// their rankings by weighted reciprocal rank and packs the result into a
+// hard o200k token budget with provenance on every chunk.
+//
+// An Engine holds only an immutable segment and optional adapters, so any
+// number of goroutines (and replicas) can serve queries from it.
+package query
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"codectx/pkg/classify"
+	"codectx/pkg/codectx"
+	"codectx/pkg/fusion"
+	"codectx/pkg/pack"
+	"codectx/pkg/segment"
+	"codectx/pkg/tokenize"
+)
+
+// Arm names.
+const (
+	ArmSymbol  = "symbol"
+	ArmBM25    = "bm25"
+	ArmDense   = "dense"
+	ArmGraph   = "graph"
+	ArmHistory = "history"
+)
+
+// AllArms lists every arm in a stable order.
+var AllArms = []string{ArmSymbol, ArmBM25, ArmDense, ArmGraph, ArmHistory}
+
+// Dense is the port for dense-vector retrieval: it returns chunk ids of the
+// segment, best first. With no Dense configured the arm is absent.
+type Dense interface {
+	Search(ctx context.Context, seg *segment.Segment, query string, k int) ([]int, error)
+}
+
+// Request is one query.
+type Request struct {
+	Query     string
+	Budget    int                // o200k tokens; default 8000
+	Arms      []string           // arms to run; nil = all available
+	Route     bool               // use the classifier's per-trigger weights (default on via NewRequest)
+	Languages []codectx.Language // restrict results to these languages; nil = all
+	RRFK      float64            // default 60
+}
+
+// Engine answers queries over one segment.
+type Engine struct {
+	Seg   *segment.Segment
+	Dense Dense
+	Count func(string) int // token counter; default o200k
+}
+
+// File is one ranked file of a response.
+type File struct {
+	Path    string   `json:"path"`
+	Score   float64  `json:"score"`
+	Signals []string `json:"signals"`
+}
+
+// Chunk is one packed chunk of a response (the JSON schema is documented in
+// docs/query-json.md).
+type Chunk struct {
+	Repo        string   `json:"repo"`
+	Commit      string   `json:"commit"`
+	Path        string   `json:"path"`
+	StartLine   int      `json:"start_line"`
+	EndLine     int      `json:"end_line"`
+	Symbol      string   `json:"symbol"`
+	Kind        string   `json:"kind"`
+	Granularity string   `json:"granularity"`
+	Tokens      int      `json:"tokens"`
+	Score       float64  `json:"score"`
+	Signals     []string `json:"signals"`
+	Provenance  string   `json:"provenance"`
+	Text        string   `json:"text"`
+}
+
+// Response is the answer to a Request.
+type Response struct {
+	Query      string         `json:"query"`
+	Repo       string         `json:"repo"`
+	Commit     string         `json:"commit"`
+	Trigger    string         `json:"trigger"`
+	Confidence float64        `json:"confidence"`
+	Symbols    []string       `json:"symbols,omitempty"`
+	Arms       []string       `json:"arms"`
+	Budget     int            `json:"budget"`
+	Tokens     int            `json:"tokens"`
+	Chunks     []Chunk        `json:"chunks"`
+	Files      []File         `json:"files"`
+	Dropped    int            `json:"dropped"`
+	Timings    map[string]int `json:"timings_us"`
+	Context    string         `json:"context"`
+}
+
+// Ranking is the fused ranking before packing: what eval measures.
+type Ranking struct {
+	Class   classify.Result
+	Arms    []string
+	Fused   []fusion.Scored // chunk ids as decimal strings
+	Files   []File
+	Timings map[string]int
+}
+
+// Search runs classification, retrieval and fusion.
+func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
+	seg := e.Seg
+	if seg == nil {
+		return nil, fmt.Errorf("query: no segment")
+	}
+	q := strings.TrimSpace(req.Query)
+	if q == "" {
+		return nil, fmt.Errorf("query: empty query")
+	}
+	tm := map[string]int{}
+	t0 := time.Now()
+	cls := classify.Classify(q, seg)
+	tm["classify"] = int(time.Since(t0).Microseconds())
+
+	arms := req.Arms
+	if arms == nil {
+		arms = AllArms
+	}
+	want := map[string]bool{}
+	for _, a := range arms {
+		want[a] = true
+	}
+	if e.Dense == nil {
+		delete(want, ArmDense)
+	}
+	keep := e.keepFunc(req.Languages)
+
+	var lists []fusion.Ranked
+	add := func(arm string, ids []int) {
+		if len(ids) == 0 {
+			return
+		}
+		r := fusion.Ranked{Arm: arm, IDs: make([]string, 0, len(ids))}
+		for _, id := range ids {
+			r.IDs = append(r.IDs, strconv.Itoa(id))
+		}
+		lists = append(lists, r)
+	}
+	depth := 200
+	if want[ArmSymbol] {
+		t := time.Now()
+		add(ArmSymbol, e.symbolArm(cls, keep))
+		tm[ArmSymbol] = int(time.Since(t).Microseconds())
+	}
+	if want[ArmBM25] {
+		t := time.Now()
+		add(ArmBM25, e.bm25Arm(q, depth, keep))
+		tm[ArmBM25] = int(time.Since(t).Microseconds())
+	}
+	if want[ArmDense] {
+		t := time.Now()
+		ids, err := e.Dense.Search(ctx, seg, q, depth)
+		if err != nil {
+			return nil, fmt.Errorf("query: dense: %w", err)
+		}
+		add(ArmDense, filterIDs(ids, keep))
+		tm[ArmDense] = int(time.Since(t).Microseconds())
+	}
+	if want[ArmHistory] {
+		t := time.Now()
+		add(ArmHistory, e.historyArm(q, cls, keep))
+		tm[ArmHistory] = int(time.Since(t).Microseconds())
+	}
+	weights := map[string]float64{}
+	if req.Route {
+		for k, v := range cls.Plan.Weights {
+			weights[k] = v
+		}
+	}
+	if want[ArmGraph] && seg.Graph != nil {
+		t := time.Now()
+		seeds := fusion.RRF(lists, weights, req.RRFK)
+		add(ArmGraph, e.graphArm(seeds, cls, keep))
+		tm[ArmGraph] = int(time.Since(t).Microseconds())
+	}
+	fused := fusion.RRF(lists, weights, req.RRFK)
+	used := make([]string, 0, len(lists))
+	for _, l := range lists {
+		used = append(used, l.Arm)
+	}
+	tm["total"] = int(time.Since(t0).Microseconds())
+	return &Ranking{Class: cls, Arms: used, Fused: fused, Files: e.rankFiles(fused), Timings: tm}, nil
+}
+
+// Query runs Search and packs the result into the budget.
+func (e *Engine) Query(ctx context.Context, req Request) (*Response, error) {
+	if req.Budget <= 0 {
+		req.Budget = 8000
+	}
+	rk, err := e.Search(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	t := time.Now()
+	seg := e.Seg
+	cands := make([]pack.Candidate, 0, len(rk.Fused))
+	for _, s := range rk.Fused {
+		id, _ := strconv.Atoi(s.ID)
+		c := seg.Chunks[id]
+		cands = append(cands, pack.Candidate{
+			Repo: seg.Meta.Repo, Commit: seg.Meta.Commit, Path: c.Path,
+			StartLine: c.StartLine, EndLine: c.EndLine, Symbol: c.Name, Kind: string(c.Kind),
+			Signature: c.Signature, Doc: c.Doc, Body: c.Body, Score: s.Score, Signals: s.Arms,
+		})
+	}
+	opt := pack.Options{Budget: req.Budget, FileFirst: true}
+	if e.Count != nil {
+		opt.Count = e.Count
+	}
+	res := pack.Pack(cands, opt)
+	rk.Timings["pack"] = int(time.Since(t).Microseconds())
+	out := &Response{
+		Query: req.Query, Repo: seg.Meta.Repo, Commit: seg.Meta.Commit,
+		Trigger: string(rk.Class.Trigger), Confidence: rk.Class.Confidence, Symbols: rk.Class.Symbols,
+		Arms: rk.Arms, Budget: req.Budget, Tokens: res.Tokens, Files: rk.Files, Dropped: res.Dropped,
+		Timings: rk.Timings, Context: res.Render(),
+	}
+	out.Chunks = make([]Chunk, 0, len(res.Chunks))
+	for _, p := range res.Chunks {
+		out.Chunks = append(out.Chunks, Chunk{
+			Repo: p.Repo, Commit: p.Commit, Path: p.Path, StartLine: p.StartLine, EndLine: p.EndLine,
+			Symbol: p.Symbol, Kind: p.Kind, Granularity: string(p.Granularity), Tokens: p.Tokens,
+			Score: p.Score, Signals: p.Signals, Provenance: pack.Provenance(p.Candidate), Text: p.Text,
+		})
+	}
+	return out, nil
+}
+
+func (e *Engine) keepFunc(langs []codectx.Language) func(int) bool {
+	if len(langs) == 0 {
+		return nil
+	}
+	ok := map[codectx.Language]bool{}
+	for _, l := range langs {
+		ok[l] = true
+	}
+	return func(id int) bool { return ok[e.Seg.Chunks[id].Language] }
+}
+
+func filterIDs(ids []int, keep func(int) bool) []int {
+	if keep == nil {
+		return ids
+	}
+	out := ids[:0:0]
+	for _, id := range ids {
+		if keep(id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// symbolArm looks the query's symbols up in the symbol table: exact
+// qualified or short names first, then prefix matches.
+func (e *Engine) symbolArm(cls classify.Result, keep func(int) bool) []int {
+	seen := map[int]bool{}
+	var exact, fuzzy []int
+	for _, s := range cls.Symbols {
+		for _, id := range e.Seg.Lookup(s) {
+			if !seen[id] {
+				seen[id] = true
+				exact = append(exact, id)
+			}
+		}
+		// Dotted or scoped forms: try the last component too ("os.path.join" -> "join").
+		if short := segment.ShortName(s); short != s && len(short) > 2 {
+			for _, id := range e.Seg.Lookup(short) {
+				if !seen[id] {
+					seen[id] = true
+					fuzzy = append(fuzzy, id)
+				}
+			}
+		}
+		if len(s) >= 4 {
+			for _, id := range e.Seg.LookupPrefix(s, 8) {
+				if !seen[id] {
+					seen[id] = true
+					fuzzy = append(fuzzy, id)
+				}
+			}
+		}
+	}
+	return filterIDs(append(exact, fuzzy...), keep)
+}
+
+func (e *Engine) bm25Arm(q string, k int, keep func(int) bool) []int {
+	terms := tokenize.QueryTokens(q)
+	if len(terms) == 0 {
+		return nil
+	}
+	p := Params()
+	var hits []int
+	if keep == nil {
+		for _, h := range e.Seg.BM25.Search(terms, k, p) {
+			hits = append(hits, h.Doc)
+		}
+	} else {
+		for _, h := range e.Seg.BM25.SearchFilter(terms, k, p, keep) {
+			hits = append(hits, h.Doc)
+		}
+	}
+	return hits
+}
+
+// graphArm expands the top files of the other arms through import, call and
+// type edges; each reached file contributes its best-connected chunk.
+func (e *Engine) graphArm(seeds []fusion.Scored, cls classify.Result, keep func(int) bool) []int {
+	seg := e.Seg
+	const nSeeds = 5
+	fileSeeds := map[string]float64{}
+	symSeeds := map[int]float64{}
+	for i, s := range seeds {
+		if len(fileSeeds) >= nSeeds {
+			break
+		}
+		id, _ := strconv.Atoi(s.ID)
+		p := seg.Chunks[id].Path
+		if _, ok := fileSeeds[p]; !ok {
+			fileSeeds[p] = 1 / float64(1+i)
+		}
+		symSeeds[id] = 1 / float64(1+i)
+	}
+	if len(fileSeeds) == 0 {
+		return nil
+	}
+	depth := cls.Plan.GraphDepth
+	type cand struct {
+		id    int
+		score float64
+	}
+	var cands []cand
+	seen := map[int]bool{}
+	for id, sc := range seg.Graph.ExpandSymbols(symSeeds, depth) {
+		if _, seed := symSeeds[id]; seed || id < 0 || id >= len(seg.Chunks) {
+			continue
+		}
+		seen[id] = true
+		cands = append(cands, cand{id, sc})
+	}
+	for p, sc := range seg.Graph.ExpandFiles(fileSeeds, depth) {
+		if _, seed := fileSeeds[p]; seed {
+			continue
+		}
+		f, ok := seg.File(p)
+		if !ok || len(f.Chunks) == 0 {
+			continue
+		}
+		id := f.Chunks[0] // the module header: imports and package doc
+		if !seen[id] {
+			seen[id] = true
+			cands = append(cands, cand{id, sc * 0.9})
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		if cands[i].score != cands[j].score {
+			return cands[i].score > cands[j].score
+		}
+		return cands[i].id < cands[j].id
+	})
+	ids := make([]int, 0, len(cands))
+	for _, c := range cands {
+		ids = append(ids, c.id)
+	}
+	if len(ids) > 50 {
+		ids = ids[:50]
+	}
+	return filterIDs(ids, keep)
+}
+
+// historyArm scores files by the commits that touched them: commits whose
+// message shares words with the query count more, recent commits count
+// more. Each file contributes its module chunk.
+func (e *Engine) historyArm(q string, cls classify.Result, keep func(int) bool) []int {
+	seg := e.Seg
+	if len(seg.History) == 0 {
+		return nil
+	}
+	terms := tokenize.QueryTokens(q)
+	qset := map[string]bool{}
+	for _, t := range terms {
+		qset[t] = true
+	}
+	temporal := cls.Trigger == classify.TemporalHistory
+	score := map[string]float64{}
+	for i, c := range seg.History {
+		overlap := 0
+		for _, t := range tokenize.QueryTokens(c.Message) {
+			if qset[t] {
+				overlap++
+			}
+		}
+		recency := 1 / (1 + float64(i)/20)
+		s := float64(overlap) * recency
+		if temporal {
+			s += recency
+		}
+		if s <= 0 || len(c.Files) > 50 {
+			continue
+		}
+		for _, p := range c.Files {
+			score[p] += s / math.Sqrt(float64(len(c.Files)))
+		}
+	}
+	type fs struct {
+		path  string
+		score float64
+	}
+	var files []fs
+	for p, s := range score {
+		if _, ok := seg.File(p); ok {
+			files = append(files, fs{p, s})
+		}
+	}
+	sort.Slice(files, func(i, j int) bool {
+		if files[i].score != files[j].score {
+			return files[i].score > files[j].score
+		}
+		return files[i].path < files[j].path
+	})
+	var ids []int
+	for _, f := range files {
+		sf, _ := seg.File(f.path)
+		if len(sf.Chunks) > 0 {
+			ids = append(ids, sf.Chunks[0])
+		}
+		if len(ids) >= 30 {
+			break
+		}
+	}
+	return filterIDs(ids, keep)
+}
+
+// rankFiles aggregates fused chunk scores to files: a file scores its best
+// chunk plus a damped share of its other chunks.
+func (e *Engine) rankFiles(fused []fusion.Scored) []File {
+	type acc struct {
+		best, rest float64
+		signals    map[string]bool
+	}
+	m := map[string]*acc{}
+	var order []string
+	for _, s := range fused {
+		id, _ := strconv.Atoi(s.ID)
+		p := e.Seg.Chunks[id].Path
+		a := m[p]
+		if a == nil {
+			a = &acc{signals: map[string]bool{}}
+			m[p] = a
+			order = append(order, p)
+		}
+		if s.Score > a.best {
+			a.rest += a.best
+			a.best = s.Score
+		} else {
+			a.rest += s.Score
+		}
+		for _, arm := range s.Arms {
+			a.signals[arm] = true
+		}
+	}
+	files := make([]File, 0, len(order))
+	for _, p := range order {
+		a := m[p]
+		sig := make([]string, 0, len(a.signals))
+		for s := range a.signals {
+			sig = append(sig, s)
+		}
+		sort.Strings(sig)
+		files = append(files, File{Path: p, Score: a.best + 0.1*a.rest, Signals: sig})
+	}
+	sort.SliceStable(files, func(i, j int) bool { return files[i].Score > files[j].Score })
+	return files
+}

@@ -1,0 +1,385 @@
+// Package natsq is the NATS JetStream adapter of the queue port.
+//
+// Each stage has a work-queue stream CODECTX_<STAGE> on subjects
+// codectx.<stage>[.<subject>] and one durable pull consumer, so every
+// message is handled by one worker of any process consuming that stage.
+// Failed messages are retried with queue.Config.Backoff (as a Nak delay);
+// a message whose last allowed delivery fails is copied to the stream
+// CODECTX_DLQ (subject codectx_dlq.<stage>[.<subject>], headers Codectx-*)
+// and acked. A message whose last delivery timed out (worker crash) gets one
+// extra delivery that dead-letters it without running the handler.
+package natsq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"codectx/pkg/queue"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+const (
+	dlqStream  = "CODECTX_DLQ"
+	dlqSubject = "codectx_dlq"
+
+	hdrStage      = "Codectx-Stage"
+	hdrSubject    = "Codectx-Subject"
+	hdrReason     = "Codectx-Reason"
+	hdrDeliveries = "Codectx-Deliveries"
+	hdrMsgID      = "Codectx-Msg-Id"
+
+	dedupWindow = 2 * time.Minute // Nats-Msg-Id duplicates are dropped within it
+	pollWait    = 5 * time.Second // one pull request's lifetime
+)
+
+// Queue is a client of the NATS server.
+type Queue struct {
+	nc *nats.Conn
+	js jetstream.JetStream
+
+	mu      sync.Mutex
+	streams map[string]bool // streams known to exist
+
+	acked, retried, panics, dead atomic.Int64
+}
+
+// Connect dials the NATS server at url.
+func Connect(ctx context.Context, url string) (*Queue, error) {
+	nc, err := nats.Connect(url, nats.Name("codectx"), nats.MaxReconnects(-1))
+	if err != nil {
+		return nil, fmt.Errorf("queue connect %s: %w", url, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("queue connect %s: %w", url, err)
+	}
+	q := &Queue{nc: nc, js: js, streams: map[string]bool{}}
+	if err := q.ensureDLQ(ctx); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return q, nil
+}
+
+// Close closes the connection; running Consume calls return.
+func (q *Queue) Close() { q.nc.Close() }
+
+// Stats returns counters over all consumers of this client.
+func (q *Queue) Stats() queue.Stats {
+	return queue.Stats{
+		Acked:        q.acked.Load(),
+		Retried:      q.retried.Load(),
+		Panics:       q.panics.Load(),
+		DeadLettered: q.dead.Load(),
+	}
+}
+
+func streamName(stage string) string { return "CODECTX_" + strings.ToUpper(stage) }
+
+func subjectFor(root, stage, subject string) string {
+	if subject == "" {
+		return root + "." + stage
+	}
+	return root + "." + stage + "." + subject
+}
+
+// ensure creates (or updates) a stream once per client.
+func (q *Queue) ensure(ctx context.Context, cfg jetstream.StreamConfig) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.streams[cfg.Name] {
+		return nil
+	}
+	if _, err := q.js.CreateOrUpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("stream %s: %w", cfg.Name, err)
+	}
+	q.streams[cfg.Name] = true
+	return nil
+}
+
+func (q *Queue) ensureStage(ctx context.Context, stage string) error {
+	if err := queue.ValidStage(stage); err != nil {
+		return err
+	}
+	return q.ensure(ctx, jetstream.StreamConfig{
+		Name:       streamName(stage),
+		Subjects:   []string{"codectx." + stage, "codectx." + stage + ".>"},
+		Retention:  jetstream.WorkQueuePolicy,
+		Storage:    jetstream.FileStorage,
+		Duplicates: dedupWindow,
+	})
+}
+
+func (q *Queue) ensureDLQ(ctx context.Context) error {
+	return q.ensure(ctx, jetstream.StreamConfig{
+		Name:       dlqStream,
+		Subjects:   []string{dlqSubject + ".>"},
+		Retention:  jetstream.LimitsPolicy,
+		Storage:    jetstream.FileStorage,
+		Duplicates: dedupWindow,
+	})
+}
+
+// validSubject accepts "" or dot-separated non-empty tokens without
+// wildcards or whitespace.
+func validSubject(s string) error {
+	if s == "" {
+		return nil
+	}
+	for _, tok := range strings.Split(s, ".") {
+		if tok == "" || strings.ContainsAny(tok, "*> \t\r\n") {
+			return fmt.Errorf("queue: invalid subject %q", s)
+		}
+	}
+	return nil
+}
+
+// Publish adds a job to stage. A non-empty msgID deduplicates: a second
+// publish with the same id within two minutes is dropped (and succeeds).
+func (q *Queue) Publish(ctx context.Context, stage, subject string, data []byte, msgID string) error {
+	if err := validSubject(subject); err != nil {
+		return err
+	}
+	if err := q.ensureStage(ctx, stage); err != nil {
+		return fmt.Errorf("publish %s: %w", stage, err)
+	}
+	var opts []jetstream.PublishOpt
+	if msgID != "" {
+		opts = append(opts, jetstream.WithMsgID(msgID))
+	}
+	if _, err := q.js.Publish(ctx, subjectFor("codectx", stage, subject), data, opts...); err != nil {
+		return fmt.Errorf("publish %s %s: %w", stage, subject, err)
+	}
+	return nil
+}
+
+// Consume runs cfg.Workers handlers on stage until ctx is done or the
+// connection closes. On return every handler has finished; messages whose
+// handler returned because ctx ended are nak'ed for prompt redelivery.
+func (q *Queue) Consume(ctx context.Context, cfg queue.Config, h queue.Handler) error {
+	cfg, err := cfg.WithDefaults()
+	if err != nil {
+		return err
+	}
+	if err := q.ensureStage(ctx, cfg.Stage); err != nil {
+		return fmt.Errorf("consume %s: %w", cfg.Stage, err)
+	}
+	cons, err := q.js.CreateOrUpdateConsumer(ctx, streamName(cfg.Stage), jetstream.ConsumerConfig{
+		Durable:   "workers",
+		AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait:   cfg.AckWait,
+		// One delivery more than handler attempts: it only dead-letters a
+		// message whose final attempt timed out.
+		MaxDeliver:    cfg.MaxDeliver + 1,
+		MaxAckPending: max(1000, cfg.Workers),
+	})
+	if err != nil {
+		return fmt.Errorf("consume %s: consumer: %w", cfg.Stage, err)
+	}
+	errs := make([]error, cfg.Workers)
+	var wg sync.WaitGroup
+	for i := range cfg.Workers {
+		wg.Go(func() { errs[i] = q.work(ctx, cfg, cons, h) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("consume %s: %w", cfg.Stage, err)
+	}
+	return nil
+}
+
+// work pulls one message at a time, so nothing waits in a local buffer
+// while its ack timer runs.
+func (q *Queue) work(ctx context.Context, cfg queue.Config, cons jetstream.Consumer, h queue.Handler) error {
+	for ctx.Err() == nil {
+		pctx, cancel := context.WithTimeout(ctx, pollWait)
+		msg, err := cons.Next(jetstream.FetchContext(pctx))
+		cancel()
+		switch {
+		case err == nil:
+			q.handle(ctx, cfg, msg, h)
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, jetstream.ErrNoMessages):
+			// idle poll
+		case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, jetstream.ErrConsumerDeleted):
+			return err
+		default:
+			// Transient (reconnecting, leadership change): back off briefly.
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+func (q *Queue) handle(ctx context.Context, cfg queue.Config, msg jetstream.Msg, h queue.Handler) {
+	md, err := msg.Metadata()
+	if err != nil {
+		msg.Nak()
+		return
+	}
+	stage := cfg.Stage
+	m := queue.Message{
+		Subject:    strings.TrimPrefix(strings.TrimPrefix(msg.Subject(), "codectx."+stage), "."),
+		Data:       msg.Data(),
+		Deliveries: int(md.NumDelivered),
+		ID:         msg.Headers().Get(jetstream.MsgIDHeader),
+	}
+	if m.Deliveries > cfg.MaxDeliver {
+		q.deadLetter(ctx, stage, m, md.Sequence.Stream, msg,
+			fmt.Sprintf("final delivery %d not acknowledged within %v (worker crashed or hung)", cfg.MaxDeliver, cfg.AckWait))
+		return
+	}
+
+	stop := heartbeat(msg, cfg.AckWait/3)
+	err = q.call(ctx, h, m)
+	stop()
+	switch {
+	case err == nil:
+		if msg.Ack() == nil {
+			q.acked.Add(1)
+		}
+	case ctx.Err() != nil:
+		msg.Nak() // shutting down: hand it to another worker now
+	case m.Deliveries >= cfg.MaxDeliver:
+		q.deadLetter(ctx, stage, m, md.Sequence.Stream, msg, err.Error())
+	default:
+		q.retried.Add(1)
+		if d := cfg.RetryDelay(m.Deliveries); d > 0 {
+			msg.NakWithDelay(d)
+		} else {
+			msg.Nak()
+		}
+	}
+}
+
+// call runs the handler, turning a panic into an error.
+func (q *Queue) call(ctx context.Context, h queue.Handler, m queue.Message) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			q.panics.Add(1)
+			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return h(ctx, m)
+}
+
+// heartbeat tells the server every interval that msg is still being worked
+// on, until stop is called.
+func heartbeat(msg jetstream.Msg, interval time.Duration) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(max(interval, time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				msg.InProgress()
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// deadLetter copies the message to the DLQ, then acks the original. If the
+// copy fails the original is left to be redelivered (and dead-lettered by
+// the extra delivery). The copy's Nats-Msg-Id makes a repeated copy harmless.
+func (q *Queue) deadLetter(ctx context.Context, stage string, m queue.Message, seq uint64, msg jetstream.Msg, reason string) {
+	const maxReason = 4096
+	if len(reason) > maxReason {
+		reason = reason[:maxReason]
+	}
+	dl := nats.NewMsg(subjectFor(dlqSubject, stage, m.Subject))
+	dl.Data = m.Data
+	dl.Header.Set(hdrStage, stage)
+	dl.Header.Set(hdrSubject, m.Subject)
+	dl.Header.Set(hdrReason, strings.ToValidUTF8(strings.ReplaceAll(reason, "\n", " | "), "?"))
+	dl.Header.Set(hdrDeliveries, strconv.Itoa(m.Deliveries))
+	dl.Header.Set(hdrMsgID, m.ID)
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := q.js.PublishMsg(pctx, dl, jetstream.WithMsgID(fmt.Sprintf("dlq-%s-%d", stage, seq))); err != nil {
+		return
+	}
+	if msg.Ack() == nil {
+		q.dead.Add(1)
+	}
+}
+
+// DeadLetters returns the dead-lettered messages of stage, oldest first.
+func (q *Queue) DeadLetters(ctx context.Context, stage string) ([]queue.DeadLetter, error) {
+	if err := queue.ValidStage(stage); err != nil {
+		return nil, err
+	}
+	root := dlqSubject + "." + stage
+	cons, err := q.js.OrderedConsumer(ctx, dlqStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{root, root + ".>"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dead letters %s: %w", stage, err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dead letters %s: %w", stage, err)
+	}
+	var out []queue.DeadLetter
+	for left := info.NumPending; left > 0; {
+		msg, err := cons.Next(jetstream.FetchContext(ctx))
+		if err != nil {
+			return nil, fmt.Errorf("dead letters %s: %w", stage, err)
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			return nil, fmt.Errorf("dead letters %s: %w", stage, err)
+		}
+		h := msg.Headers()
+		n, _ := strconv.Atoi(h.Get(hdrDeliveries))
+		out = append(out, queue.DeadLetter{
+			Stage:      stage,
+			Subject:    h.Get(hdrSubject),
+			Data:       msg.Data(),
+			ID:         h.Get(hdrMsgID),
+			Reason:     h.Get(hdrReason),
+			Deliveries: n,
+			Time:       md.Timestamp,
+		})
+		left = md.NumPending
+	}
+	return out, nil
+}
+
+// Pending is the stage's lag: messages published and not yet done
+// (waiting, being handled, or waiting for a retry).
+func (q *Queue) Pending(ctx context.Context, stage string) (int, error) {
+	if err := queue.ValidStage(stage); err != nil {
+		return 0, err
+	}
+	s, err := q.js.Stream(ctx, streamName(stage))
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("pending %s: %w", stage, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("pending %s: %w", stage, err)
+	}
+	return int(info.State.Msgs), nil
+}

@@ -1,0 +1,418 @@
+package natsq_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"codectx/pkg/queue"
+	"codectx/pkg/queue/natsq"
+)
+
+// patience bounds every wait; a healthy run needs a small fraction of it.
+const patience = 20 * time.Second
+
+func startServer(t *testing.T) *natsq.Server {
+	t.Helper()
+	s, err := natsq.StartEmbedded(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	return s
+}
+
+func connect(t *testing.T, s *natsq.Server) *natsq.Queue {
+	t.Helper()
+	q, err := natsq.Connect(t.Context(), s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(q.Close)
+	return q
+}
+
+// consume runs q.Consume in the background; the returned stop cancels it
+// and waits for it to return.
+func consume(t *testing.T, q *natsq.Queue, cfg queue.Config, h queue.Handler) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- q.Consume(ctx, cfg, h) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil && !errors.Is(err, context.Canceled) && !strings.Contains(err.Error(), "closed") {
+					t.Errorf("Consume: %v", err)
+				}
+			case <-time.After(patience):
+				t.Errorf("Consume did not return after cancel")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func publish(t *testing.T, q *natsq.Queue, stage, subject, data, id string) {
+	t.Helper()
+	if err := q.Publish(t.Context(), stage, subject, []byte(data), id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFor polls cond until it holds or patience runs out.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func waitPending(t *testing.T, q *natsq.Queue, stage string, want int) {
+	t.Helper()
+	var got int
+	waitFor(t, fmt.Sprintf("Pending(%s) == %d", stage, want), func() bool {
+		var err error
+		got, err = q.Pending(t.Context(), stage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got == want
+	})
+}
+
+// recorder collects handled messages.
+type recorder struct {
+	mu   sync.Mutex
+	msgs []queue.Message
+}
+
+func (r *recorder) add(m queue.Message) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, m)
+	return len(r.msgs)
+}
+
+func (r *recorder) get() []queue.Message {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.msgs)
+}
+
+func (r *recorder) count() int { return len(r.get()) }
+
+func TestPublishConsume(t *testing.T) {
+	s := startServer(t)
+	q := connect(t, s)
+	if n, err := q.Pending(t.Context(), "parse"); err != nil || n != 0 {
+		t.Fatalf("Pending before any publish = %d, %v; want 0", n, err)
+	}
+	want := []queue.Message{
+		{Subject: "repo.a", Data: []byte("one"), Deliveries: 1, ID: "id-1"},
+		{Subject: "", Data: []byte("two"), Deliveries: 1, ID: ""},
+		{Subject: "repo.b.deep", Data: []byte("three"), Deliveries: 1, ID: "id-3"},
+	}
+	for _, m := range want {
+		publish(t, q, "parse", m.Subject, string(m.Data), m.ID)
+	}
+	waitPending(t, q, "parse", 3)
+	var rec recorder
+	consume(t, q, queue.Config{Stage: "parse"}, func(_ context.Context, m queue.Message) error {
+		rec.add(m)
+		return nil
+	})
+	waitFor(t, "3 messages", func() bool { return rec.count() >= 3 })
+	waitPending(t, q, "parse", 0)
+	got := rec.get()
+	if len(got) != len(want) {
+		t.Fatalf("handled %d messages, want %d", len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Subject != w.Subject || string(g.Data) != string(w.Data) || g.Deliveries != w.Deliveries || g.ID != w.ID {
+			t.Errorf("message %d = %+v, want %+v", i, g, w)
+		}
+	}
+	if st := q.Stats(); st.Acked != 3 || st.Retried != 0 {
+		t.Errorf("Stats = %+v, want 3 acked", st)
+	}
+}
+
+func TestStagesAreSeparate(t *testing.T) {
+	s := startServer(t)
+	q := connect(t, s)
+	publish(t, q, "parse", "x", "p", "")
+	publish(t, q, "embed", "x", "e", "")
+	var rec recorder
+	consume(t, q, queue.Config{Stage: "embed"}, func(_ context.Context, m queue.Message) error {
+		rec.add(m)
+		return nil
+	})
+	waitPending(t, q, "embed", 0)
+	if got := rec.get(); len(got) != 1 || string(got[0].Data) != "e" {
+		t.Fatalf("embed consumer got %+v, want only the embed message", got)
+	}
+	if n, err := q.Pending(t.Context(), "parse"); err != nil || n != 1 {
+		t.Fatalf("Pending(parse) = %d, %v; want 1", n, err)
+	}
+}
+
+func TestRedeliveryAfterError(t *testing.T) {
+	s := startServer(t)
+	q := connect(t, s)
+	publish(t, q, "parse", "job", "data", "")
+	var rec recorder
+	consume(t, q, queue.Config{Stage: "parse", MaxDeliver: 5, Backoff: []time.Duration{50 * time.Millisecond}},
+		func(_ context.Context, m queue.Message) error {
+			if rec.add(m) == 1 {
+				return errors.New("transient")
+			}
+			return nil
+		})
+	waitFor(t, "second delivery", func() bool { return rec.count() >= 2 })
+	waitPending(t, q, "parse", 0)
+	got := rec.get()
+	if len(got) != 2 || got[0].Deliveries != 1 || got[1].Deliveries != 2 {
+		t.Fatalf("deliveries = %+v, want deliveries 1 then 2", got)
+	}
+	if st := q.Stats(); st.Retried != 1 || st.Acked != 1 {
+		t.Errorf("Stats = %+v, want 1 retried, 1 acked", st)
+	}
+}
+
+// TestCrashedWorker: a worker takes a message and dies without acking (its
+// connection closes, so no ack and no heartbeat); after AckWait another
+// worker gets the message.
+func TestCrashedWorker(t *testing.T) {
+	s := startServer(t)
+	crashing, err := natsq.Connect(t.Context(), s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer crashing.Close()
+	cfg := queue.Config{Stage: "parse", AckWait: 500 * time.Millisecond}
+	publish(t, crashing, "parse", "job", "data", "m1")
+
+	taken := make(chan struct{})
+	stopCrashing := consume(t, crashing, cfg, func(ctx context.Context, m queue.Message) error {
+		close(taken)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	select {
+	case <-taken:
+	case <-time.After(patience):
+		t.Fatal("crashing worker never got the message")
+	}
+	crashing.Close() // the process dies: no ack, no nak, no heartbeat
+	stopCrashing()
+
+	survivor := connect(t, s)
+	got := make(chan queue.Message, 1)
+	consume(t, survivor, cfg, func(_ context.Context, m queue.Message) error {
+		got <- m
+		return nil
+	})
+	select {
+	case m := <-got:
+		if m.ID != "m1" || string(m.Data) != "data" || m.Deliveries != 2 {
+			t.Fatalf("survivor got %+v, want m1 on delivery 2", m)
+		}
+	case <-time.After(patience):
+		t.Fatal("message was never redelivered")
+	}
+	waitPending(t, survivor, "parse", 0)
+}
+
+// TestCrashOnFinalDelivery: when the last allowed attempt dies without an
+// ack, the message is dead-lettered instead of being stuck forever, and the
+// handler is not run again.
+func TestCrashOnFinalDelivery(t *testing.T) {
+	s := startServer(t)
+	crashing, err := natsq.Connect(t.Context(), s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer crashing.Close()
+	cfg := queue.Config{Stage: "parse", AckWait: 500 * time.Millisecond, MaxDeliver: 1}
+	publish(t, crashing, "parse", "job", "data", "m1")
+	taken := make(chan struct{})
+	stopCrashing := consume(t, crashing, cfg, func(ctx context.Context, m queue.Message) error {
+		close(taken)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	select {
+	case <-taken:
+	case <-time.After(patience):
+		t.Fatal("crashing worker never got the message")
+	}
+	crashing.Close()
+	stopCrashing()
+
+	survivor := connect(t, s)
+	var rec recorder
+	consume(t, survivor, cfg, func(_ context.Context, m queue.Message) error {
+		rec.add(m)
+		return nil
+	})
+	waitPending(t, survivor, "parse", 0)
+	dls, err := survivor.DeadLetters(t.Context(), "parse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dls) != 1 || dls[0].ID != "m1" || !strings.Contains(dls[0].Reason, "not acknowledged") {
+		t.Fatalf("dead letters = %+v, want m1 with a timeout reason", dls)
+	}
+	if n := rec.count(); n != 0 {
+		t.Errorf("handler ran %d times after the final attempt, want 0", n)
+	}
+}
+
+// TestPoisonMessage: a handler that always panics sends its message to the
+// DLQ after MaxDeliver attempts, and messages behind it are still handled.
+func TestPoisonMessage(t *testing.T) {
+	s := startServer(t)
+	q := connect(t, s)
+	publish(t, q, "parse", "bad", "poison", "p1")
+	publish(t, q, "parse", "good", "ok1", "g1")
+	publish(t, q, "parse", "good", "ok2", "g2")
+
+	var good recorder
+	var mu sync.Mutex
+	var goodsSeenByRetry []int // goods handled when the poison came back
+	consume(t, q, queue.Config{Stage: "parse", MaxDeliver: 3, Backoff: []time.Duration{time.Second}},
+		func(_ context.Context, m queue.Message) error {
+			if string(m.Data) == "poison" {
+				if m.Deliveries > 1 {
+					mu.Lock()
+					goodsSeenByRetry = append(goodsSeenByRetry, good.count())
+					mu.Unlock()
+				}
+				panic("cannot parse " + m.Subject)
+			}
+			good.add(m)
+			return nil
+		})
+	var dls []queue.DeadLetter
+	waitFor(t, "dead letter", func() bool {
+		var err error
+		if dls, err = q.DeadLetters(t.Context(), "parse"); err != nil {
+			t.Fatal(err)
+		}
+		return len(dls) > 0
+	})
+	waitPending(t, q, "parse", 0)
+
+	if len(dls) != 1 {
+		t.Fatalf("dead letters = %+v, want 1", dls)
+	}
+	dl := dls[0]
+	if dl.Stage != "parse" || dl.Subject != "bad" || string(dl.Data) != "poison" || dl.ID != "p1" || dl.Deliveries != 3 {
+		t.Errorf("dead letter = %+v", dl)
+	}
+	if !strings.Contains(dl.Reason, "panic: cannot parse bad") {
+		t.Errorf("reason = %q, want the panic message", dl.Reason)
+	}
+	if n := good.count(); n != 2 {
+		t.Errorf("handled %d good messages, want 2", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(goodsSeenByRetry) == 0 || goodsSeenByRetry[0] != 2 {
+		t.Errorf("good messages handled before the poison's retry = %v, want 2 (not blocked behind it)", goodsSeenByRetry)
+	}
+	if st := q.Stats(); st.Panics != 3 || st.DeadLettered != 1 || st.Acked != 2 {
+		t.Errorf("Stats = %+v, want 3 panics, 1 dead-lettered, 2 acked", st)
+	}
+	if other, err := q.DeadLetters(t.Context(), "embed"); err != nil || len(other) != 0 {
+		t.Errorf("DeadLetters(embed) = %+v, %v; want none", other, err)
+	}
+}
+
+func TestDuplicateMsgID(t *testing.T) {
+	s := startServer(t)
+	q := connect(t, s)
+	publish(t, q, "parse", "job", "first", "same")
+	publish(t, q, "parse", "job", "second", "same")
+	publish(t, q, "parse", "job", "other", "different")
+	publish(t, q, "parse", "job", "anon", "")
+	publish(t, q, "parse", "job", "anon", "")
+	if n, err := q.Pending(t.Context(), "parse"); err != nil || n != 4 {
+		t.Fatalf("Pending = %d, %v; want 4 (one duplicate dropped)", n, err)
+	}
+	var rec recorder
+	consume(t, q, queue.Config{Stage: "parse"}, func(_ context.Context, m queue.Message) error {
+		rec.add(m)
+		return nil
+	})
+	waitPending(t, q, "parse", 0)
+	var got []string
+	for _, m := range rec.get() {
+		got = append(got, string(m.Data))
+	}
+	if want := []string{"first", "other", "anon", "anon"}; !slices.Equal(got, want) {
+		t.Errorf("handled %q, want %q", got, want)
+	}
+}
+
+// TestHeartbeat: a handler running for 3x AckWait is not redelivered to the
+// idle second worker, because in-progress heartbeats reset the ack timer.
+func TestHeartbeat(t *testing.T) {
+	s := startServer(t)
+	q := connect(t, s)
+	const ackWait = 500 * time.Millisecond
+	publish(t, q, "parse", "slow", "data", "")
+	var rec recorder
+	done := make(chan struct{})
+	consume(t, q, queue.Config{Stage: "parse", AckWait: ackWait, Workers: 2}, func(ctx context.Context, m queue.Message) error {
+		if rec.add(m) > 1 {
+			return nil // a redelivery: the bug under test
+		}
+		defer close(done)
+		select {
+		case <-time.After(3 * ackWait):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	select {
+	case <-done:
+	case <-time.After(patience):
+		t.Fatal("slow handler never ran")
+	}
+	waitPending(t, q, "parse", 0)
+	if got := rec.get(); len(got) != 1 || got[0].Deliveries != 1 {
+		t.Fatalf("handler calls = %+v, want one call with Deliveries 1", got)
+	}
+}
+
+func TestInvalidInput(t *testing.T) {
+	s := startServer(t)
+	q := connect(t, s)
+	for _, tc := range []struct{ stage, subject string }{
+		{"", "x"}, {"Parse", "x"}, {"a.b", "x"}, {"parse", "a..b"}, {"parse", "*"}, {"parse", "a.>"}, {"parse", "has space"},
+	} {
+		if err := q.Publish(t.Context(), tc.stage, tc.subject, nil, ""); err == nil {
+			t.Errorf("Publish(%q, %q) succeeded, want error", tc.stage, tc.subject)
+		}
+	}
+	if err := q.Consume(t.Context(), queue.Config{Stage: "BAD"}, nil); !errors.Is(err, queue.ErrInvalidStage) {
+		t.Errorf("Consume(BAD) err = %v, want ErrInvalidStage", err)
+	}
+}

@@ -1,0 +1,361 @@
+// Package segment defines the immutable index segment of one repository
+// snapshot: the chunks with their text, the identifier-aware BM25 postings,
+// the symbol table, the code graph and the recent history. A segment is
+// written once as bytes (to a blob store, under a temp name renamed into
+// place) and loaded read-only by any query replica.
+//
+// Layout: an 8-byte magic, then sections, each a uvarint tag, a uvarint
+// length and the payload, and finally a CRC-32 (Castagnoli) of everything
+// before it. Chunk metadata and history are gzip-compressed JSON; BM25 and
+// graph sections are the compact binary forms of their packages.
+package segment
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"sort"
+	"strings"
+
+	"codectx/pkg/bm25"
+	"codectx/pkg/codectx"
+	"codectx/pkg/graph"
+)
+
+const magic = "CTXSEG1\n"
+
+// Section tags.
+const (
+	tagMeta    = 1
+	tagFiles   = 2
+	tagChunks  = 3
+	tagBM25    = 4
+	tagGraph   = 5
+	tagSymbols = 6
+	tagHistory = 7
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrCorrupt is returned for a segment that fails its checksum or framing.
+var ErrCorrupt = errors.New("segment: corrupt")
+
+// Meta describes the snapshot a segment was built from.
+type Meta struct {
+	Tenant   string         `json:"tenant"`
+	Repo     string         `json:"repo"`
+	Commit   string         `json:"commit"`
+	Built    string         `json:"built"` // RFC 3339
+	Skipped  map[string]int `json:"skipped,omitempty"`
+	Degraded map[string]int `json:"degraded,omitempty"`
+}
+
+// File is one indexed file of the snapshot.
+type File struct {
+	Path     string           `json:"path"`
+	Language codectx.Language `json:"language"`
+	Blob     string           `json:"blob"`
+	Size     int64            `json:"size"`
+	Chunks   []int            `json:"chunks"` // chunk ids, in line order
+}
+
+// Commit is one entry of the snapshot's recent history.
+type Commit struct {
+	Hash    string   `json:"hash"`
+	Author  string   `json:"author"`
+	When    string   `json:"when"` // RFC 3339
+	Message string   `json:"message"`
+	Files   []string `json:"files"`
+}
+
+// Segment is a loaded, read-only index of one snapshot.
+type Segment struct {
+	Meta    Meta
+	Files   []File
+	Chunks  []codectx.Chunk // chunk id = position
+	BM25    *bm25.Index     // one document per chunk, doc id = chunk id
+	Graph   *graph.Graph    // symbol ids = chunk ids
+	History []Commit
+
+	symNames []string // sorted lowercased names (qualified and short)
+	symIDs   [][]int
+	byPath   map[string]int
+}
+
+// New assembles a segment from its parts and derives the symbol table.
+func New(meta Meta, files []File, chunks []codectx.Chunk, ix *bm25.Index, g *graph.Graph, hist []Commit) *Segment {
+	s := &Segment{Meta: meta, Files: files, Chunks: chunks, BM25: ix, Graph: g, History: hist}
+	s.buildSymbols()
+	s.index()
+	return s
+}
+
+func (s *Segment) index() {
+	s.byPath = make(map[string]int, len(s.Files))
+	for i, f := range s.Files {
+		s.byPath[f.Path] = i
+	}
+}
+
+// File returns the file with the given path.
+func (s *Segment) File(path string) (File, bool) {
+	i, ok := s.byPath[path]
+	if !ok {
+		return File{}, false
+	}
+	return s.Files[i], true
+}
+
+// ShortName is the last component of a qualified name:
+// "(*Router).Mount" -> "Mount", "Flask.add_url_rule" -> "add_url_rule",
+// "Deserializer::deserialize_any" -> "deserialize_any".
+func ShortName(name string) string {
+	if i := strings.LastIndex(name, "::"); i >= 0 {
+		name = name[i+2:]
+	}
+	if i := strings.LastIndexAny(name, ".)"); i >= 0 {
+		name = name[i+1:]
+	}
+	return name
+}
+
+// NormalizeName lowercases a qualified name and drops receiver decoration, so
+// "(*Router).Mount" and "Router.Mount" meet.
+func NormalizeName(name string) string {
+	r := strings.NewReplacer("(*", "", "(", "", ")", "", "::", ".", "#", ".")
+	return strings.ToLower(r.Replace(name))
+}
+
+func (s *Segment) buildSymbols() {
+	m := map[string][]int{}
+	for id, c := range s.Chunks {
+		if c.Name == "" || c.Kind == codectx.KindWindow {
+			continue
+		}
+		full := NormalizeName(c.Name)
+		m[full] = append(m[full], id)
+		if short := strings.ToLower(ShortName(c.Name)); short != full && short != "" {
+			m[short] = append(m[short], id)
+		}
+	}
+	s.symNames = make([]string, 0, len(m))
+	for k := range m {
+		s.symNames = append(s.symNames, k)
+	}
+	sort.Strings(s.symNames)
+	s.symIDs = make([][]int, len(s.symNames))
+	for i, k := range s.symNames {
+		s.symIDs[i] = m[k]
+	}
+}
+
+// Lookup returns the chunk ids whose qualified or short name equals name,
+// compared case-insensitively after NormalizeName.
+func (s *Segment) Lookup(name string) []int {
+	key := NormalizeName(name)
+	i := sort.SearchStrings(s.symNames, key)
+	if i < len(s.symNames) && s.symNames[i] == key {
+		return s.symIDs[i]
+	}
+	return nil
+}
+
+// HasSymbol reports whether name names a symbol of the snapshot.
+func (s *Segment) HasSymbol(name string) bool { return len(s.Lookup(name)) > 0 }
+
+// LookupPrefix returns ids of symbols whose normalised name starts with
+// prefix (at most limit names are visited).
+func (s *Segment) LookupPrefix(prefix string, limit int) []int {
+	key := NormalizeName(prefix)
+	var out []int
+	for i := sort.SearchStrings(s.symNames, key); i < len(s.symNames) && limit > 0; i++ {
+		if !strings.HasPrefix(s.symNames[i], key) {
+			break
+		}
+		out = append(out, s.symIDs[i]...)
+		limit--
+	}
+	return out
+}
+
+// SymbolNames calls fn for every name of the symbol table, in order.
+func (s *Segment) SymbolNames(fn func(name string, ids []int) bool) {
+	for i, n := range s.symNames {
+		if !fn(n, s.symIDs[i]) {
+			return
+		}
+	}
+}
+
+// MarshalBinary encodes the segment.
+func (s *Segment) MarshalBinary() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteString(magic)
+	put := func(tag int, data []byte) {
+		var hdr [2 * binary.MaxVarintLen64]byte
+		n := binary.PutUvarint(hdr[:], uint64(tag))
+		n += binary.PutUvarint(hdr[n:], uint64(len(data)))
+		buf.Write(hdr[:n])
+		buf.Write(data)
+	}
+	for _, sec := range []struct {
+		tag int
+		v   any
+	}{{tagMeta, s.Meta}, {tagFiles, s.Files}, {tagChunks, s.Chunks}, {tagHistory, s.History}} {
+		data, err := gzipJSON(sec.v)
+		if err != nil {
+			return nil, fmt.Errorf("segment: encode section %d: %w", sec.tag, err)
+		}
+		put(sec.tag, data)
+	}
+	syms, err := gzipJSON(struct {
+		Names []string
+		IDs   [][]int
+	}{s.symNames, s.symIDs})
+	if err != nil {
+		return nil, fmt.Errorf("segment: encode symbols: %w", err)
+	}
+	put(tagSymbols, syms)
+	if s.BM25 != nil {
+		data, err := s.BM25.MarshalBinary()
+		if err != nil {
+			return nil, fmt.Errorf("segment: encode bm25: %w", err)
+		}
+		put(tagBM25, data)
+	}
+	if s.Graph != nil {
+		data, err := s.Graph.MarshalBinary()
+		if err != nil {
+			return nil, fmt.Errorf("segment: encode graph: %w", err)
+		}
+		put(tagGraph, data)
+	}
+	var sum [4]byte
+	binary.LittleEndian.PutUint32(sum[:], crc32.Checksum(buf.Bytes(), crcTable))
+	buf.Write(sum[:])
+	return buf.Bytes(), nil
+}
+
+// Sections reports the encoded size of each section, for benchmarks.
+func Sections(data []byte) (map[string]int, error) {
+	out := map[string]int{}
+	names := map[int]string{tagMeta: "meta", tagFiles: "files", tagChunks: "chunks", tagBM25: "bm25", tagGraph: "graph", tagSymbols: "symbols", tagHistory: "history"}
+	err := walk(data, func(tag int, p []byte) error {
+		out[names[tag]] += len(p)
+		return nil
+	})
+	return out, err
+}
+
+func walk(data []byte, fn func(tag int, payload []byte) error) error {
+	if len(data) < len(magic)+4 || string(data[:len(magic)]) != magic {
+		return fmt.Errorf("%w: bad magic", ErrCorrupt)
+	}
+	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if crc32.Checksum(body, crcTable) != sum {
+		return fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
+	}
+	p := body[len(magic):]
+	for len(p) > 0 {
+		tag, n := binary.Uvarint(p)
+		if n <= 0 {
+			return fmt.Errorf("%w: bad section tag", ErrCorrupt)
+		}
+		p = p[n:]
+		size, n := binary.Uvarint(p)
+		if n <= 0 || size > uint64(len(p)-n) {
+			return fmt.Errorf("%w: bad section length", ErrCorrupt)
+		}
+		p = p[n:]
+		if err := fn(int(tag), p[:size]); err != nil {
+			return err
+		}
+		p = p[size:]
+	}
+	return nil
+}
+
+// Load decodes a segment written by MarshalBinary.
+func Load(data []byte) (*Segment, error) {
+	s := &Segment{}
+	var syms struct {
+		Names []string
+		IDs   [][]int
+	}
+	err := walk(data, func(tag int, p []byte) error {
+		var err error
+		switch tag {
+		case tagMeta:
+			err = gunzipJSON(p, &s.Meta)
+		case tagFiles:
+			err = gunzipJSON(p, &s.Files)
+		case tagChunks:
+			err = gunzipJSON(p, &s.Chunks)
+		case tagHistory:
+			err = gunzipJSON(p, &s.History)
+		case tagSymbols:
+			err = gunzipJSON(p, &syms)
+		case tagBM25:
+			s.BM25, err = bm25.Load(p)
+		case tagGraph:
+			s.Graph, err = graph.Load(p)
+		}
+		if err != nil {
+			return fmt.Errorf("segment: section %d: %w", tag, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(syms.Names) != len(syms.IDs) {
+		return nil, fmt.Errorf("%w: symbol table", ErrCorrupt)
+	}
+	for _, ids := range syms.IDs {
+		for _, id := range ids {
+			if id < 0 || id >= len(s.Chunks) {
+				return nil, fmt.Errorf("%w: symbol id out of range", ErrCorrupt)
+			}
+		}
+	}
+	for _, f := range s.Files {
+		for _, id := range f.Chunks {
+			if id < 0 || id >= len(s.Chunks) {
+				return nil, fmt.Errorf("%w: chunk id out of range", ErrCorrupt)
+			}
+		}
+	}
+	s.symNames, s.symIDs = syms.Names, syms.IDs
+	s.index()
+	return s, nil
+}
+
+func gzipJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err := json.NewEncoder(zw).Encode(v); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func gunzipJSON(p []byte, v any) error {
+	zr, err := gzip.NewReader(bytes.NewReader(p))
+	if err != nil {
+		return err
+	}
+	defer zr.Close()
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, v)
+}

@@ -1,0 +1,443 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"codectx/pkg/codectx"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// errNotGit means a directory is to be walked as a plain directory.
+var errNotGit = errors.New("not a git repository")
+
+// lfsPrefix starts every Git LFS pointer file; pointers are under 1024 bytes.
+const (
+	lfsPrefix  = "version https://git-lfs.github.com/spec/v1"
+	lfsMaxSize = 1024
+)
+
+// gitReader reads blobs and history of one repository. go-git's object
+// storage is not safe for concurrent use, so every access holds mu.
+type gitReader struct {
+	mu     sync.Mutex
+	repo   *git.Repository
+	closer io.Closer // the storage of repo, when it holds open files
+	commit *object.Commit
+	sub    string // subtree the snapshot is rooted at, "" for the whole tree
+}
+
+// maxOpenPacks bounds the pack files a snapshot keeps open.
+const maxOpenPacks = 64
+
+// reopen returns repo with an object storage that keeps pack files open
+// between reads: go-git otherwise reopens the pack for every object, which
+// dominates the cost of listing a large tree. The caller closes the
+// returned io.Closer (nil when repo is returned as it is).
+func reopen(repo *git.Repository) (*git.Repository, io.Closer, error) {
+	st, ok := repo.Storer.(*filesystem.Storage)
+	if !ok {
+		return repo, nil, nil
+	}
+	fst := filesystem.NewStorageWithOptions(st.Filesystem(), cache.NewObjectLRUDefault(),
+		filesystem.Options{MaxOpenDescriptors: maxOpenPacks})
+	r, err := git.Open(fst, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, fst, nil
+}
+
+// openGitDir opens abs as a git repository (work tree, .git or bare
+// directory) or as a subdirectory of a work tree. It returns errNotGit when
+// abs is to be walked as a plain directory instead.
+func openGitDir(ctx context.Context, abs string, opt Options) (*Snapshot, error) {
+	repo, err := git.PlainOpenWithOptions(abs, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
+	if err == nil {
+		s, err := readRepo(ctx, repo, opt.Rev, "")
+		if err != nil {
+			return nil, err
+		}
+		s.Repo = dirName(abs)
+		return s, nil
+	}
+	if !errors.Is(err, git.ErrRepositoryNotExists) {
+		return nil, err
+	}
+	repo, err = git.PlainOpenWithOptions(abs, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if err != nil {
+		return nil, errNotGit
+	}
+	sub, ok := subdir(repo, abs)
+	if !ok {
+		return nil, errNotGit
+	}
+	s, err := readRepo(ctx, repo, opt.Rev, sub)
+	if errors.Is(err, errNoSubtree) || (opt.Rev == "" && errors.Is(err, ErrEmptyRepo)) {
+		// Untracked, ignored, or inside a repository without commits.
+		return nil, errNotGit
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.Repo = dirName(abs)
+	return s, nil
+}
+
+// subdir returns the slash path of abs inside the work tree of repo.
+func subdir(repo *git.Repository, abs string) (string, bool) {
+	wt, err := repo.Worktree()
+	if err != nil {
+		return "", false
+	}
+	root, err := filepath.EvalSymlinks(wt.Filesystem.Root())
+	if err != nil {
+		return "", false
+	}
+	dir, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", false
+	}
+	rel, err := filepath.Rel(root, dir)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+var errNoSubtree = errors.New("directory not in the tree")
+
+// readRepo lists the tree of rev (under sub when not empty).
+func readRepo(ctx context.Context, repo *git.Repository, rev, sub string) (_ *Snapshot, err error) {
+	repo, closer, err := reopen(repo)
+	if err != nil {
+		return nil, err
+	}
+	g := &gitReader{repo: repo, closer: closer, sub: sub}
+	defer func() {
+		if err != nil {
+			g.close()
+		}
+	}()
+	commit, err := resolve(repo, rev)
+	if err != nil {
+		return nil, err
+	}
+	g.commit = commit
+	tree, err := commit.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("tree of %s: %w", commit.Hash, err)
+	}
+	if sub != "" {
+		tree, err = tree.Tree(sub)
+		if err != nil {
+			return nil, fmt.Errorf("%s at %s: %w", sub, commit.Hash, errNoSubtree)
+		}
+	}
+	s := &Snapshot{Commit: commit.Hash.String(), src: g}
+	w := treeWalker{ctx: ctx, repo: repo, snap: s}
+	if sz, ok := repo.Storer.(objectSizer); ok {
+		w.sizer = sz
+	}
+	if err := w.walk(tree, ""); err != nil {
+		return nil, err
+	}
+	sortSnapshot(s)
+	return s, nil
+}
+
+// resolve finds the commit of rev ("" = HEAD).
+func resolve(repo *git.Repository, rev string) (*object.Commit, error) {
+	if rev == "" {
+		rev = "HEAD"
+	}
+	h, err := repo.ResolveRevision(plumbing.Revision(rev))
+	if err != nil && !strings.HasPrefix(rev, "HEAD") {
+		// A branch known only as a remote-tracking ref.
+		if h2, err2 := repo.ResolveRevision(plumbing.Revision("origin/" + rev)); err2 == nil {
+			h, err = h2, nil
+		}
+	}
+	if err != nil {
+		if isEmpty(repo) {
+			return nil, ErrEmptyRepo
+		}
+		if errors.Is(err, plumbing.ErrReferenceNotFound) || errors.Is(err, plumbing.ErrObjectNotFound) {
+			return nil, fmt.Errorf("%w: %q", ErrRevisionNotFound, rev)
+		}
+		return nil, fmt.Errorf("%w: %q: %v", ErrRevisionNotFound, rev, err)
+	}
+	c, err := repo.CommitObject(*h)
+	if err != nil {
+		return nil, fmt.Errorf("commit %s of %q: %w", h, rev, err)
+	}
+	return c, nil
+}
+
+// isEmpty reports whether repo has no reference to any object.
+func isEmpty(repo *git.Repository) bool {
+	refs, err := repo.References()
+	if err != nil {
+		return false
+	}
+	empty := true
+	_ = refs.ForEach(func(r *plumbing.Reference) error {
+		if r.Type() == plumbing.HashReference {
+			empty = false
+			return storer.ErrStop
+		}
+		return nil
+	})
+	return empty
+}
+
+// objectSizer is implemented by go-git's file system storage: the size of
+// an object without inflating it.
+type objectSizer interface {
+	EncodedObjectSize(plumbing.Hash) (int64, error)
+}
+
+// treeWalker lists the entries of a tree recursively.
+type treeWalker struct {
+	ctx   context.Context
+	repo  *git.Repository
+	sizer objectSizer
+	snap  *Snapshot
+	n     int
+}
+
+func (w *treeWalker) walk(t *object.Tree, prefix string) error {
+	for _, e := range t.Entries {
+		p := e.Name
+		if prefix != "" {
+			p = prefix + "/" + e.Name
+		}
+		switch e.Mode {
+		case filemode.Dir:
+			sub, err := w.repo.TreeObject(e.Hash)
+			if err != nil {
+				return fmt.Errorf("tree %s: %w", p, err)
+			}
+			if err := w.walk(sub, p); err != nil {
+				return err
+			}
+		case filemode.Submodule:
+			w.skip(p, codectx.SkipSubmodule)
+		case filemode.Symlink:
+			w.skip(p, codectx.SkipSymlink)
+		case filemode.Regular, filemode.Executable, filemode.Deprecated:
+			if w.n++; w.n%1024 == 0 {
+				if err := w.ctx.Err(); err != nil {
+					return err
+				}
+			}
+			if err := w.file(p, e.Hash); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (w *treeWalker) file(p string, h plumbing.Hash) error {
+	size, err := w.size(h)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		w.skip(p, SkipMissingObject)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("blob %s of %s: %w", h, p, err)
+	}
+	if size >= int64(len(lfsPrefix)) && size < lfsMaxSize {
+		lfs, err := w.isLFS(h)
+		if err != nil {
+			return fmt.Errorf("blob %s of %s: %w", h, p, err)
+		}
+		if lfs {
+			w.skip(p, codectx.SkipLFSPointer)
+			return nil
+		}
+	}
+	w.snap.Files = append(w.snap.Files, File{Path: p, Blob: h.String(), Size: size})
+	return nil
+}
+
+func (w *treeWalker) size(h plumbing.Hash) (int64, error) {
+	if w.sizer != nil {
+		return w.sizer.EncodedObjectSize(h)
+	}
+	o, err := w.repo.Storer.EncodedObject(plumbing.BlobObject, h)
+	if err != nil {
+		return 0, err
+	}
+	return o.Size(), nil
+}
+
+func (w *treeWalker) isLFS(h plumbing.Hash) (bool, error) {
+	o, err := w.repo.Storer.EncodedObject(plumbing.BlobObject, h)
+	if err != nil {
+		return false, err
+	}
+	r, err := o.Reader()
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	head := make([]byte, len(lfsPrefix))
+	if _, err := io.ReadFull(r, head); err != nil {
+		return false, err
+	}
+	return string(head) == lfsPrefix, nil
+}
+
+func (w *treeWalker) skip(p, reason string) {
+	w.snap.Skipped = append(w.snap.Skipped, Skipped{Path: p, Reason: reason})
+}
+
+func sortSnapshot(s *Snapshot) {
+	sort.Slice(s.Files, func(i, j int) bool { return s.Files[i].Path < s.Files[j].Path })
+	sort.Slice(s.Skipped, func(i, j int) bool { return s.Skipped[i].Path < s.Skipped[j].Path })
+}
+
+func (g *gitReader) read(f File) ([]byte, error) {
+	h, ok := parseHash(f.Blob)
+	if !ok {
+		return nil, fmt.Errorf("bad blob hash %q", f.Blob)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	o, err := g.repo.Storer.EncodedObject(plumbing.BlobObject, h)
+	if err != nil {
+		return nil, fmt.Errorf("blob %s: %w", f.Blob, err)
+	}
+	r, err := o.Reader()
+	if err != nil {
+		return nil, fmt.Errorf("blob %s: %w", f.Blob, err)
+	}
+	defer r.Close()
+	b := bytes.NewBuffer(make([]byte, 0, o.Size()))
+	if _, err := io.Copy(b, r); err != nil {
+		return nil, fmt.Errorf("blob %s: %w", f.Blob, err)
+	}
+	return b.Bytes(), nil
+}
+
+func parseHash(s string) (plumbing.Hash, bool) {
+	if len(s) != 40 {
+		return plumbing.ZeroHash, false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return plumbing.ZeroHash, false
+		}
+	}
+	return plumbing.NewHash(s), true
+}
+
+func (g *gitReader) history(ctx context.Context, limit int) ([]Commit, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []Commit
+	for c := g.commit; c != nil && (limit <= 0 || len(out) < limit); {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var parent *object.Commit
+		if c.NumParents() > 0 {
+			p, err := c.Parent(0)
+			if err != nil && !errors.Is(err, plumbing.ErrObjectNotFound) {
+				return nil, fmt.Errorf("parent of %s: %w", c.Hash, err)
+			}
+			parent = p // nil past a shallow boundary
+		}
+		files, err := g.changed(ctx, c, parent)
+		if err != nil {
+			return nil, err
+		}
+		if g.sub == "" || len(files) > 0 {
+			out = append(out, Commit{
+				Hash:    c.Hash.String(),
+				Author:  c.Author.Name + " <" + c.Author.Email + ">",
+				Message: strings.TrimRight(c.Message, "\n"),
+				When:    c.Author.When,
+				Files:   files,
+			})
+		}
+		c = parent
+	}
+	return out, nil
+}
+
+// changed lists the paths c changed against parent (nil: all its files).
+func (g *gitReader) changed(ctx context.Context, c, parent *object.Commit) ([]string, error) {
+	to, err := g.tree(c)
+	if err != nil {
+		return nil, err
+	}
+	var from *object.Tree
+	if parent != nil {
+		if from, err = g.tree(parent); err != nil {
+			return nil, err
+		}
+	}
+	if from == nil && to == nil {
+		return nil, nil
+	}
+	changes, err := object.DiffTreeWithOptions(ctx, from, to, nil)
+	if err != nil {
+		return nil, fmt.Errorf("diff %s: %w", c.Hash, err)
+	}
+	files := make([]string, 0, len(changes))
+	for _, ch := range changes {
+		name := ch.To.Name
+		if name == "" {
+			name = ch.From.Name
+		}
+		files = append(files, path.Clean(name))
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// tree returns the (sub)tree of c, nil when the subdirectory is absent.
+func (g *gitReader) tree(c *object.Commit) (*object.Tree, error) {
+	t, err := c.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("tree of %s: %w", c.Hash, err)
+	}
+	if g.sub == "" {
+		return t, nil
+	}
+	st, err := t.Tree(g.sub)
+	if errors.Is(err, object.ErrDirectoryNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s at %s: %w", g.sub, c.Hash, err)
+	}
+	return st, nil
+}
+
+func (g *gitReader) close() error {
+	if g.closer == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.closer.Close()
+}

@@ -1,0 +1,221 @@
+// Package source reads one snapshot of a repository: the list of regular
+// files at a revision, their git blob hashes and sizes, their contents, and
+// the first-parent history behind that revision.
+//
+// A location can be
+//   - a plain directory without git: the file system is walked, .gitignore
+//     files are honoured and blob hashes are computed from content;
+//   - a git clone (with a work tree) or a bare git directory: the tree of
+//     Options.Rev is read from git objects, never from the work tree;
+//   - a subdirectory of a clone: the matching subtree of Options.Rev, with
+//     paths relative to that subdirectory;
+//   - a clone URL (http(s)://, ssh://, git://, file://, user@host:path): the
+//     repository is cloned bare into Options.CacheDir, or fetched when it is
+//     already there, then read like a bare directory. Network URLs need the
+//     host to be reachable (ssh uses the running ssh-agent); with
+//     Options.Offline an existing cached clone is used as it is.
+//
+// Symlinks, submodules and Git LFS pointer files are never read; they are
+// listed in Snapshot.Skipped with the codectx skip reasons.
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// ErrEmptyRepo is returned (wrapped) when a git repository has no commits.
+var ErrEmptyRepo = errors.New("repository has no commits")
+
+// ErrRevisionNotFound is returned (wrapped) when Options.Rev names nothing.
+var ErrRevisionNotFound = errors.New("revision not found")
+
+// SkipMissingObject is the skip reason of a file whose blob is absent from
+// the object store (partial clones).
+const SkipMissingObject = "missing_object"
+
+// Options tune Open.
+type Options struct {
+	CacheDir string    // where clone URLs are cloned/fetched (bare); required for URLs
+	Rev      string    // revision: branch, tag, full or short hash, "HEAD~2"; "" = HEAD
+	Progress io.Writer // optional: clone and fetch progress
+	Name     string    // optional: Snapshot.Repo; derived from the location when empty
+	Offline  bool      // URLs: use the cached clone without fetching (it must exist)
+}
+
+// File is a regular file of the snapshot.
+type File struct {
+	Path string // slash-separated, relative to the snapshot root
+	Blob string // git blob hash, hex (computed like `git hash-object` for plain directories)
+	Size int64
+}
+
+// Skipped is an entry that is not a readable regular file.
+type Skipped struct {
+	Path   string // slash-separated; ignored directories end in "/"
+	Reason string // codectx.SkipSubmodule, SkipLFSPointer, SkipSymlink, SkipIgnored, SkipMissingObject
+}
+
+// Commit is one entry of Snapshot.History.
+type Commit struct {
+	Hash    string
+	Author  string // "Name <email>"
+	Message string // full message, trailing newlines trimmed
+	When    time.Time
+	Files   []string // paths changed vs the first parent (added, modified, deleted), sorted
+}
+
+// Snapshot is a repository at one revision. Its methods are safe for
+// concurrent use.
+type Snapshot struct {
+	Repo    string    // name: Options.Name, or derived from the URL or directory
+	Commit  string    // full hex commit hash; "" for a plain directory without git
+	Files   []File    // sorted by Path; regular files only
+	Skipped []Skipped // sorted by Path
+
+	src reader
+}
+
+// reader is how a snapshot reads contents and history.
+type reader interface {
+	read(f File) ([]byte, error)
+	history(ctx context.Context, limit int) ([]Commit, error)
+	close() error
+}
+
+// Open reads the snapshot at location (see the package doc for the kinds of
+// location).
+func Open(ctx context.Context, location string, opt Options) (*Snapshot, error) {
+	if location == "" {
+		return nil, errors.New("open: empty location")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("open %s: %w", location, err)
+	}
+	var (
+		s   *Snapshot
+		err error
+	)
+	if isURL(location) {
+		s, err = openURL(ctx, location, opt)
+	} else {
+		s, err = openPath(ctx, location, opt)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", location, err)
+	}
+	if opt.Name != "" {
+		s.Repo = opt.Name
+	}
+	return s, nil
+}
+
+// Read returns the content of f: from its blob in git modes, from disk for
+// plain directories.
+func (s *Snapshot) Read(f File) ([]byte, error) {
+	b, err := s.src.read(f)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", f.Path, err)
+	}
+	return b, nil
+}
+
+// History returns up to limit commits (all when limit <= 0) of the
+// first-parent log from s.Commit backwards, newest first, each with the
+// files it changed against its first parent (a root commit lists all its
+// files). For a subdirectory snapshot only commits touching it are listed,
+// with paths relative to it. It is empty for plain directories.
+func (s *Snapshot) History(ctx context.Context, limit int) ([]Commit, error) {
+	cs, err := s.src.history(ctx, limit)
+	if err != nil {
+		return nil, fmt.Errorf("history of %s: %w", s.Repo, err)
+	}
+	return cs, nil
+}
+
+// Close releases the files held by the snapshot.
+func (s *Snapshot) Close() error {
+	return s.src.close()
+}
+
+// openPath opens a local directory: a git repository, a subdirectory of a
+// work tree or a plain directory.
+func openPath(ctx context.Context, dir string, opt Options) (*Snapshot, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, errors.New("not a directory")
+	}
+	s, err := openGitDir(ctx, abs, opt)
+	if err == nil || !errors.Is(err, errNotGit) {
+		return s, err
+	}
+	s, err = walkDir(ctx, abs)
+	if err != nil {
+		return nil, err
+	}
+	s.Repo = dirName(abs)
+	return s, nil
+}
+
+// isURL reports whether location is a clone URL rather than a local path.
+func isURL(location string) bool {
+	for _, p := range []string{"http://", "https://", "ssh://", "git://", "file://", "git+ssh://", "ssh+git://"} {
+		if strings.HasPrefix(location, p) {
+			return true
+		}
+	}
+	return scpLike.MatchString(location)
+}
+
+// scpLike matches the user@host:path form of ssh URLs.
+var scpLike = regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]`)
+
+// dirName names a repository after its directory: "proj" for proj,
+// proj/.git and proj.git.
+func dirName(abs string) string {
+	abs = filepath.Clean(abs)
+	base := filepath.Base(abs)
+	if base == ".git" {
+		base = filepath.Base(filepath.Dir(abs))
+	}
+	if b := strings.TrimSuffix(base, ".git"); b != "" {
+		base = b
+	}
+	return base
+}
+
+// urlName names a repository after its URL: "owner/name" when the path has
+// two or more segments on a host, the last segment for file:// URLs.
+func urlName(u string) string {
+	rest := u
+	local := strings.HasPrefix(u, "file://")
+	if i := strings.Index(rest, "://"); i >= 0 {
+		rest = rest[i+3:]
+		if j := strings.IndexByte(rest, '/'); j >= 0 && !local {
+			rest = rest[j+1:] // drop host
+		}
+	} else if i := strings.IndexByte(rest, ':'); i >= 0 {
+		rest = rest[i+1:] // user@host:path
+	}
+	rest = strings.TrimSuffix(strings.Trim(rest, "/"), ".git")
+	rest = strings.TrimSuffix(rest, "/")
+	segs := strings.Split(rest, "/")
+	if local || len(segs) < 2 {
+		return dirName(segs[len(segs)-1])
+	}
+	return segs[len(segs)-2] + "/" + segs[len(segs)-1]
+}

@@ -1,0 +1,185 @@
+// Package tokens counts o200k_base tokens, the unit every context budget of
+// the engine is expressed in.
+//
+// The encoding comes from github.com/tiktoken-go/tokenizer, whose vocabulary
+// is compiled into the binary as a Go map literal: loading it needs no
+// network and no files, and cannot fail (the split regexp is a constant). The
+// codec is built once, on first use, and is safe for concurrent use.
+//
+// Count is exact, with one documented exception. The tokenizer's regexp is
+// quadratic in the length of a whitespace run that contains a line break
+// (64 KiB of " \n" takes seconds, 1 MiB half an hour). To stay fast on such
+// adversarial input, Count splits the text at line starts that are always
+// token boundaries, counts ordinary segments exactly and, for a segment
+// holding a whitespace run longer than LongRun bytes that spans a line break,
+// adds an upper bound instead (its byte length; three times that if it is
+// not valid UTF-8). So Count(s) is never below the true o200k count, and
+// equals it for every text without such a run.
+package tokens
+
+import (
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/tiktoken-go/tokenizer"
+)
+
+// LongRun is the length in bytes from which a whitespace run containing a
+// line break is counted by an upper bound instead of by the tokenizer.
+const LongRun = 512
+
+var (
+	once  sync.Once
+	codec tokenizer.Codec
+)
+
+func load() tokenizer.Codec {
+	once.Do(func() {
+		c, err := tokenizer.Get(tokenizer.O200kBase)
+		if err != nil {
+			// Unreachable: the encoding is embedded, Get only fails for
+			// an unknown encoding name.
+			panic("tokens: load embedded o200k_base encoding: " + err.Error())
+		}
+		codec = c
+	})
+	return codec
+}
+
+// Count returns the number of o200k_base tokens of s (see the package
+// comment for the upper bound used on very long whitespace runs). It is
+// safe for concurrent use.
+func Count(s string) int {
+	if s == "" {
+		return 0
+	}
+	c := load()
+	if !hasLongRun(s) {
+		return exact(c, s)
+	}
+	return segmented(c, s)
+}
+
+// segmented counts s segment by segment (see nextBoundary), bounding the
+// segments that hold a long whitespace run.
+func segmented(c tokenizer.Codec, s string) int {
+	n := 0
+	for len(s) > 0 {
+		seg := s[:nextBoundary(s, 1)]
+		s = s[len(seg):]
+		if hasLongRun(seg) {
+			n += bound(seg)
+		} else {
+			n += exact(c, seg)
+		}
+	}
+	return n
+}
+
+// CountAtMost returns Count(s), true if that is at most limit. Otherwise it
+// returns a number above limit and false, having counted only as much of s
+// as needed: a cheap way to learn that a huge text does not fit.
+func CountAtMost(s string, limit int) (int, bool) {
+	c := load()
+	n := 0
+	// The first piece is about large enough to exceed limit (code runs 3
+	// to 4 bytes a token); later ones double, up to 64 KiB.
+	batch := 1 << 16
+	if limit < 1<<13 {
+		batch = max(256, 8*(limit+1))
+	}
+	for len(s) > 0 && n <= limit {
+		seg := s[:nextBoundary(s, batch)]
+		batch = min(2*batch, 1<<16)
+		s = s[len(seg):]
+		if hasLongRun(seg) {
+			n += segmented(c, seg)
+		} else {
+			n += exact(c, seg)
+		}
+	}
+	return n, n <= limit
+}
+
+// exact counts s with the codec. The codec only errors when its regexp
+// fails (no timeout is set, so in practice never); the byte bound keeps
+// Count an upper bound even then.
+func exact(c tokenizer.Codec, s string) int {
+	n, err := c.Count(s)
+	if err != nil {
+		return bound(s)
+	}
+	return n
+}
+
+// bound is an upper bound of the token count of s: every token covers at
+// least one byte of the text the codec sees, and that text is s with each
+// invalid byte replaced by U+FFFD (3 bytes).
+func bound(s string) int {
+	if utf8.ValidString(s) {
+		return len(s)
+	}
+	return 3 * len(s)
+}
+
+// hasLongRun reports whether s holds a whitespace run longer than LongRun
+// bytes that contains '\r' or '\n'.
+func hasLongRun(s string) bool {
+	if len(s) <= LongRun {
+		return false
+	}
+	start, brk := -1, false
+	for i, r := range s {
+		if unicode.IsSpace(r) {
+			if start < 0 {
+				start, brk = i, false
+			}
+			if r == '\n' || r == '\r' {
+				brk = true
+			}
+			if brk && i+utf8.RuneLen(r)-start > LongRun {
+				return true
+			}
+			continue
+		}
+		start = -1
+	}
+	return false
+}
+
+// boundaryAt reports whether i is a point no piece of the o200k split
+// regexp can cross: s[i-1] is '\n' and from i come spaces or tabs (maybe
+// none) and then a printable ASCII character other than '/'. Letter and
+// digit pieces never contain '\n'; a punctuation piece ends with a run of
+// [\r\n/], stopped here by the space, tab or character; a whitespace piece
+// holding '\n' ends at the last line break of its run, which is at i-1.
+// So the counts of the two sides add up to the count of s exactly.
+func boundaryAt(s string, i int) bool {
+	if i <= 0 || i >= len(s) || s[i-1] != '\n' {
+		return false
+	}
+	for j := i; j < len(s); j++ {
+		switch b := s[j]; {
+		case b == ' ' || b == '\t':
+			continue
+		case b > ' ' && b < 0x7f && b != '/':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// nextBoundary returns the length of the first segment of s that is at
+// least min bytes long: up to the first boundary at or after min, or all
+// of s.
+func nextBoundary(s string, min int) int {
+	for i := max(min, 1); i < len(s); i++ {
+		if s[i-1] == '\n' && boundaryAt(s, i) {
+			return i
+		}
+	}
+	return len(s)
+}

@@ -1,0 +1,177 @@
+package tokens
+
+import (
+	"math/rand"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestCountKnown(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int
+	}{
+		{"", 0},
+		{"hello world", 2},
+		{"Hello, world!", 4},
+		{"\n", 1},
+		{"    ", 1},
+		{strings.Repeat("a", 64), 8}, // o200k merges 'a' runs in 8-byte pieces
+	}
+	for _, tt := range tests {
+		if got := Count(tt.in); got != tt.want {
+			t.Errorf("Count(%q) = %d, want %d", tt.in, got, tt.want)
+		}
+	}
+}
+
+// pieces are fragments that stress the split regexp near line starts.
+var pieces = []string{
+	"\n", "\r\n", "\n\n", " ", "\t", "  ", "/", "//", "}", "{", "(", ")", "'s", "'T",
+	"func", " main", "Foo", "BAR", "x", "123", "4567", "日本", "é", "\u0301", "😀",
+	"\u00a0", "\u2028", "\xff", "#", "!", ".", ",", "\"", "-", "_", "a\n", "\n/",
+	"\n\t", "\n  ", "\n\t}", "\t//", "\v", "\f",
+}
+
+func randText(r *rand.Rand, n int) string {
+	var b strings.Builder
+	for range n {
+		b.WriteString(pieces[r.Intn(len(pieces))])
+	}
+	return b.String()
+}
+
+// TestSegmentedExact checks the claim that the segments cut by nextBoundary
+// add up to the count of the whole text.
+func TestSegmentedExact(t *testing.T) {
+	c := load()
+	r := rand.New(rand.NewSource(1))
+	for i := range 500 {
+		s := randText(r, 1+r.Intn(300))
+		if hasLongRun(s) {
+			continue
+		}
+		want, err := c.Count(s)
+		if err != nil {
+			t.Fatalf("codec count: %v", err)
+		}
+		if got := segmented(c, s); got != want {
+			t.Fatalf("case %d: segmented(%q) = %d, want %d", i, s, got, want)
+		}
+	}
+}
+
+func TestCountLongWhitespaceRun(t *testing.T) {
+	run := strings.Repeat(" \n", 50_000) // quadratic for the raw codec
+	head := "package x\n" + run + "\n"
+	tail := "func f() {}\n"
+	if got, want := Count(head+tail), len(head)+Count(tail); got != want {
+		t.Errorf("Count = %d, want %d (byte bound of the run segment + exact tail)", got, want)
+	}
+	// The bound is never below the true count: check on a run short
+	// enough for the codec to count directly.
+	short := strings.Repeat(" \n", LongRun)
+	exactN, err := load().Count(short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Count(short); got < exactN {
+		t.Errorf("Count(short run) = %d, below exact %d", got, exactN)
+	}
+	if !hasLongRun(short) {
+		t.Errorf("hasLongRun(%d bytes of \" \\n\") = false, want true", len(short))
+	}
+	if hasLongRun(strings.Repeat(" ", 10*LongRun)) {
+		t.Error("hasLongRun(spaces only) = true, want false")
+	}
+}
+
+func TestCountAtMost(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	for i := range 300 {
+		s := randText(r, r.Intn(3000))
+		if i%10 == 0 {
+			s += strings.Repeat(" \n", LongRun) + randText(r, 100)
+		}
+		want := Count(s)
+		limit := r.Intn(want + 10)
+		got, ok := CountAtMost(s, limit)
+		switch {
+		case ok && (got != want || got > limit):
+			t.Fatalf("CountAtMost(s, %d) = %d, true; Count = %d", limit, got, want)
+		case !ok && (got <= limit || want <= limit):
+			t.Fatalf("CountAtMost(s, %d) = %d, false; Count = %d", limit, got, want)
+		}
+	}
+	if got, ok := CountAtMost("", 0); got != 0 || !ok {
+		t.Errorf("CountAtMost(\"\", 0) = %d, %v; want 0, true", got, ok)
+	}
+}
+
+func TestCountInvalidUTF8(t *testing.T) {
+	s := strings.Repeat("\xff", 1000)
+	if got := Count(s); got <= 0 || got > 3*len(s) {
+		t.Errorf("Count(invalid) = %d, want in (0, %d]", got, 3*len(s))
+	}
+}
+
+func TestCountConcurrent(t *testing.T) {
+	r := rand.New(rand.NewSource(2))
+	texts := make([]string, 50)
+	want := make([]int, len(texts))
+	for i := range texts {
+		texts[i] = randText(r, 200)
+		want[i] = Count(texts[i])
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 8*len(texts))
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i, s := range texts {
+				if got := Count(s); got != want[i] {
+					errs <- s
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for s := range errs {
+		t.Errorf("concurrent Count(%q) differs from serial count", s)
+	}
+}
+
+// BenchmarkCount counts this package's own source, repeated to ~100 KiB,
+// and reports tokens per second.
+func BenchmarkCount(b *testing.B) {
+	src, err := os.ReadFile("tokens.go")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := strings.Repeat(string(src), 100_000/len(src)+1)
+	n := Count(s)
+	b.SetBytes(int64(len(s)))
+	b.ResetTimer()
+	for b.Loop() {
+		Count(s)
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+}
+
+// BenchmarkCountSmall is the packer's typical call: one chunk of ~40 lines.
+func BenchmarkCountSmall(b *testing.B) {
+	src, err := os.ReadFile("tokens.go")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := string(src[:1500])
+	n := Count(s)
+	for b.Loop() {
+		Count(s)
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+}

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs the whole test suite. Servers the tests need are started here:
+# NATS runs in-process inside the tests; MinIO is built (cached under
+# .cache/bin) and started on loopback by scripts/minio.sh when available.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ -x scripts/minio.sh ] && [ "${CODECTX_SKIP_MINIO:-}" = "" ]; then
+  eval "$(scripts/minio.sh start)"
+  trap 'scripts/minio.sh stop >/dev/null 2>&1 || true' EXIT
+fi
+go test -count=1 ./...

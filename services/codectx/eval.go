@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"codectx/pkg/eval"
+)
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
+func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
+
+func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	data := fs.String("data", dataDir(), "data directory (parse cache)")
+	tasksFile := fs.String("tasks", "", "tasks JSONL file (required)")
+	var gitDirs multiFlag
+	fs.Var(&gitDirs, "git-dir", "owner/name=PATH of a git directory or clone (repeatable)")
+	budgetList := fs.String("budgets", "2000,4000,8000,16000", "comma-separated token budgets")
+	armList := fs.String("arms", "", "evaluate only this arm set (plus the baseline) instead of the ablation table")
+	out := fs.String("json", "", "write the full report (per task) as JSON to this file")
+	only := fs.String("only", "", "only tasks whose id contains this string")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *tasksFile == "" {
+		fs.Usage()
+		return fmt.Errorf("eval: --tasks is required")
+	}
+	f, err := os.Open(*tasksFile)
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	tasks, err := eval.ReadTasks(f)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	if *only != "" {
+		var keep []eval.Task
+		for _, t := range tasks {
+			if strings.Contains(t.ID, *only) {
+				keep = append(keep, t)
+			}
+		}
+		tasks = keep
+	}
+	dirs := map[string]string{}
+	for _, g := range gitDirs {
+		name, path, ok := strings.Cut(g, "=")
+		if !ok {
+			return fmt.Errorf("eval: --git-dir %q: want owner/name=PATH", g)
+		}
+		dirs[name] = path
+	}
+	var budgets []int
+	for _, s := range strings.Split(*budgetList, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("eval: bad budget %q", s)
+		}
+		budgets = append(budgets, n)
+	}
+	configs := eval.DefaultConfigs()
+	if *armList != "" {
+		arms, err := parseArms(*armList)
+		if err != nil {
+			return fmt.Errorf("eval: %w", err)
+		}
+		configs = []eval.Config{configs[0], {Name: *armList, Arms: arms, Route: true}}
+	}
+	store, err := openStore(*data)
+	if err != nil {
+		return err
+	}
+	_ = filepath.Join
+	rep, err := eval.Run(ctx, tasks, eval.Options{GitDirs: dirs, Store: store, Budgets: budgets, Configs: configs, Progress: stderr})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "## overall (%d tasks)\n\n%s\n", len(tasks), eval.FormatTable(rep.Overall, budgets))
+	for _, g := range rep.GroupNames() {
+		fmt.Fprintf(stdout, "## %s\n\n%s\n", g, eval.FormatTable(rep.ByGroup[g], budgets))
+	}
+	if *out != "" {
+		if err := eval.WriteReport(*out, rep); err != nil {
+			return fmt.Errorf("eval: write report: %w", err)
+		}
+	}
+	return nil
+}

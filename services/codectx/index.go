@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/blob/local"
+	"codectx/pkg/chunk"
+	"codectx/pkg/index"
+)
+
+func openStore(data string) (*blob.Bucket, error) {
+	st, err := local.Open(filepath.Join(data, "store"))
+	if err != nil {
+		return nil, fmt.Errorf("open data dir %s: %w", data, err)
+	}
+	return st, nil
+}
+
+func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("index", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	data := fs.String("data", dataDir(), "data directory (embedded mode)")
+	name := fs.String("name", "", "repository name (default: derived from the path or URL)")
+	tenant := fs.String("tenant", index.DefaultTenant, "tenant")
+	rev := fs.String("rev", "", "revision to index (default HEAD)")
+	asJSON := fs.Bool("json", false, "print the summary as JSON")
+	maxSize := fs.Int64("max-file-size", 1<<20, "skip files larger than this many bytes")
+	workers := fs.Int("workers", 0, "parse goroutines (default: number of CPUs)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: codectx index [flags] PATH_OR_URL\n\nIndexes a working directory, a clone, a bare git directory or a clone URL.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return fmt.Errorf("index: want exactly one PATH_OR_URL, got %d", fs.NArg())
+	}
+	store, err := openStore(*data)
+	if err != nil {
+		return err
+	}
+	opt := index.Options{
+		Tenant: *tenant, Name: *name, Rev: *rev,
+		CacheDir: filepath.Join(*data, "clones"),
+		Chunk:    chunk.Options{MaxFileSize: *maxSize},
+		Workers:  *workers,
+	}
+	if isTerminal(stderr) {
+		opt.Progress = index.WriteProgress(stderr)
+	}
+	sum, err := index.Build(ctx, store, fs.Arg(0), opt)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(sum)
+	}
+	fmt.Fprint(stdout, index.FormatSummary(sum))
+	return nil
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"codectx/pkg/index"
+	"codectx/pkg/query"
+)
+
+func parseArms(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	known := map[string]bool{}
+	for _, a := range query.AllArms {
+		known[a] = true
+	}
+	var arms []string
+	for _, a := range strings.Split(s, ",") {
+		a = strings.TrimSpace(a)
+		if !known[a] {
+			return nil, fmt.Errorf("unknown arm %q (want some of %s)", a, strings.Join(query.AllArms, ","))
+		}
+		arms = append(arms, a)
+	}
+	return arms, nil
+}
+
+func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("query", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	data := fs.String("data", dataDir(), "data directory (embedded mode)")
+	repo := fs.String("repo", "", "repository name, as indexed (required)")
+	tenant := fs.String("tenant", index.DefaultTenant, "tenant")
+	budget := fs.Int("budget", 8000, "hard token budget (o200k tokens)")
+	armList := fs.String("arms", "", "comma-separated arms: "+strings.Join(query.AllArms, ",")+" (default: all available)")
+	noRoute := fs.Bool("no-route", false, "ignore the classifier's per-trigger arm weights")
+	asJSON := fs.Bool("json", false, "print the response as JSON (schema: docs/query-json.md)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, `usage: codectx query [flags] "text"`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *repo == "" {
+		fs.Usage()
+		return fmt.Errorf("query: --repo is required")
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return fmt.Errorf("query: no query text")
+	}
+	arms, err := parseArms(*armList)
+	if err != nil {
+		return fmt.Errorf("query: %w", err)
+	}
+	store, err := openStore(*data)
+	if err != nil {
+		return err
+	}
+	seg, err := index.LoadHead(ctx, store, *tenant, *repo)
+	if err != nil {
+		return fmt.Errorf("query: %w (run 'codectx index' first)", err)
+	}
+	eng := &query.Engine{Seg: seg}
+	resp, err := eng.Query(ctx, query.Request{Query: strings.Join(fs.Args(), " "), Budget: *budget, Arms: arms, Route: !*noRoute})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(resp)
+	}
+	writeHuman(stdout, resp)
+	return nil
+}
+
+func writeHuman(w io.Writer, r *query.Response) {
+	commit := r.Commit
+	if len(commit) > 12 {
+		commit = commit[:12]
+	}
+	fmt.Fprintf(w, "query    %s\n", r.Query)
+	fmt.Fprintf(w, "trigger  %s (confidence %.2f)", r.Trigger, r.Confidence)
+	if len(r.Symbols) > 0 {
+		fmt.Fprintf(w, "  symbols: %s", strings.Join(r.Symbols, ", "))
+	}
+	fmt.Fprintf(w, "\nrepo     %s@%s  arms: %s\n", r.Repo, commit, strings.Join(r.Arms, ","))
+	fmt.Fprintf(w, "tokens   %d of %d, %d chunks, %d dropped\n\nfiles:\n", r.Tokens, r.Budget, len(r.Chunks), r.Dropped)
+	for i, f := range r.Files {
+		if i == 10 {
+			break
+		}
+		fmt.Fprintf(w, "  %2d. %-60s %.4f [%s]\n", i+1, f.Path, f.Score, strings.Join(f.Signals, ","))
+	}
+	fmt.Fprintf(w, "\ncontext:\n%s\n", r.Context)
+}
