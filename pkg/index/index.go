@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
 	"regexp"
 	"runtime"
 	"sort"
@@ -28,6 +27,7 @@ import (
 	"codectx/pkg/graph"
 	"codectx/pkg/segment"
 	"codectx/pkg/source"
+	"codectx/pkg/tokenize"
 )
 
 // DefaultTenant is the tenant of the single-user embedded mode.
@@ -75,7 +75,8 @@ type Summary struct {
 
 // Keys of the blob store layout. Every key starts with the tenant, except
 // the parse cache, which is keyed by content only and shared.
-func parseKey(lang codectx.Language, blobHash string) string {
+// ParseKey is where the parse result of a blob is cached.
+func ParseKey(lang codectx.Language, blobHash string) string {
 	return "parse/v" + chunk.Version + "/" + string(lang) + "/" + blobHash[:2] + "/" + blobHash
 }
 
@@ -119,6 +120,11 @@ func Build(ctx context.Context, store *blob.Bucket, location string, opt Options
 	if !ValidName(opt.Tenant) || !ValidName(name) {
 		return nil, fmt.Errorf("index: invalid tenant %q or repository name %q (use letters, digits, . _ - and /)", opt.Tenant, name)
 	}
+	if snap.Commit == "" {
+		// A plain directory has no commit: name the snapshot by its content.
+		snap.Commit = "worktree-" + codectx.HashText(manifestOf(snap))[:12]
+	}
+	commit := snap.Commit
 	seg, st, err := BuildSegment(ctx, store, snap, name, opt)
 	if err != nil {
 		return nil, err
@@ -126,10 +132,6 @@ func Build(ctx context.Context, store *blob.Bucket, location string, opt Options
 	data, err := seg.MarshalBinary()
 	if err != nil {
 		return nil, fmt.Errorf("index: encode segment: %w", err)
-	}
-	commit := snap.Commit
-	if commit == "" {
-		commit = "worktree-" + codectx.HashText(manifestOf(snap))[:12]
 	}
 	key := SegmentKey(opt.Tenant, name, commit)
 	if err := Publish(ctx, store, opt.Tenant, name, commit, key, data); err != nil {
@@ -211,12 +213,49 @@ func LoadHead(ctx context.Context, store *blob.Bucket, tenant, repo string) (*se
 	return segment.Load(data)
 }
 
-type parsed struct {
-	file   source.File
-	lang   codectx.Language
-	res    chunk.Result
-	reused bool
-	err    error
+// Manifest is what a snapshot contributes to its segment besides parse
+// results: the file list, the skipped entries, the Go module path and the
+// recent history. The snapshot stage of the pipeline writes it; the graph
+// stage assembles the segment from it and the cached parse results.
+type Manifest struct {
+	Tenant   string           `json:"tenant"`
+	Repo     string           `json:"repo"`
+	Commit   string           `json:"commit"`
+	Files    []source.File    `json:"files"`
+	Skipped  []source.Skipped `json:"skipped,omitempty"`
+	GoModule string           `json:"go_module,omitempty"`
+	History  []segment.Commit `json:"history,omitempty"`
+}
+
+// ReadManifest reads the manifest of a snapshot.
+func ReadManifest(ctx context.Context, snap *source.Snapshot, tenant, name string, historyLimit int) (*Manifest, error) {
+	m := &Manifest{Tenant: tenant, Repo: name, Commit: snap.Commit, Files: snap.Files, Skipped: snap.Skipped}
+	for _, f := range snap.Files {
+		if f.Path == "go.mod" {
+			if data, err := snap.Read(f); err == nil {
+				m.GoModule = goModulePath(data)
+			}
+		}
+	}
+	if historyLimit == 0 {
+		historyLimit = 500
+	}
+	if snap.Commit != "" && historyLimit > 0 {
+		cs, err := snap.History(ctx, historyLimit)
+		if err != nil {
+			return nil, fmt.Errorf("index: history: %w", err)
+		}
+		for _, c := range cs {
+			m.History = append(m.History, segment.Commit{Hash: c.Hash, Author: c.Author, When: c.When.UTC().Format(time.RFC3339), Message: c.Message, Files: c.Files})
+		}
+	}
+	return m, nil
+}
+
+// Parsed is the parse result of one file.
+type Parsed struct {
+	Result chunk.Result
+	Reused bool // found in the parse cache
 }
 
 // BuildSegment parses the snapshot (reusing cached parse results) and
@@ -226,20 +265,16 @@ func BuildSegment(ctx context.Context, store *blob.Bucket, snap *source.Snapshot
 	if opt.Tenant == "" {
 		opt.Tenant = DefaultTenant
 	}
+	m, err := ReadManifest(ctx, snap, opt.Tenant, name, opt.HistoryLimit)
+	if err != nil {
+		return nil, nil, err
+	}
 	workers := opt.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	st := &Summary{
-		Tenant: opt.Tenant, Repo: name, Commit: snap.Commit,
-		FilesByLanguage: map[string]int{}, ChunksByKind: map[string]int{},
-		Edges: map[string]int{}, Skipped: map[string]int{}, Degraded: map[string]int{},
-	}
-	for _, s := range snap.Skipped {
-		st.Skipped[s.Reason]++
-	}
-
-	results := make([]parsed, len(snap.Files))
+	results := make([]Parsed, len(snap.Files))
+	errs := make([]error, len(snap.Files))
 	var next, done atomic.Int64
 	var bytesDone atomic.Int64
 	var wg sync.WaitGroup
@@ -267,8 +302,9 @@ func BuildSegment(ctx context.Context, store *blob.Bucket, snap *source.Snapshot
 				if i >= len(snap.Files) || ctx.Err() != nil {
 					return
 				}
-				results[i] = parseOne(ctx, store, snap, snap.Files[i], opt.Chunk)
-				bytesDone.Add(snap.Files[i].Size)
+				f := snap.Files[i]
+				results[i], errs[i] = ParseFile(ctx, store, f, func() ([]byte, error) { return snap.Read(f) }, opt.Chunk)
+				bytesDone.Add(f.Size)
 				done.Add(1)
 			}
 		}()
@@ -281,35 +317,75 @@ func BuildSegment(ctx context.Context, store *blob.Bucket, snap *source.Snapshot
 	if opt.Progress != nil {
 		opt.Progress(Progress{Done: len(snap.Files), Total: len(snap.Files), Bytes: bytesDone.Load(), Elapsed: time.Since(start)})
 	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	seg, st := Assemble(m, results)
+	st.Seconds = time.Since(start).Seconds()
+	return seg, st, nil
+}
 
+// LoadParsed returns the cached parse results of the manifest's files, for
+// the graph stage of the pipeline. A missing result is an error naming the
+// file: the parse stage has not finished it.
+func LoadParsed(ctx context.Context, store *blob.Bucket, m *Manifest) ([]Parsed, error) {
+	out := make([]Parsed, len(m.Files))
+	for i, f := range m.Files {
+		if tooLarge(f, chunk.Options{}) {
+			out[i] = Parsed{Result: chunk.Result{Language: chunk.Detect(f.Path, nil), Skip: codectx.SkipTooLarge}}
+			continue
+		}
+		data, err := store.Get(ctx, ParseKey(chunk.Detect(f.Path, nil), f.Blob))
+		if err != nil {
+			return nil, fmt.Errorf("index: parse result of %s: %w", f.Path, err)
+		}
+		if err := json.Unmarshal(data, &out[i].Result); err != nil {
+			return nil, fmt.Errorf("index: parse result of %s: %w", f.Path, err)
+		}
+		out[i].Reused = true
+	}
+	return out, nil
+}
+
+// Assemble builds the segment of a manifest from the parse results of its
+// files (results[i] belongs to m.Files[i]).
+func Assemble(m *Manifest, results []Parsed) (*segment.Segment, *Summary) {
+	st := &Summary{
+		Tenant: m.Tenant, Repo: m.Repo, Commit: m.Commit,
+		FilesByLanguage: map[string]int{}, ChunksByKind: map[string]int{},
+		Edges: map[string]int{}, Skipped: map[string]int{}, Degraded: map[string]int{},
+	}
+	for _, s := range m.Skipped {
+		st.Skipped[s.Reason]++
+	}
 	var (
 		files  []segment.File
 		chunks []codectx.Chunk
-		gin    graph.Input
 	)
-	for _, p := range results {
-		if p.err != nil {
-			return nil, nil, p.err
-		}
-		st.Bytes += p.file.Size
-		if p.reused {
+	gin := graph.Input{GoModule: m.GoModule}
+	for i, p := range results {
+		file := m.Files[i]
+		st.Bytes += file.Size
+		if p.Reused {
 			st.Reused++
 		} else {
 			st.Parsed++
 		}
-		if p.res.Skip != "" {
-			st.Skipped[p.res.Skip]++
+		if p.Result.Skip != "" {
+			st.Skipped[p.Result.Skip]++
 			continue
 		}
-		if p.res.Degraded != "" {
-			st.Degraded[p.res.Degraded]++
+		if p.Result.Degraded != "" {
+			st.Degraded[p.Result.Degraded]++
 		}
 		st.Files++
-		st.FilesByLanguage[string(p.res.Language)]++
-		f := segment.File{Path: p.file.Path, Language: p.res.Language, Blob: p.file.Blob, Size: p.file.Size}
-		fin := graph.FileInput{Path: p.file.Path, Language: p.res.Language, Package: p.res.Package, Imports: p.res.Imports}
-		for _, c := range p.res.Chunks {
-			c.Path = p.file.Path
+		st.FilesByLanguage[string(p.Result.Language)]++
+		f := segment.File{Path: file.Path, Language: p.Result.Language, Blob: file.Blob, Size: file.Size}
+		fin := graph.FileInput{Path: file.Path, Language: p.Result.Language, Package: p.Result.Package, Imports: p.Result.Imports}
+		for _, c := range p.Result.Chunks {
+			c.Path = file.Path
 			id := len(chunks)
 			chunks = append(chunks, c)
 			f.Chunks = append(f.Chunks, id)
@@ -319,59 +395,47 @@ func BuildSegment(ctx context.Context, store *blob.Bucket, snap *source.Snapshot
 			}
 		}
 		files = append(files, f)
-		if isCode(p.res.Language) {
+		if isCode(p.Result.Language) {
 			gin.Files = append(gin.Files, fin)
-		}
-		if p.file.Path == "go.mod" {
-			if data, err := snap.Read(p.file); err == nil {
-				gin.GoModule = goModulePath(data)
-			}
 		}
 	}
 	st.Chunks = len(chunks)
-
-	b := bm25.NewBuilder()
-	for _, c := range chunks {
-		b.Add(DocOf(c))
+	// Each chunk is tokenized once; its tokens feed both the chunk index
+	// and the whole-file index.
+	b, fb := bm25.NewBuilder(), bm25.NewBuilder()
+	for _, f := range files {
+		var whole [bm25.NumFields][]string
+		whole[bm25.FieldPath] = tokenize.Tokens(f.Path)
+		for _, id := range f.Chunks {
+			toks := Tokens(chunks[id])
+			b.AddTokens(toks)
+			for fld := bm25.Field(0); fld < bm25.NumFields; fld++ {
+				if fld != bm25.FieldPath {
+					whole[bm25.FieldBody] = append(whole[bm25.FieldBody], toks[fld]...)
+				}
+			}
+		}
+		fb.AddTokens(whole)
 	}
-	ix := b.Build()
 	g := graph.Build(gin)
 	gs := g.Stats()
 	st.Edges["import"] = gs.ImportEdges
 	st.Edges["call"] = gs.CallEdges
 	st.Edges["type"] = gs.TypeEdges
-
-	var hist []segment.Commit
-	limit := opt.HistoryLimit
-	if limit == 0 {
-		limit = 500
-	}
-	if snap.Commit != "" && limit > 0 {
-		cs, err := snap.History(ctx, limit)
-		if err != nil {
-			return nil, nil, fmt.Errorf("index: history: %w", err)
-		}
-		for _, c := range cs {
-			hist = append(hist, segment.Commit{Hash: c.Hash, Author: c.Author, When: c.When.UTC().Format(time.RFC3339), Message: c.Message, Files: c.Files})
-		}
-	}
-	meta := segment.Meta{Tenant: opt.Tenant, Repo: name, Commit: snap.Commit, Built: time.Now().UTC().Format(time.RFC3339), Skipped: st.Skipped, Degraded: st.Degraded}
-	seg := segment.New(meta, files, chunks, ix, g, hist)
-	st.Seconds = time.Since(start).Seconds()
-	return seg, st, nil
+	meta := segment.Meta{Tenant: m.Tenant, Repo: m.Repo, Commit: m.Commit, Built: time.Now().UTC().Format(time.RFC3339), Skipped: st.Skipped, Degraded: st.Degraded}
+	return segment.New(meta, files, chunks, b.Build(), fb.Build(), g, m.History), st
 }
 
-// DocOf is the BM25 document of a chunk. The body field holds the body
-// without the signature/doc prefix duplication being significant; the path
-// field holds the file path, so path words ("session", "utils") match.
-func DocOf(c codectx.Chunk) bm25.Doc {
-	var d bm25.Doc
-	d.Fields[bm25.FieldName] = c.Name
-	d.Fields[bm25.FieldSignature] = c.Signature
-	d.Fields[bm25.FieldDoc] = c.Doc
-	d.Fields[bm25.FieldBody] = c.Body
-	d.Fields[bm25.FieldPath] = c.Path
-	return d
+// Tokens are the BM25 fields of a chunk: name, signature, doc comment,
+// body and file path, each tokenized identifier-aware.
+func Tokens(c codectx.Chunk) [bm25.NumFields][]string {
+	var t [bm25.NumFields][]string
+	t[bm25.FieldName] = tokenize.Tokens(c.Name)
+	t[bm25.FieldSignature] = tokenize.Tokens(c.Signature)
+	t[bm25.FieldDoc] = tokenize.Tokens(c.Doc)
+	t[bm25.FieldBody] = tokenize.Tokens(c.Body)
+	t[bm25.FieldPath] = tokenize.Tokens(c.Path)
+	return t
 }
 
 func isCode(l codectx.Language) bool {
@@ -392,38 +456,52 @@ func goModulePath(data []byte) string {
 	return ""
 }
 
-func parseOne(ctx context.Context, store *blob.Bucket, snap *source.Snapshot, f source.File, opt chunk.Options) parsed {
-	p := parsed{file: f}
+func tooLarge(f source.File, opt chunk.Options) bool {
 	max := opt.MaxFileSize
 	if max <= 0 {
 		max = 1 << 20
 	}
-	if f.Size > max {
-		p.res = chunk.Result{Language: chunk.Detect(f.Path, nil), Skip: codectx.SkipTooLarge}
-		return p
-	}
+	return f.Size > max
+}
+
+// ParseFile chunks one file, or returns its cached parse result. The result
+// is cached under the file's blob hash, so a redelivered or repeated parse
+// rewrites the same object. read is called only on a cache miss. Parse
+// workers of the pipeline call this too.
+func ParseFile(ctx context.Context, store *blob.Bucket, f source.File, read func() ([]byte, error), opt chunk.Options) (Parsed, error) {
 	lang := chunk.Detect(f.Path, nil)
-	key := parseKey(lang, f.Blob)
+	if tooLarge(f, opt) {
+		// Not read at all: the size from the tree is enough.
+		return Parsed{Result: chunk.Result{Language: lang, Skip: codectx.SkipTooLarge}}, nil
+	}
+	key := ParseKey(lang, f.Blob)
 	if data, err := store.Get(ctx, key); err == nil {
-		if json.Unmarshal(data, &p.res) == nil {
-			p.reused = true
-			return p
+		var p Parsed
+		if json.Unmarshal(data, &p.Result) == nil {
+			p.Reused = true
+			return p, nil
 		}
 	}
-	content, err := snap.Read(f)
+	content, err := read()
 	if err != nil {
-		p.err = fmt.Errorf("index: read %s: %w", f.Path, err)
-		return p
+		return Parsed{}, fmt.Errorf("index: read %s: %w", f.Path, err)
 	}
-	p.res = chunk.Parse(ctx, f.Path, content, opt)
-	for i := range p.res.Chunks {
-		p.res.Chunks[i].Path = "" // cached by content: the path is set on use
+	res := chunk.Parse(ctx, f.Path, content, opt)
+	if err := ctx.Err(); err != nil {
+		// A cancelled parse degrades to windows: never cache that.
+		return Parsed{}, err
 	}
-	if data, err := json.Marshal(p.res); err == nil {
-		// A failed cache write only costs a re-parse next time.
-		_ = store.Put(ctx, key, data)
+	for i := range res.Chunks {
+		res.Chunks[i].Path = "" // cached by content: the path is set on use
 	}
-	return p
+	data, err := json.Marshal(res)
+	if err != nil {
+		return Parsed{}, fmt.Errorf("index: encode parse result of %s: %w", f.Path, err)
+	}
+	if err := store.Put(ctx, key, data); err != nil {
+		return Parsed{}, fmt.Errorf("index: cache parse result of %s: %w", f.Path, err)
+	}
+	return Parsed{Result: res}, nil
 }
 
 // WriteProgress renders progress as one updating terminal line.
@@ -484,5 +562,3 @@ func formatCounts(m map[string]int) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
-var _ = path.Base

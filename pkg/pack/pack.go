@@ -57,6 +57,11 @@ type Candidate struct {
 	Signature, Doc, Body string   // Body = full text; Signature+Doc used for the stub
 	Score                float64  // fused score, higher = stronger
 	Signals              []string // arms that found it, e.g. ["bm25","graph"]
+	// Outline marks a Body that outlines its span (a class with its
+	// members cut to signatures) rather than holding all of it: an outline
+	// neither contains nor is contained by other chunks of its file, so a
+	// method is never folded into its class outline.
+	Outline bool
 }
 
 // Granularity is how much of a chunk was emitted.
@@ -406,6 +411,9 @@ func dedup(cands []Candidate) (items []*item, nfiles, deduped int) {
 		var over []*item
 		var inside *item
 		for _, it := range byFile[f] {
+			if c.Outline || it.main.Outline {
+				continue
+			}
 			if it.main.StartLine <= c.EndLine && c.StartLine <= it.main.EndLine {
 				over = append(over, it)
 				if inside == nil && it.main.StartLine <= c.StartLine && c.EndLine <= it.main.EndLine {

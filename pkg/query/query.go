@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,6 +35,28 @@ const (
 	ArmGraph   = "graph"
 	ArmHistory = "history"
 )
+
+// armBM25File is the whole-file BM25 ranking, fused as part of the bm25 arm:
+// each file is represented by its best chunk of the chunk ranking (or its
+// module header).
+const armBM25File = "bm25-file"
+
+// armNames maps internal list names to arm names (bm25-file is part of bm25).
+func armNames(arms []string) []string {
+	out := arms[:0:0]
+	for _, a := range arms {
+		if a == armBM25File {
+			a = ArmBM25
+		}
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// minorWeight is the fusion weight of an arm the trigger's plan omits.
+const minorWeight = 0.2
 
 // AllArms lists every arm in a stable order.
 var AllArms = []string{ArmSymbol, ArmBM25, ArmDense, ArmGraph, ArmHistory}
@@ -160,7 +183,9 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 	}
 	if want[ArmBM25] {
 		t := time.Now()
-		add(ArmBM25, e.bm25Arm(q, depth, keep))
+		chunks := e.bm25Arm(q, depth, keep)
+		add(ArmBM25, chunks)
+		add(armBM25File, e.fileBM25Arm(q, chunks, keep))
 		tm[ArmBM25] = int(time.Since(t).Microseconds())
 	}
 	if want[ArmDense] {
@@ -179,9 +204,16 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 	}
 	weights := map[string]float64{}
 	if req.Route {
+		for _, a := range AllArms {
+			// An arm the plan leaves out still runs, at a low weight.
+			weights[a] = minorWeight
+		}
 		for k, v := range cls.Plan.Weights {
 			weights[k] = v
 		}
+	}
+	if w, ok := weights[ArmBM25]; ok {
+		weights[armBM25File] = w
 	}
 	if want[ArmGraph] && seg.Graph != nil {
 		t := time.Now()
@@ -190,12 +222,19 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 		tm[ArmGraph] = int(time.Since(t).Microseconds())
 	}
 	fused := fusion.RRF(lists, weights, req.RRFK)
+	for i := range fused {
+		fused[i].Arms = armNames(fused[i].Arms)
+	}
+	applyPriors(seg, fused)
 	used := make([]string, 0, len(lists))
 	for _, l := range lists {
-		used = append(used, l.Arm)
+		if l.Arm != armBM25File {
+			used = append(used, l.Arm)
+		}
 	}
 	tm["total"] = int(time.Since(t0).Microseconds())
-	return &Ranking{Class: cls, Arms: used, Fused: fused, Files: e.rankFiles(fused), Timings: tm}, nil
+	files := e.rankFiles(fused)
+	return &Ranking{Class: cls, Arms: used, Fused: orderByFile(seg, fused, files), Files: files, Timings: tm}, nil
 }
 
 // Query runs Search and packs the result into the budget.
@@ -209,14 +248,22 @@ func (e *Engine) Query(ctx context.Context, req Request) (*Response, error) {
 	}
 	t := time.Now()
 	seg := e.Seg
-	cands := make([]pack.Candidate, 0, len(rk.Fused))
-	for _, s := range rk.Fused {
+	// The packer counts every candidate's tokens; beyond this many it could
+	// only add stubs of files far down the ranking.
+	limit := max(100, req.Budget/20)
+	fused := rk.Fused
+	if len(fused) > limit {
+		fused = fused[:limit]
+	}
+	cands := make([]pack.Candidate, 0, len(fused))
+	for _, s := range fused {
 		id, _ := strconv.Atoi(s.ID)
 		c := seg.Chunks[id]
 		cands = append(cands, pack.Candidate{
 			Repo: seg.Meta.Repo, Commit: seg.Meta.Commit, Path: c.Path,
 			StartLine: c.StartLine, EndLine: c.EndLine, Symbol: c.Name, Kind: string(c.Kind),
 			Signature: c.Signature, Doc: c.Doc, Body: c.Body, Score: s.Score, Signals: s.Arms,
+			Outline: c.EndByte-c.StartByte != len(c.Body),
 		})
 	}
 	opt := pack.Options{Budget: req.Budget, FileFirst: true}
@@ -266,29 +313,44 @@ func filterIDs(ids []int, keep func(int) bool) []int {
 	return out
 }
 
-// symbolArm looks the query's symbols up in the symbol table: exact
-// qualified or short names first, then prefix matches.
+// symbolArm looks the query's symbols up in the symbol table. A qualified
+// symbol ("value::Serializer::serialize_map", "requests.Session.send") is
+// tried whole, then by shorter and shorter suffixes; the leading parts that
+// did not match the name must then match the file path ("value" ->
+// src/value/ser.rs), which ranks the right one of several same-named
+// symbols first. Prefix matches come last.
 func (e *Engine) symbolArm(cls classify.Result, keep func(int) bool) []int {
 	seen := map[int]bool{}
 	var exact, fuzzy []int
 	for _, s := range cls.Symbols {
-		for _, id := range e.Seg.Lookup(s) {
-			if !seen[id] {
-				seen[id] = true
-				exact = append(exact, id)
-			}
+		parts := symbolParts(s)
+		if len(parts) == 0 {
+			continue
 		}
-		// Dotted or scoped forms: try the last component too ("os.path.join" -> "join").
-		if short := segment.ShortName(s); short != s && len(short) > 2 {
-			for _, id := range e.Seg.Lookup(short) {
+		for i := 0; i < len(parts); i++ {
+			suffix := strings.Join(parts[i:], ".")
+			if i == len(parts)-1 && len(parts) > 1 && len(suffix) <= 2 {
+				break
+			}
+			ids := e.Seg.Lookup(suffix)
+			if len(ids) == 0 {
+				continue
+			}
+			ids = e.byQualifier(ids, parts[:i])
+			for _, id := range ids {
 				if !seen[id] {
 					seen[id] = true
-					fuzzy = append(fuzzy, id)
+					if i == 0 {
+						exact = append(exact, id)
+					} else {
+						fuzzy = append(fuzzy, id)
+					}
 				}
 			}
+			break
 		}
 		if len(s) >= 4 {
-			for _, id := range e.Seg.LookupPrefix(s, 8) {
+			for _, id := range e.Seg.LookupPrefix(strings.Join(parts, "."), 8) {
 				if !seen[id] {
 					seen[id] = true
 					fuzzy = append(fuzzy, id)
@@ -297,6 +359,46 @@ func (e *Engine) symbolArm(cls classify.Result, keep func(int) bool) []int {
 		}
 	}
 	return filterIDs(append(exact, fuzzy...), keep)
+}
+
+// symbolParts splits a qualified symbol at ".", "::", "#" and "/" and drops
+// receiver decoration: "(*Router).Mount" -> [router mount].
+func symbolParts(s string) []string {
+	s = segment.NormalizeName(s)
+	f := strings.FieldsFunc(s, func(r rune) bool { return r == '.' || r == '/' || r == ':' || r == '#' || r == ' ' })
+	return f
+}
+
+// byQualifier keeps, of several same-named symbols, those whose path or
+// name contains the most qualifier parts ("value" in
+// value::Serializer::serialize_map selects src/value/ser.rs). When no
+// candidate matches any qualifier, all are kept.
+func (e *Engine) byQualifier(ids []int, quals []string) []int {
+	if len(quals) == 0 || len(ids) < 2 {
+		return ids
+	}
+	score := func(id int) int {
+		c := e.Seg.Chunks[id]
+		hay := strings.ToLower(c.Path + " " + c.Name)
+		n := 0
+		for _, q := range quals {
+			if strings.Contains(hay, q) {
+				n++
+			}
+		}
+		return n
+	}
+	best := 0
+	for _, id := range ids {
+		best = max(best, score(id))
+	}
+	var out []int
+	for _, id := range ids {
+		if score(id) == best {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func (e *Engine) bm25Arm(q string, k int, keep func(int) bool) []int {
@@ -316,6 +418,42 @@ func (e *Engine) bm25Arm(q string, k int, keep func(int) bool) []int {
 		}
 	}
 	return hits
+}
+
+func (e *Engine) fileBM25Arm(q string, chunks []int, keep func(int) bool) []int {
+	seg := e.Seg
+	if seg.FileBM25 == nil {
+		return nil
+	}
+	terms := tokenize.QueryTokens(q)
+	if len(terms) == 0 {
+		return nil
+	}
+	best := map[string]int{}
+	for _, id := range chunks {
+		p := seg.Chunks[id].Path
+		if _, ok := best[p]; !ok {
+			best[p] = id
+		}
+	}
+	var fileKeep func(int) bool
+	if keep != nil {
+		fileKeep = func(i int) bool {
+			f := seg.Files[i]
+			return len(f.Chunks) > 0 && keep(f.Chunks[0])
+		}
+	}
+	hits := seg.FileBM25.SearchFilter(terms, 50, FileParams(), fileKeep)
+	ids := make([]int, 0, len(hits))
+	for _, h := range hits {
+		f := seg.Files[h.Doc]
+		if id, ok := best[f.Path]; ok {
+			ids = append(ids, id)
+		} else if len(f.Chunks) > 0 {
+			ids = append(ids, f.Chunks[0])
+		}
+	}
+	return ids
 }
 
 // graphArm expands the top files of the other arms through import, call and

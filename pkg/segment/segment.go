@@ -31,13 +31,14 @@ const magic = "CTXSEG1\n"
 
 // Section tags.
 const (
-	tagMeta    = 1
-	tagFiles   = 2
-	tagChunks  = 3
-	tagBM25    = 4
-	tagGraph   = 5
-	tagSymbols = 6
-	tagHistory = 7
+	tagMeta     = 1
+	tagFiles    = 2
+	tagChunks   = 3
+	tagBM25     = 4
+	tagGraph    = 5
+	tagSymbols  = 6
+	tagHistory  = 7
+	tagFileBM25 = 8
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -75,12 +76,13 @@ type Commit struct {
 
 // Segment is a loaded, read-only index of one snapshot.
 type Segment struct {
-	Meta    Meta
-	Files   []File
-	Chunks  []codectx.Chunk // chunk id = position
-	BM25    *bm25.Index     // one document per chunk, doc id = chunk id
-	Graph   *graph.Graph    // symbol ids = chunk ids
-	History []Commit
+	Meta     Meta
+	Files    []File
+	Chunks   []codectx.Chunk // chunk id = position
+	BM25     *bm25.Index     // one document per chunk, doc id = chunk id
+	FileBM25 *bm25.Index     // one document per file, doc id = position in Files
+	Graph    *graph.Graph    // symbol ids = chunk ids
+	History  []Commit
 
 	symNames []string // sorted lowercased names (qualified and short)
 	symIDs   [][]int
@@ -88,8 +90,8 @@ type Segment struct {
 }
 
 // New assembles a segment from its parts and derives the symbol table.
-func New(meta Meta, files []File, chunks []codectx.Chunk, ix *bm25.Index, g *graph.Graph, hist []Commit) *Segment {
-	s := &Segment{Meta: meta, Files: files, Chunks: chunks, BM25: ix, Graph: g, History: hist}
+func New(meta Meta, files []File, chunks []codectx.Chunk, ix, fileIx *bm25.Index, g *graph.Graph, hist []Commit) *Segment {
+	s := &Segment{Meta: meta, Files: files, Chunks: chunks, BM25: ix, FileBM25: fileIx, Graph: g, History: hist}
 	s.buildSymbols()
 	s.index()
 	return s
@@ -228,6 +230,13 @@ func (s *Segment) MarshalBinary() ([]byte, error) {
 		}
 		put(tagBM25, data)
 	}
+	if s.FileBM25 != nil {
+		data, err := s.FileBM25.MarshalBinary()
+		if err != nil {
+			return nil, fmt.Errorf("segment: encode file bm25: %w", err)
+		}
+		put(tagFileBM25, data)
+	}
 	if s.Graph != nil {
 		data, err := s.Graph.MarshalBinary()
 		if err != nil {
@@ -244,7 +253,7 @@ func (s *Segment) MarshalBinary() ([]byte, error) {
 // Sections reports the encoded size of each section, for benchmarks.
 func Sections(data []byte) (map[string]int, error) {
 	out := map[string]int{}
-	names := map[int]string{tagMeta: "meta", tagFiles: "files", tagChunks: "chunks", tagBM25: "bm25", tagGraph: "graph", tagSymbols: "symbols", tagHistory: "history"}
+	names := map[int]string{tagMeta: "meta", tagFiles: "files", tagChunks: "chunks", tagBM25: "bm25", tagGraph: "graph", tagSymbols: "symbols", tagHistory: "history", tagFileBM25: "file_bm25"}
 	err := walk(data, func(tag int, p []byte) error {
 		out[names[tag]] += len(p)
 		return nil
@@ -302,6 +311,8 @@ func Load(data []byte) (*Segment, error) {
 			err = gunzipJSON(p, &syms)
 		case tagBM25:
 			s.BM25, err = bm25.Load(p)
+		case tagFileBM25:
+			s.FileBM25, err = bm25.Load(p)
 		case tagGraph:
 			s.Graph, err = graph.Load(p)
 		}
@@ -312,6 +323,12 @@ func Load(data []byte) (*Segment, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if s.BM25 == nil || s.Graph == nil {
+		return nil, fmt.Errorf("%w: missing bm25 or graph section", ErrCorrupt)
+	}
+	if s.BM25.NumDocs() != len(s.Chunks) || (s.FileBM25 != nil && s.FileBM25.NumDocs() != len(s.Files)) {
+		return nil, fmt.Errorf("%w: bm25 document count does not match", ErrCorrupt)
 	}
 	if len(syms.Names) != len(syms.IDs) {
 		return nil, fmt.Errorf("%w: symbol table", ErrCorrupt)

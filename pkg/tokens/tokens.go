@@ -55,10 +55,50 @@ func Count(s string) int {
 		return 0
 	}
 	c := load()
-	if !hasLongRun(s) {
-		return exact(c, s)
+	n := 0
+	for len(s) > 0 {
+		seg := s[:nextBoundary(s, pieceMin)]
+		s = s[len(seg):]
+		n += cached(c, seg)
 	}
-	return segmented(c, s)
+	return n
+}
+
+// Texts are counted in pieces cut at exact token boundaries (see
+// boundaryAt), and the count of each piece is remembered: the packer
+// counts the same chunk bodies query after query, under different header
+// lines, so most pieces are counted by the codec once.
+const (
+	pieceMin      = 512      // bytes: a piece ends at the first boundary after this
+	cacheMaxBytes = 64 << 20 // the cache is dropped when its keys hold this much
+)
+
+var memo struct {
+	sync.Mutex
+	m     map[string]int
+	bytes int
+}
+
+func cached(c tokenizer.Codec, seg string) int {
+	memo.Lock()
+	n, ok := memo.m[seg]
+	memo.Unlock()
+	if ok {
+		return n
+	}
+	if hasLongRun(seg) {
+		n = segmented(c, seg)
+	} else {
+		n = exact(c, seg)
+	}
+	memo.Lock()
+	if memo.m == nil || memo.bytes+len(seg) > cacheMaxBytes {
+		memo.m, memo.bytes = make(map[string]int), 0
+	}
+	memo.m[seg] = n
+	memo.bytes += len(seg)
+	memo.Unlock()
+	return n
 }
 
 // segmented counts s segment by segment (see nextBoundary), bounding the
@@ -90,13 +130,15 @@ func CountAtMost(s string, limit int) (int, bool) {
 		batch = max(256, 8*(limit+1))
 	}
 	for len(s) > 0 && n <= limit {
-		seg := s[:nextBoundary(s, batch)]
+		// Count the next batch piece by piece, so pieces hit the cache.
+		end := nextBoundary(s, batch)
 		batch = min(2*batch, 1<<16)
-		s = s[len(seg):]
-		if hasLongRun(seg) {
-			n += segmented(c, seg)
-		} else {
-			n += exact(c, seg)
+		part := s[:end]
+		s = s[end:]
+		for len(part) > 0 {
+			seg := part[:nextBoundary(part, pieceMin)]
+			part = part[len(seg):]
+			n += cached(c, seg)
 		}
 	}
 	return n, n <= limit

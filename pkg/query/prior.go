@@ -1,0 +1,120 @@
+package query
+
+import (
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"codectx/pkg/fusion"
+	"codectx/pkg/segment"
+)
+
+// Path priors. A query names behaviour; the code that implements it lives
+// in source files, while tests, examples, docs and vendored copies repeat
+// the same words (a test of a behaviour names it as often as its code).
+// Their fused scores are scaled down, so they still appear, behind the
+// implementation.
+const (
+	priorTest    = 0.5
+	priorExample = 0.6
+	priorVendor  = 0.4
+	priorStub    = 0.7 // type stubs: .pyi, .d.ts
+)
+
+// PathPrior is the score multiplier for a file path.
+func PathPrior(p string) float64 {
+	lower := strings.ToLower(p)
+	dirs := strings.Split(path.Dir(lower), "/")
+	for _, d := range dirs {
+		switch d {
+		case "vendor", "node_modules", "third_party", "thirdparty":
+			return priorVendor
+		}
+	}
+	if IsTestPath(p) {
+		return priorTest
+	}
+	for _, d := range dirs {
+		switch d {
+		case "example", "examples", "docs", "doc", "benches", "bench", "benchmarks", "samples", "fixtures":
+			return priorExample
+		}
+	}
+	if strings.HasSuffix(lower, ".pyi") || strings.HasSuffix(lower, ".d.ts") {
+		return priorStub
+	}
+	return 1
+}
+
+// IsTestPath reports whether p looks like a test file in any of the
+// supported languages' conventions.
+func IsTestPath(p string) bool {
+	lower := strings.ToLower(p)
+	for _, d := range strings.Split(path.Dir(lower), "/") {
+		switch d {
+		case "test", "tests", "__tests__", "testing", "spec", "testdata":
+			return true
+		}
+	}
+	base := path.Base(p)
+	lb := strings.ToLower(base)
+	switch {
+	case strings.HasSuffix(lb, "_test.go"),
+		strings.HasPrefix(lb, "test_") && strings.HasSuffix(lb, ".py"),
+		strings.HasSuffix(lb, "_test.py"),
+		strings.Contains(lb, ".test.") || strings.Contains(lb, ".spec."),
+		strings.HasSuffix(base, "Test.java") || strings.HasSuffix(base, "Tests.java") || strings.HasSuffix(base, "IT.java"),
+		lb == "tests.rs" || strings.HasSuffix(lb, "_test.rs") || lb == "conftest.py":
+		return true
+	}
+	return false
+}
+
+// applyPriors scales fused chunk scores by their file's path prior and
+// re-sorts them.
+func applyPriors(seg *segment.Segment, fused []fusion.Scored) {
+	cache := map[string]float64{}
+	for i := range fused {
+		id, _ := strconv.Atoi(fused[i].ID)
+		p := seg.Chunks[id].Path
+		w, ok := cache[p]
+		if !ok {
+			w = PathPrior(p)
+			cache[p] = w
+		}
+		fused[i].Score *= w
+	}
+	sort.SliceStable(fused, func(i, j int) bool { return fused[i].Score > fused[j].Score })
+}
+
+// orderByFile rescores chunks so the packer sees files in file-rank order:
+// a chunk's score becomes its file's score, scaled by how the chunk ranks
+// within its file (the best chunk of a file carries the file's score).
+func orderByFile(seg *segment.Segment, fused []fusion.Scored, files []File) []fusion.Scored {
+	fileScore := make(map[string]float64, len(files))
+	for _, f := range files {
+		fileScore[f.Path] = f.Score
+	}
+	best := map[string]float64{}
+	for _, s := range fused {
+		id, _ := strconv.Atoi(s.ID)
+		p := seg.Chunks[id].Path
+		if s.Score > best[p] {
+			best[p] = s.Score
+		}
+	}
+	out := make([]fusion.Scored, len(fused))
+	copy(out, fused)
+	for i := range out {
+		id, _ := strconv.Atoi(out[i].ID)
+		p := seg.Chunks[id].Path
+		rel := 1.0
+		if b := best[p]; b > 0 {
+			rel = out[i].Score / b
+		}
+		out[i].Score = fileScore[p] * (0.5 + 0.5*rel)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
+	return out
+}

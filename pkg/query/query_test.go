@@ -1,0 +1,174 @@
+package query_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/codectx"
+	"codectx/pkg/index"
+	"codectx/pkg/query"
+	"codectx/pkg/segment"
+	"codectx/pkg/testrepo"
+	"codectx/pkg/tokens"
+)
+
+func fixture(t *testing.T) *segment.Segment {
+	t.Helper()
+	r := testrepo.New(t)
+	r.Commit("initial shop", testrepo.Small)
+	r.Commit("price: add pear to the price table", map[string]string{
+		"price/price.go": strings.Replace(testrepo.Small["price/price.go"], `"apple": 3`, `"apple": 3, "pear": 4`, 1),
+	})
+	store := blob.NewMem()
+	if _, err := index.Build(context.Background(), store, r.Dir, index.Options{Name: "shop"}); err != nil {
+		t.Fatal(err)
+	}
+	seg, err := index.LoadHead(context.Background(), store, index.DefaultTenant, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seg
+}
+
+func TestQuery(t *testing.T) {
+	seg := fixture(t)
+	eng := &query.Engine{Seg: seg}
+	tests := []struct {
+		q       string
+		trigger string
+		topFile string
+		topArm  string
+		wantSym string
+	}{
+		{q: "Cart.Total", trigger: "EXPLICIT_SYMBOL", topFile: "cart/cart.go", topArm: query.ArmSymbol, wantSym: "(*Cart).Total"},
+		{q: "where is create_session defined", trigger: "EXPLICIT_SYMBOL", topFile: "auth/session.py", topArm: query.ArmSymbol, wantSym: "SessionStore.create_session"},
+		{q: "how are login sessions expired", trigger: "SEMANTIC_CONCEPT", topFile: "auth/session.py", topArm: query.ArmBM25},
+		{q: "what changed recently in the price table", trigger: "TEMPORAL_HISTORY", topFile: "price/price.go", topArm: query.ArmHistory},
+	}
+	for _, tt := range tests {
+		t.Run(tt.q, func(t *testing.T) {
+			resp, err := eng.Query(context.Background(), query.Request{Query: tt.q, Budget: 4000, Route: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Trigger != tt.trigger {
+				t.Errorf("trigger = %s, want %s", resp.Trigger, tt.trigger)
+			}
+			if len(resp.Files) == 0 || resp.Files[0].Path != tt.topFile {
+				t.Fatalf("files = %+v, want %s first", resp.Files, tt.topFile)
+			}
+			if !slices.Contains(resp.Files[0].Signals, tt.topArm) {
+				t.Errorf("top file signals = %v, want %s among them", resp.Files[0].Signals, tt.topArm)
+			}
+			if tt.wantSym != "" {
+				found := false
+				for _, c := range resp.Chunks {
+					found = found || c.Symbol == tt.wantSym
+				}
+				if !found {
+					t.Errorf("no chunk for %s in %+v", tt.wantSym, resp.Chunks)
+				}
+			}
+			for _, c := range resp.Chunks {
+				if c.Repo != "shop" || c.Commit != seg.Meta.Commit || c.Path == "" || c.StartLine < 1 || c.EndLine < c.StartLine {
+					t.Errorf("chunk without full provenance: %+v", c)
+				}
+				if !strings.HasPrefix(c.Provenance, "shop@"+seg.Meta.Commit[:12]+":"+c.Path+"#L") {
+					t.Errorf("provenance %q", c.Provenance)
+				}
+				if !strings.Contains(resp.Context, c.Text) {
+					t.Errorf("chunk text of %s not in the context", c.Provenance)
+				}
+			}
+		})
+	}
+}
+
+// The packed context never exceeds the budget, counted in o200k tokens.
+func TestBudgetNeverExceeded(t *testing.T) {
+	eng := &query.Engine{Seg: fixture(t)}
+	for _, budget := range []int{1, 20, 50, 100, 300, 1000, 8000} {
+		resp, err := eng.Query(context.Background(), query.Request{Query: "cart total price lookup session", Budget: budget, Route: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tokens.Count(resp.Context); got > budget || got != resp.Tokens {
+			t.Errorf("budget %d: context has %d tokens, response says %d", budget, got, resp.Tokens)
+		}
+	}
+}
+
+func TestArmsAndFilters(t *testing.T) {
+	eng := &query.Engine{Seg: fixture(t)}
+	resp, err := eng.Query(context.Background(), query.Request{Query: "Cart.Total price", Arms: []string{query.ArmBM25}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(resp.Arms, []string{query.ArmBM25}) {
+		t.Errorf("arms = %v, want only bm25", resp.Arms)
+	}
+	for _, c := range resp.Chunks {
+		if !slices.Equal(c.Signals, []string{query.ArmBM25}) {
+			t.Errorf("chunk %s signals %v, want only bm25", c.Provenance, c.Signals)
+		}
+	}
+	resp, err = eng.Query(context.Background(), query.Request{Query: "session price cart", Languages: []codectx.Language{codectx.Python}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Chunks) == 0 {
+		t.Fatal("no chunks for a python-only query")
+	}
+	for _, c := range resp.Chunks {
+		if !strings.HasSuffix(c.Path, ".py") {
+			t.Errorf("python-only query returned %s", c.Path)
+		}
+	}
+	// No dense embedder configured: the arm is absent, never faked.
+	resp, err = eng.Query(context.Background(), query.Request{Query: "cart", Arms: []string{query.ArmDense}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Arms) != 0 || len(resp.Chunks) != 0 {
+		t.Errorf("dense-only query without an embedder returned arms %v, %d chunks", resp.Arms, len(resp.Chunks))
+	}
+}
+
+func TestEmptyQuery(t *testing.T) {
+	eng := &query.Engine{Seg: fixture(t)}
+	if _, err := eng.Query(context.Background(), query.Request{Query: "   "}); err == nil {
+		t.Fatal("empty query succeeded")
+	}
+}
+
+func TestPathPrior(t *testing.T) {
+	tests := []struct {
+		path string
+		want float64
+	}{
+		{"src/requests/models.py", 1},
+		{"tests/test_models.py", 0.5},
+		{"mux_test.go", 0.5},
+		{"src/test/java/org/jsoup/nodes/ElementTest.java", 0.5},
+		{"src/main/java/org/jsoup/nodes/Element.java", 1},
+		{"test/app.test.ts", 0.5},
+		{"src/utils/index.ts", 1},
+		{"src/app.spec.ts", 0.5},
+		{"examples/simplewiki/actions.py", 0.6},
+		{"docs/conf.py", 0.6},
+		{"vendor/golang.org/x/net/http2/frame.go", 0.4},
+		{"node_modules/h3/dist/index.js", 0.4},
+		{"src/werkzeug/datastructures.pyi", 0.7},
+		{"src/tests.rs", 0.5},
+		{"src/latest.rs", 1},
+		{"contest/contest.go", 1},
+	}
+	for _, tt := range tests {
+		if got := query.PathPrior(tt.path); got != tt.want {
+			t.Errorf("PathPrior(%q) = %v, want %v", tt.path, got, tt.want)
+		}
+	}
+}

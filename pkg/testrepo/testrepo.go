@@ -1,0 +1,135 @@
+// Package testrepo builds small git repositories for tests: a working tree
+// with commits made through go-git, so tests need no git binary.
+package testrepo
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// Repo is a non-bare repository in a temp dir.
+type Repo struct {
+	Dir string
+	r   *git.Repository
+	t   testing.TB
+	n   int
+}
+
+// New creates an empty repository.
+func New(t testing.TB) *Repo {
+	t.Helper()
+	dir := t.TempDir()
+	r, err := git.PlainInit(dir, false)
+	if err != nil {
+		t.Fatalf("testrepo: init: %v", err)
+	}
+	return &Repo{Dir: dir, r: r, t: t}
+}
+
+// Commit writes files (path -> content; "" content deletes the file) and
+// commits them, returning the commit hash.
+func (r *Repo) Commit(msg string, files map[string]string) string {
+	r.t.Helper()
+	wt, err := r.r.Worktree()
+	if err != nil {
+		r.t.Fatalf("testrepo: worktree: %v", err)
+	}
+	for p, content := range files {
+		full := filepath.Join(r.Dir, filepath.FromSlash(p))
+		if content == "" {
+			if _, err := wt.Remove(p); err != nil {
+				r.t.Fatalf("testrepo: remove %s: %v", p, err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			r.t.Fatalf("testrepo: %v", err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			r.t.Fatalf("testrepo: %v", err)
+		}
+		if _, err := wt.Add(p); err != nil {
+			r.t.Fatalf("testrepo: add %s: %v", p, err)
+		}
+	}
+	r.n++
+	h, err := wt.Commit(msg, &git.CommitOptions{Author: &object.Signature{
+		Name: "Test", Email: "test@example.com", When: time.Date(2024, 1, 1, 0, r.n, 0, 0, time.UTC),
+	}})
+	if err != nil {
+		r.t.Fatalf("testrepo: commit: %v", err)
+	}
+	return h.String()
+}
+
+// Bare makes a bare clone of the repository and returns its directory.
+func (r *Repo) Bare() string {
+	r.t.Helper()
+	dir := filepath.Join(r.t.TempDir(), "bare.git")
+	if _, err := git.PlainClone(dir, true, &git.CloneOptions{URL: r.Dir}); err != nil {
+		r.t.Fatalf("testrepo: bare clone: %v", err)
+	}
+	return dir
+}
+
+// Small is a tiny multi-language project used across tests.
+var Small = map[string]string{
+	"go.mod": "module example.com/shop\n\ngo 1.22\n",
+	"cart/cart.go": `// Package cart holds shopping carts.
+package cart
+
+import "example.com/shop/price"
+
+// Cart is a shopping cart.
+type Cart struct {
+	Items []Item
+}
+
+// Item is one line of a cart.
+type Item struct {
+	SKU   string
+	Count int
+}
+
+// Total sums the cart with the current prices.
+func (c *Cart) Total() int {
+	sum := 0
+	for _, it := range c.Items {
+		sum += price.Lookup(it.SKU) * it.Count
+	}
+	return sum
+}
+`,
+	"price/price.go": `// Package price looks up prices.
+package price
+
+var table = map[string]int{"apple": 3}
+
+// Lookup returns the price of a SKU in cents.
+func Lookup(sku string) int {
+	return table[sku]
+}
+`,
+	"auth/session.py": `"""Session handling."""
+
+import hashlib
+
+
+class SessionStore:
+    """Stores login sessions."""
+
+    def create_session(self, user_id):
+        """Create a session token for a user."""
+        return hashlib.sha256(str(user_id).encode()).hexdigest()
+
+    def expire_sessions(self, before):
+        """Drop sessions older than before."""
+        return []
+`,
+	"README.md": "# shop\n\nA tiny shop used in tests.\n",
+}
