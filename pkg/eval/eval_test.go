@@ -1,0 +1,90 @@
+package eval_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/eval"
+	"codectx/pkg/testrepo"
+)
+
+func TestReadTasks(t *testing.T) {
+	good := `{"id":"a-1","repo":"o/a","base_commit":"abc","query":"fix it","gold_files":["x.go"],"language":"go"}` + "\n\n"
+	tasks, err := eval.ReadTasks(strings.NewReader(good))
+	if err != nil || len(tasks) != 1 || tasks[0].GoldFiles[0] != "x.go" {
+		t.Fatalf("ReadTasks = %+v, %v", tasks, err)
+	}
+	for _, bad := range []string{`{"id":`, `{"id":"a","repo":"o/a"}`} {
+		if _, err := eval.ReadTasks(strings.NewReader(bad)); err == nil {
+			t.Errorf("ReadTasks(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestRun(t *testing.T) {
+	r := testrepo.New(t)
+	base := r.Commit("initial", testrepo.Small)
+	tasks := []eval.Task{
+		{ID: "shop-1", Repo: "acme/shop", BaseCommit: base, Query: "Fix Cart.Total for empty carts", GoldFiles: []string{"cart/cart.go"}, Language: "go"},
+		{ID: "shop-2", Repo: "acme/shop", BaseCommit: base, Query: "expire old login sessions", GoldFiles: []string{"auth/session.py"}, Language: "python"},
+	}
+	rep, err := eval.Run(context.Background(), tasks, eval.Options{
+		GitDirs: map[string]string{"acme/shop": r.Bare()},
+		Store:   blob.NewMem(),
+		Budgets: []int{500, 4000},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Overall) != len(eval.DefaultConfigs()) {
+		t.Fatalf("%d summaries, want one per config", len(rep.Overall))
+	}
+	for _, s := range rep.Overall {
+		if s.Tasks != 2 {
+			t.Errorf("%s: %d tasks", s.Config, s.Tasks)
+		}
+		for _, b := range []int{500, 4000} {
+			if s.Recall[b] < 0 || s.Recall[b] > 1 {
+				t.Errorf("%s: recall@%d = %v", s.Config, b, s.Recall[b])
+			}
+		}
+	}
+	full := rep.Tasks["full"]
+	if len(full) != 2 || full[0].R1 != 1 || full[1].R1 != 1 {
+		t.Errorf("full pipeline should rank the gold file first on both tasks: %+v", full)
+	}
+	if full[0].Recall[4000] != 1 {
+		t.Errorf("recall@4000 = %v, want 1", full[0].Recall[4000])
+	}
+	table := eval.FormatTable(rep.Overall, []int{500, 4000})
+	if !strings.Contains(table, "baseline: bm25 whole files") || !strings.Contains(table, "R@4k") {
+		t.Errorf("table:\n%s", table)
+	}
+	if _, err := eval.Run(context.Background(), tasks, eval.Options{Store: blob.NewMem()}); err == nil {
+		t.Error("Run without --git-dir for the task's repo succeeded")
+	}
+}
+
+func TestLanguageFile(t *testing.T) {
+	tests := []struct {
+		lang, path string
+		want       bool
+	}{
+		{"typescript", "src/app.ts", true},
+		{"typescript", "src/app.tsx", true},
+		{"typescript", "src/types.d.ts", false},
+		{"python", "a/b.py", true},
+		{"python", "a/b.pyi", false},
+		{"rust", "src/lib.rs", true},
+		{"java", "A.java", true},
+		{"go", "x.go", true},
+		{"go", "x.py", false},
+	}
+	for _, tt := range tests {
+		if got := eval.LanguageFile(tt.lang, tt.path); got != tt.want {
+			t.Errorf("LanguageFile(%s, %s) = %v, want %v", tt.lang, tt.path, got, tt.want)
+		}
+	}
+}
