@@ -1,0 +1,256 @@
+// Package pipeline holds the work items that the indexing pipeline passes
+// between its stages over the queue, and the worker handlers that consume
+// them: the parse worker (chunks the changed files of a snapshot, caching
+// each result in the blob store under its blob hash) and the graph-build
+// worker (assembles the snapshot's segment from its manifest and the cached
+// parse results). The Temporal workflows in package workflows publish the
+// items and wait for their outputs in the blob store.
+package pipeline
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/chunk"
+	"codectx/pkg/codectx"
+	"codectx/pkg/index"
+	"codectx/pkg/source"
+)
+
+// Stages of the pipeline (queue stage names).
+const (
+	StageParse = "parse"
+	StageEmbed = "embed"
+	StageGraph = "graph"
+)
+
+// SkipParseFailed is the skip reason recorded in a segment for a file whose
+// parse batch was dead-lettered (a poison file): it is left out of the
+// segment instead of failing the snapshot.
+const SkipParseFailed = "parse_failed"
+
+// MaxFileSize is the size above which a file is never parsed (it is
+// recorded as too large by the segment); it matches index.ParseFile's default.
+const MaxFileSize = 1 << 20
+
+// ParseBatch is one parse job: files of one snapshot to chunk.
+type ParseBatch struct {
+	Tenant, Repo, Commit string
+	Location             string // what source.Open takes (path or URL)
+	Batch                int
+	Files                []source.File
+}
+
+// GraphJob asks the graph worker to build the segment of one snapshot.
+type GraphJob struct {
+	Tenant, Repo, Commit string
+	ManifestKey          string
+	Failed               []string // paths whose parse failed: left out of the segment
+}
+
+// Plan is what the snapshot stage decided to parse, stored at PlanKey so
+// that workflow histories stay small.
+type Plan struct {
+	Tenant, Repo, Commit, Location string
+	Batches                        [][]source.File
+}
+
+// ManifestKey is where the manifest of a snapshot is stored.
+func ManifestKey(tenant, repo, commit string) string {
+	return "manifests/" + tenant + "/" + repo + "/" + commit + ".json"
+}
+
+// PlanKey is where the parse plan of a snapshot is stored.
+func PlanKey(tenant, repo, commit string) string {
+	return "plans/" + tenant + "/" + repo + "/" + commit + ".json"
+}
+
+// NeedsParse reports whether f gets a parse result in the cache (files
+// over MaxFileSize never do).
+func NeedsParse(f source.File) bool { return f.Size <= MaxFileSize }
+
+// ResultKey is the parse-cache key of f.
+func ResultKey(f source.File) string {
+	return index.ParseKey(chunk.Detect(f.Path, nil), f.Blob)
+}
+
+// worktreePrefix names snapshots of plain directories, which have no
+// commit: "worktree-" and a hash of the file list, as index.Build does.
+const worktreePrefix = "worktree-"
+
+// IsWorktree reports whether commit names a plain-directory snapshot.
+func IsWorktree(commit string) bool { return strings.HasPrefix(commit, worktreePrefix) }
+
+// openMu serialises source.Open in this process: clones and fetches into
+// one cache directory must not run concurrently.
+var openMu sync.Mutex
+
+// OpenSnapshot opens location at commit ("" = HEAD) through the clone
+// cache in cacheDir. A plain directory gets a content-derived commit name
+// (see IsWorktree); opening such a name reads the directory as it is now.
+func OpenSnapshot(ctx context.Context, location, commit, cacheDir string) (*source.Snapshot, error) {
+	rev := commit
+	if IsWorktree(commit) {
+		rev = ""
+	}
+	openMu.Lock()
+	s, err := source.Open(ctx, location, source.Options{CacheDir: cacheDir, Rev: rev})
+	openMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if s.Commit == "" {
+		var b strings.Builder
+		for _, f := range s.Files {
+			b.WriteString(f.Path)
+			b.WriteByte(0)
+			b.WriteString(f.Blob)
+			b.WriteByte('\n')
+		}
+		s.Commit = worktreePrefix + codectx.HashText(b.String())[:12]
+	}
+	return s, nil
+}
+
+// blobHash is the git blob hash of data, as `git hash-object` computes it.
+func blobHash(data []byte) string {
+	h := sha1.New()
+	h.Write([]byte("blob " + strconv.Itoa(len(data)) + "\x00"))
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// FilterFailed returns a copy of m without the failed paths, which are
+// listed as skipped with SkipParseFailed instead.
+func FilterFailed(m *index.Manifest, failed []string) *index.Manifest {
+	if len(failed) == 0 {
+		return m
+	}
+	drop := map[string]bool{}
+	for _, p := range failed {
+		drop[p] = true
+	}
+	out := *m
+	out.Files = nil
+	out.Skipped = append([]source.Skipped(nil), m.Skipped...)
+	for _, f := range m.Files {
+		if drop[f.Path] {
+			out.Skipped = append(out.Skipped, source.Skipped{Path: f.Path, Reason: SkipParseFailed})
+			continue
+		}
+		out.Files = append(out.Files, f)
+	}
+	return &out
+}
+
+// ReadManifest reads the manifest stored at key.
+func ReadManifest(ctx context.Context, store *blob.Bucket, key string) (*index.Manifest, error) {
+	data, err := store.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	var m index.Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("decode manifest %s: %w", key, err)
+	}
+	return &m, nil
+}
+
+// BuildSegment assembles and writes the segment of job unless it exists.
+// It is what the graph worker does per message.
+func BuildSegment(ctx context.Context, store *blob.Bucket, job GraphJob) (string, error) {
+	key := index.SegmentKey(job.Tenant, job.Repo, job.Commit)
+	if ok, err := store.Exists(ctx, key); err != nil {
+		return "", err
+	} else if ok {
+		return key, nil // segments are immutable: a redelivery is done
+	}
+	m, err := ReadManifest(ctx, store, job.ManifestKey)
+	if err != nil {
+		return "", err
+	}
+	m = FilterFailed(m, job.Failed)
+	parsed, err := index.LoadParsed(ctx, store, m)
+	if err != nil {
+		return "", err
+	}
+	seg, _ := index.Assemble(m, parsed)
+	data, err := seg.MarshalBinary()
+	if err != nil {
+		return "", fmt.Errorf("encode segment %s: %w", key, err)
+	}
+	if err := store.Put(ctx, key, data); err != nil {
+		return "", fmt.Errorf("write segment: %w", err)
+	}
+	return key, nil
+}
+
+// RepoName names a repository after its location the way source.Open does:
+// "owner/name" for URLs with a host, the directory name for paths (proj
+// for proj, proj/.git and proj.git).
+func RepoName(location string) string {
+	if isURL(location) {
+		return urlName(location)
+	}
+	abs, err := filepath.Abs(location)
+	if err != nil {
+		abs = location
+	}
+	return dirName(abs)
+}
+
+var scpLike = regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]`)
+
+func isURL(location string) bool {
+	for _, p := range []string{"http://", "https://", "ssh://", "git://", "file://", "git+ssh://", "ssh+git://"} {
+		if strings.HasPrefix(location, p) {
+			return true
+		}
+	}
+	return scpLike.MatchString(location)
+}
+
+func dirName(abs string) string {
+	abs = filepath.Clean(abs)
+	base := filepath.Base(abs)
+	if base == ".git" {
+		base = filepath.Base(filepath.Dir(abs))
+	}
+	if b := strings.TrimSuffix(base, ".git"); b != "" {
+		base = b
+	}
+	return base
+}
+
+func urlName(u string) string {
+	rest := u
+	local := strings.HasPrefix(u, "file://")
+	if i := strings.Index(rest, "://"); i >= 0 {
+		rest = rest[i+3:]
+		if j := strings.IndexByte(rest, '/'); j >= 0 && !local {
+			rest = rest[j+1:]
+		}
+	} else if i := strings.IndexByte(rest, ':'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	rest = strings.TrimSuffix(strings.Trim(rest, "/"), ".git")
+	rest = strings.TrimSuffix(rest, "/")
+	segs := strings.Split(rest, "/")
+	if local || len(segs) < 2 {
+		return dirName(segs[len(segs)-1])
+	}
+	return segs[len(segs)-2] + "/" + segs[len(segs)-1]
+}
+
+// errChanged reports a plain-directory file that changed after its snapshot.
+var errChanged = errors.New("file changed since the snapshot was taken")

@@ -1,0 +1,202 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/chunk"
+	"codectx/pkg/index"
+	"codectx/pkg/queue"
+	"codectx/pkg/queue/natsq"
+	"codectx/pkg/source"
+)
+
+// Workers are the queue consumers of the parse and graph stages.
+type Workers struct {
+	Store    *blob.Bucket
+	Queue    *natsq.Queue
+	CacheDir string // clone cache for URL locations
+	// ParseHook is a test hook called before each file is parsed (on a
+	// parse-cache miss, before its content is read). It may block or panic.
+	ParseHook func(path string)
+	Chunk     chunk.Options // parse options (size cap, parse timeout)
+
+	snaps snapCache
+}
+
+// RunParse consumes the parse stage until ctx is done. cfg.Stage is set to
+// StageParse.
+func (w *Workers) RunParse(ctx context.Context, cfg queue.Config) error {
+	cfg.Stage = StageParse
+	defer w.snaps.closeIdle(0)
+	return w.Queue.Consume(ctx, cfg, w.HandleParse)
+}
+
+// RunGraph consumes the graph stage until ctx is done: each job assembles
+// and writes one segment (never HEAD). cfg.Stage is set to StageGraph.
+func (w *Workers) RunGraph(ctx context.Context, cfg queue.Config) error {
+	cfg.Stage = StageGraph
+	return w.Queue.Consume(ctx, cfg, w.HandleGraph)
+}
+
+// HandleParse parses the files of one ParseBatch message. Results are keyed
+// by blob hash, so a redelivered batch only parses what is still missing.
+// A panic (of the parser or ParseHook) is re-raised naming the file, for the
+// queue to recover, retry and eventually dead-letter with that reason.
+func (w *Workers) HandleParse(ctx context.Context, m queue.Message) error {
+	var b ParseBatch
+	if err := json.Unmarshal(m.Data, &b); err != nil {
+		return fmt.Errorf("decode parse batch: %w", err)
+	}
+	snap, release, err := w.snaps.get(ctx, b.Location, b.Commit, w.CacheDir)
+	if err != nil {
+		return fmt.Errorf("parse batch %d of %s/%s@%s: %w", b.Batch, b.Tenant, b.Repo, b.Commit, err)
+	}
+	defer release()
+	worktree := IsWorktree(b.Commit)
+	for _, f := range b.Files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := w.parseOne(ctx, snap, f, worktree); err != nil {
+			return fmt.Errorf("parse %s of %s/%s@%s: %w", f.Path, b.Tenant, b.Repo, b.Commit, err)
+		}
+	}
+	return nil
+}
+
+func (w *Workers) parseOne(ctx context.Context, snap *source.Snapshot, f source.File, worktree bool) error {
+	defer func() {
+		if r := recover(); r != nil {
+			panic(fmt.Sprintf("parse %s: %v", f.Path, r))
+		}
+	}()
+	_, err := index.ParseFile(ctx, w.Store, f, func() ([]byte, error) {
+		if w.ParseHook != nil {
+			w.ParseHook(f.Path)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		data, err := snap.Read(f)
+		if err == nil && worktree && blobHash(data) != f.Blob {
+			return nil, errChanged
+		}
+		return data, err
+	}, w.Chunk)
+	return err
+}
+
+// HandleGraph builds the segment of one GraphJob message.
+func (w *Workers) HandleGraph(ctx context.Context, m queue.Message) error {
+	var j GraphJob
+	if err := json.Unmarshal(m.Data, &j); err != nil {
+		return fmt.Errorf("decode graph job: %w", err)
+	}
+	if _, err := BuildSegment(ctx, w.Store, j); err != nil {
+		return fmt.Errorf("graph %s/%s@%s: %w", j.Tenant, j.Repo, j.Commit, err)
+	}
+	return nil
+}
+
+// snapCache keeps recently opened snapshots, so that the batches of one
+// commit share one tree walk. Idle entries are closed after snapTTL.
+type snapCache struct {
+	mu sync.Mutex
+	m  map[string]*snapEntry
+}
+
+type snapEntry struct {
+	ready chan struct{}
+	snap  *source.Snapshot
+	err   error
+	refs  int
+	used  time.Time
+}
+
+const (
+	snapTTL  = 30 * time.Second
+	maxSnaps = 8
+)
+
+func (c *snapCache) get(ctx context.Context, location, commit, cacheDir string) (*source.Snapshot, func(), error) {
+	key := location + "\x00" + commit
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[string]*snapEntry{}
+	}
+	c.evictLocked(snapTTL)
+	e, ok := c.m[key]
+	if !ok {
+		e = &snapEntry{ready: make(chan struct{})}
+		c.m[key] = e
+	}
+	e.refs++
+	c.mu.Unlock()
+	if !ok {
+		e.snap, e.err = OpenSnapshot(ctx, location, commit, cacheDir)
+		close(e.ready)
+	} else {
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			c.release(key, e)
+			return nil, nil, ctx.Err()
+		}
+	}
+	if e.err != nil {
+		c.mu.Lock()
+		e.refs--
+		if c.m[key] == e {
+			delete(c.m, key) // do not cache failures
+		}
+		c.mu.Unlock()
+		return nil, nil, e.err
+	}
+	return e.snap, func() { c.release(key, e) }, nil
+}
+
+func (c *snapCache) release(key string, e *snapEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.refs--
+	e.used = time.Now()
+	if e.refs == 0 {
+		time.AfterFunc(snapTTL, func() { c.closeIdle(snapTTL) })
+	}
+}
+
+// closeIdle closes entries idle for at least age.
+func (c *snapCache) closeIdle(age time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.evictLocked(age)
+}
+
+func (c *snapCache) evictLocked(age time.Duration) {
+	now := time.Now()
+	var oldest string
+	idle := 0
+	for k, e := range c.m {
+		if e.refs > 0 {
+			continue
+		}
+		if now.Sub(e.used) >= age {
+			e.snap.Close()
+			delete(c.m, k)
+			continue
+		}
+		idle++
+		if oldest == "" || e.used.Before(c.m[oldest].used) {
+			oldest = k
+		}
+	}
+	if len(c.m) >= maxSnaps && oldest != "" {
+		c.m[oldest].snap.Close()
+		delete(c.m, oldest)
+	}
+}

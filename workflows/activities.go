@@ -1,0 +1,552 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/index"
+	"codectx/pkg/pipeline"
+	"codectx/pkg/queue/natsq"
+	"codectx/pkg/source"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+)
+
+// Activities do the I/O of the workflows. One value serves all activities
+// of a Temporal worker.
+type Activities struct {
+	Store        *blob.Bucket
+	Queue        *natsq.Queue
+	CacheDir     string        // clone cache for URL locations
+	BatchSize    int           // files per parse message; default 64
+	ParseTimeout time.Duration // re-send a batch (or graph job) with no result for this long; default 5m
+	PollInterval time.Duration // how often waits check the store; default 500ms
+	HistoryLimit int           // commits of history in a manifest; default 500 (index.ReadManifest)
+}
+
+func (a *Activities) batchSize() int {
+	if a.BatchSize > 0 {
+		return a.BatchSize
+	}
+	return 64
+}
+
+func (a *Activities) parseTimeout() time.Duration {
+	if a.ParseTimeout > 0 {
+		return a.ParseTimeout
+	}
+	return 5 * time.Minute
+}
+
+func (a *Activities) poll() time.Duration {
+	if a.PollInterval > 0 {
+		return a.PollInterval
+	}
+	return 500 * time.Millisecond
+}
+
+// SnapshotPlan is the result of the Snapshot activity. The batches
+// themselves are stored at PlanKey, not in the workflow history.
+type SnapshotPlan struct {
+	Tenant, Repo, Location, Commit string
+	ManifestKey, PlanKey           string
+	Files                          int // files in the snapshot
+	Changed                        int // files to parse (no cached result)
+	Reused                         int // files with a cached result
+	Batches                        int
+	Skipped                        bool   // HEAD already points at Commit
+	Segment                        string // HEAD's segment when Skipped
+}
+
+func invalid(err error) error {
+	return temporal.NewNonRetryableApplicationError(err.Error(), errInvalid, err)
+}
+
+// Snapshot opens the location at the commit (cloning or fetching into the
+// cache), writes the manifest, and plans the parse of every file whose
+// result is not cached yet.
+func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotPlan, error) {
+	if in.Tenant == "" {
+		in.Tenant = index.DefaultTenant
+	}
+	if in.Repo == "" {
+		in.Repo = pipeline.RepoName(in.Location)
+	}
+	if !index.ValidName(in.Tenant) || !index.ValidName(in.Repo) {
+		return SnapshotPlan{}, invalid(fmt.Errorf("invalid tenant %q or repository %q", in.Tenant, in.Repo))
+	}
+	snap, err := pipeline.OpenSnapshot(ctx, in.Location, in.Commit, a.CacheDir)
+	if errors.Is(err, source.ErrRevisionNotFound) || errors.Is(err, source.ErrEmptyRepo) {
+		return SnapshotPlan{}, invalid(err)
+	}
+	if err != nil {
+		return SnapshotPlan{}, err
+	}
+	defer snap.Close()
+	p := SnapshotPlan{
+		Tenant: in.Tenant, Repo: in.Repo, Location: in.Location, Commit: snap.Commit,
+		ManifestKey: pipeline.ManifestKey(in.Tenant, in.Repo, snap.Commit),
+		PlanKey:     pipeline.PlanKey(in.Tenant, in.Repo, snap.Commit),
+		Files:       len(snap.Files),
+	}
+	if h, err := index.ReadHead(ctx, a.Store, in.Tenant, in.Repo); err == nil && h.Commit == snap.Commit {
+		if ok, err := a.Store.Exists(ctx, h.Segment); err == nil && ok {
+			p.Skipped, p.Segment = true, h.Segment
+			return p, nil
+		}
+	}
+	m, err := index.ReadManifest(ctx, snap, in.Tenant, in.Repo, a.HistoryLimit)
+	if err != nil {
+		return p, err
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return p, err
+	}
+	if err := a.Store.Put(ctx, p.ManifestKey, data); err != nil {
+		return p, fmt.Errorf("write manifest: %w", err)
+	}
+	missing, err := a.missing(ctx, m.Files)
+	if err != nil {
+		return p, err
+	}
+	var changed []source.File
+	for i, f := range m.Files {
+		switch {
+		case !pipeline.NeedsParse(f):
+		case missing[i]:
+			changed = append(changed, f)
+		default:
+			p.Reused++
+		}
+	}
+	plan := pipeline.Plan{Tenant: p.Tenant, Repo: p.Repo, Commit: p.Commit, Location: p.Location}
+	for n := a.batchSize(); len(changed) > 0; {
+		k := min(n, len(changed))
+		plan.Batches = append(plan.Batches, changed[:k:k])
+		p.Changed += k
+		changed = changed[k:]
+	}
+	p.Batches = len(plan.Batches)
+	if data, err = json.Marshal(plan); err != nil {
+		return p, err
+	}
+	if err := a.Store.Put(ctx, p.PlanKey, data); err != nil {
+		return p, fmt.Errorf("write plan: %w", err)
+	}
+	return p, nil
+}
+
+// missing reports, per file, whether its parse result is absent (checked
+// by a few goroutines).
+func (a *Activities) missing(ctx context.Context, files []source.File) ([]bool, error) {
+	out := make([]bool, len(files))
+	errs := make([]error, len(files))
+	var next sync.Mutex
+	i := 0
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for {
+				next.Lock()
+				j := i
+				i++
+				next.Unlock()
+				if j >= len(files) || ctx.Err() != nil {
+					return
+				}
+				if !pipeline.NeedsParse(files[j]) {
+					continue
+				}
+				ok, err := a.Store.Exists(ctx, pipeline.ResultKey(files[j]))
+				out[j], errs[j] = !ok, err
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, errors.Join(errs...)
+}
+
+// ParseInput is the input of FanOutParse and WaitParse. Run (the workflow
+// run ID) makes message IDs unique per run, so dedup covers activity
+// retries but a later run of the same commit publishes afresh.
+type ParseInput struct {
+	Plan SnapshotPlan
+	Run  string
+}
+
+// ParseOutcome is the result of WaitParse.
+type ParseOutcome struct {
+	Parsed int      // files with a parse result
+	Failed []string // files dead-lettered, sorted
+	Resent int      // batches re-published after ParseTimeout
+	Split  int      // dead-lettered batches re-published file by file
+}
+
+// batchID is the message ID of batch n of a parse run.
+func batchID(in ParseInput, n int) string {
+	return fmt.Sprintf("%s/%s/%s/%s/%d", in.Plan.Tenant, in.Plan.Repo, in.Plan.Commit, in.Run, n)
+}
+
+func (a *Activities) readPlan(ctx context.Context, key string) (*pipeline.Plan, error) {
+	data, err := a.Store.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	var p pipeline.Plan
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("decode plan %s: %w", key, err)
+	}
+	return &p, nil
+}
+
+func (a *Activities) publishBatch(ctx context.Context, plan *pipeline.Plan, n int, files []source.File, id string) error {
+	data, err := json.Marshal(pipeline.ParseBatch{Tenant: plan.Tenant, Repo: plan.Repo, Commit: plan.Commit, Location: plan.Location, Batch: n, Files: files})
+	if err != nil {
+		return err
+	}
+	return a.Queue.Publish(ctx, pipeline.StageParse, "", data, id)
+}
+
+// FanOutParse publishes the plan's batches to the parse stage, with message
+// ID tenant/repo/commit/run/batch so that a retried fan-out is deduplicated.
+func (a *Activities) FanOutParse(ctx context.Context, in ParseInput) error {
+	plan, err := a.readPlan(ctx, in.Plan.PlanKey)
+	if err != nil {
+		return err
+	}
+	for n, files := range plan.Batches {
+		if err := a.publishBatch(ctx, plan, n, files, batchID(in, n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tracked is a batch WaitParse waits for.
+type tracked struct {
+	n       int
+	files   []source.File
+	missing map[int]bool // indexes into files
+	ids     map[string]bool
+	base    string
+	sent    time.Time
+	resends int
+}
+
+// WaitParse waits, heartbeating, until every planned file has a parse
+// result or is failed. A batch with missing results after ParseTimeout is
+// re-published (a lost message); a batch found in the dead-letter stream is
+// re-published file by file, and a dead-lettered single file is failed.
+func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome, error) {
+	var out ParseOutcome
+	plan, err := a.readPlan(ctx, in.Plan.PlanKey)
+	if err != nil {
+		return out, err
+	}
+	now := time.Now()
+	var open []*tracked
+	for n, files := range plan.Batches {
+		t := &tracked{n: n, files: files, missing: map[int]bool{}, base: batchID(in, n), sent: now}
+		t.ids = map[string]bool{t.base: true}
+		for i := range files {
+			t.missing[i] = true
+		}
+		open = append(open, t)
+	}
+	tick := time.NewTicker(a.poll())
+	defer tick.Stop()
+	for {
+		if err := a.check(ctx, open); err != nil {
+			return out, err
+		}
+		open = slicesDeleteDone(open)
+		if len(open) == 0 {
+			break
+		}
+		dead, err := a.deadIDs(ctx)
+		if err != nil {
+			return out, err
+		}
+		var next []*tracked
+		for _, t := range open {
+			reason, isDead := "", false
+			for id := range t.ids {
+				if r, ok := dead[id]; ok {
+					reason, isDead = r, true
+				}
+			}
+			switch {
+			case isDead && len(t.missing) == 1:
+				// The handler stops at the file that fails: the only
+				// missing file of a dead batch is the poison.
+				for i := range t.missing {
+					activity.GetLogger(ctx).Warn("parse failed", "file", t.files[i].Path, "reason", firstLine(reason))
+					out.Failed = append(out.Failed, t.files[i].Path)
+				}
+			case isDead:
+				// Find the poison file: re-send the missing files one by one.
+				out.Split++
+				for i := range t.missing {
+					s := &tracked{n: t.n, files: t.files[i : i+1], missing: map[int]bool{0: true}, base: t.base + "/f" + strconv.Itoa(i), sent: time.Now()}
+					s.ids = map[string]bool{s.base: true}
+					if err := a.publishBatch(ctx, plan, t.n, s.files, s.base); err != nil {
+						return out, err
+					}
+					next = append(next, s)
+				}
+			case time.Since(t.sent) > a.parseTimeout():
+				t.resends++
+				out.Resent++
+				id := t.base + "#r" + strconv.Itoa(t.resends)
+				var files []source.File
+				for i := range t.missing {
+					files = append(files, t.files[i])
+				}
+				if err := a.publishBatch(ctx, plan, t.n, files, id); err != nil {
+					return out, err
+				}
+				t.ids[id] = true
+				t.sent = time.Now()
+				next = append(next, t)
+			default:
+				next = append(next, t)
+			}
+		}
+		open = next
+		left := 0
+		for _, t := range open {
+			left += len(t.missing)
+		}
+		activity.RecordHeartbeat(ctx, map[string]int{"missing": left, "failed": len(out.Failed)})
+		select {
+		case <-ctx.Done():
+			return out, ctx.Err()
+		case <-tick.C:
+		}
+	}
+	sort.Strings(out.Failed)
+	out.Parsed = in.Plan.Changed - len(out.Failed)
+	return out, nil
+}
+
+func slicesDeleteDone(ts []*tracked) []*tracked {
+	out := ts[:0]
+	for _, t := range ts {
+		if len(t.missing) > 0 {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// check removes the files whose results exist from the batches' missing sets.
+func (a *Activities) check(ctx context.Context, ts []*tracked) error {
+	for _, t := range ts {
+		for i := range t.missing {
+			ok, err := a.Store.Exists(ctx, pipeline.ResultKey(t.files[i]))
+			if err != nil {
+				return err
+			}
+			if ok {
+				delete(t.missing, i)
+			}
+		}
+	}
+	return nil
+}
+
+// deadIDs maps the message IDs of dead-lettered parse messages to reasons.
+func (a *Activities) deadIDs(ctx context.Context) (map[string]string, error) {
+	dls, err := a.Queue.DeadLetters(ctx, pipeline.StageParse)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]string, len(dls))
+	for _, d := range dls {
+		m[d.ID] = d.Reason
+	}
+	return m, nil
+}
+
+// GraphInput is the input of Graph.
+type GraphInput struct {
+	Job pipeline.GraphJob
+	Run string
+}
+
+// Graph publishes the graph job and waits, heartbeating, until the segment
+// exists. The job is re-sent after ParseTimeout; a dead-lettered job fails
+// the activity without retry.
+func (a *Activities) Graph(ctx context.Context, in GraphInput) (string, error) {
+	key := index.SegmentKey(in.Job.Tenant, in.Job.Repo, in.Job.Commit)
+	data, err := json.Marshal(in.Job)
+	if err != nil {
+		return "", err
+	}
+	base := fmt.Sprintf("%s/%s/%s/%s/graph", in.Job.Tenant, in.Job.Repo, in.Job.Commit, in.Run)
+	ids := map[string]bool{base: true}
+	if err := a.Queue.Publish(ctx, pipeline.StageGraph, "", data, base); err != nil {
+		return "", err
+	}
+	sent := time.Now()
+	tick := time.NewTicker(a.poll())
+	defer tick.Stop()
+	for {
+		ok, err := a.Store.Exists(ctx, key)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			return key, nil
+		}
+		dls, err := a.Queue.DeadLetters(ctx, pipeline.StageGraph)
+		if err != nil {
+			return "", err
+		}
+		for _, d := range dls {
+			if ids[d.ID] {
+				return "", temporal.NewNonRetryableApplicationError("graph job dead-lettered: "+d.Reason, "GraphFailed", nil)
+			}
+		}
+		if time.Since(sent) > a.parseTimeout() {
+			id := base + "#r" + strconv.Itoa(len(ids))
+			if err := a.Queue.Publish(ctx, pipeline.StageGraph, "", data, id); err != nil {
+				return "", err
+			}
+			ids[id] = true
+			sent = time.Now()
+		}
+		activity.RecordHeartbeat(ctx, key)
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// PublishInput is the input of Publish.
+type PublishInput struct {
+	Tenant, Repo, Commit, Segment string
+}
+
+// PublishResult is the result of Publish.
+type PublishResult struct {
+	Previous string // commit HEAD pointed at before ("" if none)
+}
+
+// Publish moves the repository's HEAD to the segment with a compare-and-swap,
+// after checking that the segment is fully written (it exists: segments are
+// written in one Put). A failing store fails the activity, for Temporal to
+// retry; HEAD is then unchanged.
+func (a *Activities) Publish(ctx context.Context, in PublishInput) (PublishResult, error) {
+	var res PublishResult
+	ok, err := a.Store.Exists(ctx, in.Segment)
+	if err != nil {
+		return res, err
+	}
+	if !ok {
+		return res, fmt.Errorf("publish %s/%s: segment %s missing", in.Tenant, in.Repo, in.Segment)
+	}
+	head, err := json.Marshal(index.Head{Commit: in.Commit, Segment: in.Segment, Built: time.Now().UTC().Format(time.RFC3339)})
+	if err != nil {
+		return res, err
+	}
+	hk := index.HeadKey(in.Tenant, in.Repo)
+	for range 5 {
+		old, err := a.Store.Get(ctx, hk)
+		if errors.Is(err, blob.ErrNotFound) {
+			old = nil
+		} else if err != nil {
+			return res, fmt.Errorf("read head: %w", err)
+		}
+		res.Previous = ""
+		if old != nil {
+			var h index.Head
+			if err := json.Unmarshal(old, &h); err == nil {
+				if h.Commit == in.Commit && h.Segment == in.Segment {
+					// A retry after a swap whose reply was lost.
+					return res, nil
+				}
+				res.Previous = h.Commit
+			}
+		}
+		err = a.Store.Swap(ctx, hk, old, head)
+		if err == nil {
+			return res, nil
+		}
+		if !errors.Is(err, blob.ErrConflict) {
+			return res, fmt.Errorf("move head: %w", err)
+		}
+	}
+	return res, fmt.Errorf("move head of %s/%s: too many concurrent updates", in.Tenant, in.Repo)
+}
+
+// GCInput is the input of GC: the commits whose objects are kept.
+type GCInput struct {
+	Tenant, Repo string
+	Keep         []string
+}
+
+// GCResult is the result of GC.
+type GCResult struct {
+	Deleted int
+}
+
+// GC deletes the manifests, plans and segments of the repository whose
+// commit is not kept (the current and the previous HEAD). The parse cache
+// is shared by content across repositories and tenants and is never
+// collected here.
+func (a *Activities) GC(ctx context.Context, in GCInput) (GCResult, error) {
+	var res GCResult
+	keep := map[string]bool{}
+	for _, c := range in.Keep {
+		keep[c] = true
+	}
+	// HEAD is never collected, whatever the caller says.
+	if h, err := index.ReadHead(ctx, a.Store, in.Tenant, in.Repo); err == nil {
+		keep[h.Commit] = true
+	}
+	for _, dir := range []struct{ root, ext string }{{"manifests/", ".json"}, {"plans/", ".json"}, {"segments/", ".seg"}} {
+		prefix := dir.root + in.Tenant + "/" + in.Repo + "/"
+		keys, err := a.Store.List(ctx, prefix)
+		if err != nil {
+			return res, err
+		}
+		for _, k := range keys {
+			name := strings.TrimPrefix(k, prefix)
+			if strings.Contains(name, "/") || !strings.HasSuffix(name, dir.ext) {
+				continue // another repository nested under this name
+			}
+			if keep[strings.TrimSuffix(name, dir.ext)] {
+				continue
+			}
+			if err := a.Store.Delete(ctx, k); err != nil {
+				return res, err
+			}
+			res.Deleted++
+		}
+	}
+	return res, nil
+}
+
+// firstLine is the part of a dead-letter reason before the stack trace.
+func firstLine(s string) string {
+	if i := strings.Index(s, " | "); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

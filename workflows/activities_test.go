@@ -1,0 +1,117 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/pipeline"
+	"codectx/pkg/queue"
+	"codectx/pkg/queue/natsq"
+
+	"go.temporal.io/sdk/testsuite"
+)
+
+// TestWaitParseResendsAndIsolatesPoison loses one batch (never published)
+// whose files include a poison file: WaitParse re-sends the batch after
+// ParseTimeout, splits it when it is dead-lettered, and fails only the
+// poison file.
+func TestWaitParseResendsAndIsolatesPoison(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"a.go": "package a\n\nfunc A() {}\n", "b.py": "def b():\n    pass\n",
+		"c.go": "package a\n\nfunc C() {}\n", "d.py": "def d():\n    pass\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ns, err := natsq.StartEmbedded(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Shutdown()
+	q, err := natsq.Connect(ctx, ns.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	store := blob.NewMem()
+	a := &Activities{Store: store, Queue: q, BatchSize: 2, ParseTimeout: 300 * time.Millisecond, PollInterval: 20 * time.Millisecond}
+
+	var aenv testsuite.WorkflowTestSuite
+	env := aenv.NewTestActivityEnvironment()
+	env.RegisterActivity(a)
+	v, err := env.ExecuteActivity(a.Snapshot, SnapshotInput{Tenant: "t", Repo: "r", Location: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan SnapshotPlan
+	if err := v.Get(&plan); err != nil {
+		t.Fatal(err)
+	}
+	if plan.Changed != 4 || plan.Batches != 2 || !pipeline.IsWorktree(plan.Commit) {
+		t.Fatalf("plan = %+v, want 4 files in 2 batches of a worktree", plan)
+	}
+	in := ParseInput{Plan: plan, Run: "run1"}
+	stored, err := a.readPlan(ctx, plan.PlanKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only batch 0 reaches the queue: batch 1 is lost.
+	if err := a.publishBatch(ctx, stored, 0, stored.Batches[0], batchID(in, 0)); err != nil {
+		t.Fatal(err)
+	}
+	w := &pipeline.Workers{Store: store, Queue: q, ParseHook: func(p string) {
+		if p == "c.go" {
+			panic("poisoned")
+		}
+	}}
+	wctx, wcancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.RunParse(wctx, queue.Config{AckWait: time.Second, MaxDeliver: 2}) }()
+	defer func() { wcancel(); <-done }()
+
+	v, err = env.ExecuteActivity(a.WaitParse, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out ParseOutcome
+	if err := v.Get(&out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Parsed != 3 || !slices.Equal(out.Failed, []string{"c.go"}) || out.Resent < 1 || out.Split != 1 {
+		t.Errorf("outcome = %+v, want 3 parsed, c.go failed, a resend, one split", out)
+	}
+
+	// The graph stage builds the segment without the failed file.
+	key, err := pipeline.BuildSegment(ctx, store, pipeline.GraphJob{Tenant: "t", Repo: "r", Commit: plan.Commit, ManifestKey: plan.ManifestKey, Failed: out.Failed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Publish(ctx, PublishInput{Tenant: "t", Repo: "r", Commit: plan.Commit, Segment: key}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := store.Get(ctx, pipeline.ManifestKey("t", "r", plan.Commit))
+	if err != nil || !json.Valid(data) {
+		t.Fatalf("manifest: %v", err)
+	}
+	// Snapshot again: HEAD points at the commit, nothing to do.
+	v, err = env.ExecuteActivity(a.Snapshot, SnapshotInput{Tenant: "t", Repo: "r", Location: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Get(&plan); err != nil {
+		t.Fatal(err)
+	}
+	if !plan.Skipped || plan.Segment != key {
+		t.Errorf("second snapshot = %+v, want skipped at %s", plan, key)
+	}
+}

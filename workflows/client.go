@@ -1,0 +1,132 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"codectx/pkg/index"
+	"codectx/pkg/pipeline"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+)
+
+// SignalPush sends a push to the repository's RepoWorkflow, starting it if
+// it is not running (signal-with-start). An empty Tenant is
+// index.DefaultTenant; an empty Repo is derived from Location.
+func SignalPush(ctx context.Context, c client.Client, p Push) (runID string, err error) {
+	if p.Tenant == "" {
+		p.Tenant = index.DefaultTenant
+	}
+	if p.Repo == "" {
+		p.Repo = pipeline.RepoName(p.Location)
+	}
+	if p.Location == "" || !index.ValidName(p.Tenant) || !index.ValidName(p.Repo) {
+		return "", fmt.Errorf("push: need a location and valid tenant %q and repository %q", p.Tenant, p.Repo)
+	}
+	id := RepoWorkflowID(p.Tenant, p.Repo)
+	run, err := c.SignalWithStartWorkflow(ctx, id, PushSignal, p,
+		client.StartWorkflowOptions{ID: id, TaskQueue: TaskQueue},
+		RepoWorkflow, p.Tenant, p.Repo, (*RepoCarry)(nil))
+	if err != nil {
+		return "", fmt.Errorf("push %s/%s: %w", p.Tenant, p.Repo, err)
+	}
+	return run.GetRunID(), nil
+}
+
+// Status queries the RepoWorkflow of tenant/repo.
+func Status(ctx context.Context, c client.Client, tenant, repo string) (RepoStatus, error) {
+	var st RepoStatus
+	v, err := c.QueryWorkflow(ctx, RepoWorkflowID(tenant, repo), "", StatusQuery)
+	if err != nil {
+		return st, fmt.Errorf("status %s/%s: %w", tenant, repo, err)
+	}
+	if err := v.Get(&st); err != nil {
+		return st, fmt.Errorf("status %s/%s: %w", tenant, repo, err)
+	}
+	return st, nil
+}
+
+// IndexRepoInput is the input of IndexRepo.
+type IndexRepoInput struct {
+	Tenant, Location string
+}
+
+// IndexRepo pushes the location's HEAD to its RepoWorkflow and waits,
+// heartbeating, until a finished snapshot covers that push. It fails if
+// that snapshot failed.
+func (a *Activities) IndexRepo(ctx context.Context, in IndexRepoInput) (RepoStatus, error) {
+	c := activity.GetClient(ctx)
+	tenant := in.Tenant
+	if tenant == "" {
+		tenant = index.DefaultTenant
+	}
+	repo := pipeline.RepoName(in.Location)
+	if _, err := SignalPush(ctx, c, Push{Tenant: tenant, Repo: repo, Location: in.Location}); err != nil {
+		return RepoStatus{}, err
+	}
+	// Queries see every signal delivered before them, so the first answer's
+	// Received counts this push.
+	want := -1
+	tick := time.NewTicker(a.poll())
+	defer tick.Stop()
+	for {
+		st, err := Status(ctx, c, tenant, repo)
+		if err == nil {
+			if want < 0 {
+				want = st.Received
+			}
+			if st.Covered >= want {
+				if st.LastError != "" {
+					return st, errors.New(st.LastError)
+				}
+				return st, nil
+			}
+		} // else: the workflow may not have run its first task yet
+		activity.RecordHeartbeat(ctx, want)
+		select {
+		case <-ctx.Done():
+			return RepoStatus{}, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// EnsureReconcileSchedule creates (or updates) the Temporal schedule id
+// that runs OrgWorkflow(in) every interval, skipping a run while the
+// previous one is still going.
+func EnsureReconcileSchedule(ctx context.Context, c client.Client, id string, in OrgInput, every time.Duration) error {
+	if every <= 0 {
+		return fmt.Errorf("schedule %s: interval %v must be positive", id, every)
+	}
+	spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}}
+	action := &client.ScheduleWorkflowAction{ID: id + "-org", Workflow: OrgWorkflow, Args: []any{in}, TaskQueue: TaskQueue}
+	sc := c.ScheduleClient()
+	_, err := sc.Create(ctx, client.ScheduleOptions{ID: id, Spec: spec, Action: action, Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP})
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		return fmt.Errorf("schedule %s: %w", id, err)
+	}
+	err = sc.GetHandle(ctx, id).Update(ctx, client.ScheduleUpdateOptions{
+		DoUpdate: func(u client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+			s := u.Description.Schedule
+			s.Spec = &spec
+			s.Action = action
+			if s.Policy == nil {
+				s.Policy = &client.SchedulePolicies{}
+			}
+			s.Policy.Overlap = enumspb.SCHEDULE_OVERLAP_POLICY_SKIP
+			return &client.ScheduleUpdate{Schedule: &s}, nil
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("schedule %s: update: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,311 @@
+// Package workflows holds the Temporal workflows and activities of the
+// indexing pipeline. RepoWorkflow is one long-lived workflow per repository:
+// it receives push signals, coalesces them to the newest commit and runs one
+// SnapshotWorkflow child at a time. SnapshotWorkflow takes one commit through
+// snapshot, parse fan-out over the queue, graph build and the atomic HEAD
+// switch, then collects garbage. OrgWorkflow indexes many repositories with
+// bounded concurrency, optionally on a schedule. Workflows only orchestrate;
+// every I/O happens in the methods of Activities.
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"codectx/pkg/index"
+	"codectx/pkg/pipeline"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+// TaskQueue is the Temporal task queue of the indexing workers.
+const TaskQueue = "codectx-index"
+
+// Signal and query names of RepoWorkflow.
+const (
+	PushSignal  = "push"
+	StatusQuery = "status"
+)
+
+// States reported by RepoStatus.State.
+const (
+	StateIdle     = "idle"
+	StateIndexing = "indexing"
+)
+
+// EmbedSkipped is SnapshotResult.Embed while no embedder exists.
+const EmbedSkipped = "skipped: no embedder configured"
+
+// snapshotsPerRun bounds the snapshots of one RepoWorkflow run before it
+// continues as new (tests lower it).
+var snapshotsPerRun = 50
+
+// Register registers all workflows and activities on r.
+func Register(r worker.Registry, a *Activities) {
+	r.RegisterWorkflow(RepoWorkflow)
+	r.RegisterWorkflow(SnapshotWorkflow)
+	r.RegisterWorkflow(OrgWorkflow)
+	r.RegisterActivity(a)
+}
+
+// RepoWorkflowID is the workflow ID of the RepoWorkflow of tenant/repo.
+func RepoWorkflowID(tenant, repo string) string { return "codectx/repo/" + tenant + "/" + repo }
+
+// Push asks for a repository to be indexed at a commit.
+type Push struct {
+	Tenant, Repo, Location string
+	Commit                 string // "" = the location's HEAD
+}
+
+// RepoCarry is the state a RepoWorkflow carries across continue-as-new.
+type RepoCarry struct {
+	Pending    *Push
+	Received   int // pushes received so far
+	Covered    int // pushes covered by finished snapshots
+	Snapshots  int // snapshots started so far (names the children)
+	LastCommit string
+	Last       *SnapshotResult
+	LastError  string
+}
+
+// RepoStatus is the answer of the "status" query.
+type RepoStatus struct {
+	Tenant, Repo string
+	State        string // StateIdle or StateIndexing
+	Current      string // commit being indexed ("" = HEAD of the location)
+	Pending      *Push  // newest push waiting for the current snapshot
+	LastCommit   string // commit of the last finished snapshot
+	Last         *SnapshotResult
+	LastError    string // error of the last snapshot, "" if it succeeded
+	Received     int    // pushes received
+	Covered      int    // pushes covered by finished snapshots
+	Snapshots    int
+}
+
+// RepoWorkflow serialises the indexing of one repository. Pushes received
+// while a snapshot runs are coalesced to the last one received; at most one
+// SnapshotWorkflow child runs at a time. carry is nil when started, and the
+// pending state when continued as new.
+func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) error {
+	st := RepoCarry{}
+	if carry != nil {
+		st = *carry
+	}
+	state, current := StateIdle, ""
+	if err := workflow.SetQueryHandler(ctx, StatusQuery, func() (RepoStatus, error) {
+		return RepoStatus{
+			Tenant: tenant, Repo: repo, State: state, Current: current, Pending: st.Pending,
+			LastCommit: st.LastCommit, Last: st.Last, LastError: st.LastError,
+			Received: st.Received, Covered: st.Covered, Snapshots: st.Snapshots,
+		}, nil
+	}); err != nil {
+		return err
+	}
+	log := workflow.GetLogger(ctx)
+	ch := workflow.GetSignalChannel(ctx, PushSignal)
+	take := func(p Push) {
+		st.Received++
+		st.Pending = &p
+	}
+	drain := func() {
+		var p Push
+		for ch.ReceiveAsync(&p) {
+			take(p)
+			p = Push{}
+		}
+	}
+	for runs := 0; ; {
+		if st.Pending == nil {
+			var p Push
+			ch.Receive(ctx, &p)
+			take(p)
+		}
+		drain()
+		p := *st.Pending
+		st.Pending = nil
+		upto := st.Received
+		state, current = StateIndexing, p.Commit
+		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+			WorkflowID: fmt.Sprintf("%s/snapshot-%d", RepoWorkflowID(tenant, repo), st.Snapshots),
+		})
+		st.Snapshots++
+		fut := workflow.ExecuteChildWorkflow(cctx, SnapshotWorkflow, SnapshotInput{Tenant: tenant, Repo: repo, Location: p.Location, Commit: p.Commit})
+		done := false
+		sel := workflow.NewSelector(ctx)
+		sel.AddFuture(fut, func(workflow.Future) { done = true })
+		sel.AddReceive(ch, func(c workflow.ReceiveChannel, _ bool) {
+			var p Push
+			c.Receive(ctx, &p)
+			take(p)
+		})
+		for !done {
+			sel.Select(ctx)
+		}
+		var res SnapshotResult
+		if err := fut.Get(ctx, &res); err != nil {
+			log.Error("snapshot failed", "repo", repo, "commit", p.Commit, "error", err)
+			st.LastError = err.Error()
+		} else {
+			st.LastError = ""
+			st.Last = &res
+			st.LastCommit = res.Commit
+		}
+		st.Covered = upto
+		state, current = StateIdle, ""
+		runs++
+		if runs >= snapshotsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			drain()
+			return workflow.NewContinueAsNewError(ctx, RepoWorkflow, tenant, repo, &st)
+		}
+	}
+}
+
+// SnapshotInput names one snapshot to index.
+type SnapshotInput struct {
+	Tenant, Repo, Location string
+	Commit                 string // "" = HEAD
+}
+
+// SnapshotResult describes an indexed snapshot.
+type SnapshotResult struct {
+	Commit      string
+	Files       int      // files in the snapshot
+	Parsed      int      // files parsed by this snapshot
+	Reused      int      // files whose parse result was cached
+	Failed      int      // files whose parse was dead-lettered
+	FailedFiles []string // their paths, left out of the segment
+	Segment     string   // segment key
+	Skipped     bool     // HEAD already pointed at this commit
+	Embed       string   // what the embed stage did (EmbedSkipped)
+	Previous    string   // commit HEAD pointed at before
+	Deleted     int      // objects removed by GC
+}
+
+// Activity options of SnapshotWorkflow.
+var (
+	retry = &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second}
+
+	snapshotOpts = workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Minute, RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5,
+		NonRetryableErrorTypes: []string{errInvalid},
+	}}
+	shortOpts = workflow.ActivityOptions{StartToCloseTimeout: 5 * time.Minute, ScheduleToCloseTimeout: time.Hour, RetryPolicy: retry}
+	waitOpts  = workflow.ActivityOptions{StartToCloseTimeout: 6 * time.Hour, ScheduleToCloseTimeout: 12 * time.Hour, HeartbeatTimeout: time.Minute, RetryPolicy: retry}
+	// Publish retries until the store works again, within ScheduleToClose.
+	publishOpts = workflow.ActivityOptions{StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: time.Hour, RetryPolicy: retry}
+	gcOpts      = workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Minute, RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 3,
+	}}
+)
+
+// errInvalid is the application error type of inputs that no retry fixes.
+const errInvalid = "InvalidInput"
+
+// SnapshotWorkflow indexes one snapshot: snapshot, parse fan-out and wait,
+// (embed: skipped), graph build, HEAD switch, GC.
+func SnapshotWorkflow(ctx workflow.Context, in SnapshotInput) (SnapshotResult, error) {
+	var a *Activities
+	log := workflow.GetLogger(ctx)
+	var res SnapshotResult
+	if in.Tenant == "" {
+		in.Tenant = index.DefaultTenant
+	}
+
+	var plan SnapshotPlan
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, snapshotOpts), a.Snapshot, in).Get(ctx, &plan); err != nil {
+		return res, fmt.Errorf("snapshot %s: %w", in.Location, err)
+	}
+	res.Commit, res.Files, res.Reused = plan.Commit, plan.Files, plan.Reused
+	if plan.Skipped {
+		res.Skipped, res.Segment = true, plan.Segment
+		log.Info("snapshot already published", "repo", plan.Repo, "commit", plan.Commit)
+		return res, nil
+	}
+
+	pin := ParseInput{Plan: plan, Run: workflow.GetInfo(ctx).WorkflowExecution.RunID}
+	if plan.Changed > 0 {
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortOpts), a.FanOutParse, pin).Get(ctx, nil); err != nil {
+			return res, fmt.Errorf("fan out parse: %w", err)
+		}
+		var out ParseOutcome
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, waitOpts), a.WaitParse, pin).Get(ctx, &out); err != nil {
+			return res, fmt.Errorf("wait for parse: %w", err)
+		}
+		res.Parsed, res.Failed, res.FailedFiles = out.Parsed, len(out.Failed), out.Failed
+	}
+
+	// No embedder exists yet: say so instead of pretending.
+	res.Embed = EmbedSkipped
+	log.Info("embed stage skipped: no embedder configured", "repo", plan.Repo, "commit", plan.Commit)
+
+	gin := GraphInput{Job: pipeline.GraphJob{Tenant: plan.Tenant, Repo: plan.Repo, Commit: plan.Commit, ManifestKey: plan.ManifestKey, Failed: res.FailedFiles}, Run: pin.Run}
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, waitOpts), a.Graph, gin).Get(ctx, &res.Segment); err != nil {
+		return res, fmt.Errorf("graph: %w", err)
+	}
+
+	var pub PublishResult
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, publishOpts), a.Publish,
+		PublishInput{Tenant: plan.Tenant, Repo: plan.Repo, Commit: plan.Commit, Segment: res.Segment}).Get(ctx, &pub); err != nil {
+		return res, fmt.Errorf("publish: %w", err)
+	}
+	res.Previous = pub.Previous
+
+	keep := []string{plan.Commit}
+	if pub.Previous != "" && pub.Previous != plan.Commit {
+		keep = append(keep, pub.Previous)
+	}
+	var gc GCResult
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, gcOpts), a.GC,
+		GCInput{Tenant: plan.Tenant, Repo: plan.Repo, Keep: keep}).Get(ctx, &gc); err != nil {
+		// HEAD has moved: a failed GC only leaves garbage for the next one.
+		log.Warn("gc failed", "repo", plan.Repo, "error", err)
+	}
+	res.Deleted = gc.Deleted
+	return res, nil
+}
+
+// OrgInput lists the repositories of a tenant to index.
+type OrgInput struct {
+	Tenant      string
+	Locations   []string
+	Concurrency int // repositories indexed at once; default 4
+}
+
+// OrgWorkflow indexes every location through its RepoWorkflow (so pushes
+// and reconciliation never index one repository twice at once), at most
+// Concurrency at a time. It fails, after trying all, if any failed.
+func OrgWorkflow(ctx workflow.Context, in OrgInput) error {
+	var a *Activities
+	conc := in.Concurrency
+	if conc <= 0 {
+		conc = 4
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 24 * time.Hour, HeartbeatTimeout: time.Minute, RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 3,
+		},
+	})
+	var errs []error
+	sel := workflow.NewSelector(ctx)
+	inflight := 0
+	for _, loc := range in.Locations {
+		if inflight == conc {
+			sel.Select(ctx)
+			inflight--
+		}
+		f := workflow.ExecuteActivity(actx, a.IndexRepo, IndexRepoInput{Tenant: in.Tenant, Location: loc})
+		sel.AddFuture(f, func(f workflow.Future) {
+			if err := f.Get(ctx, nil); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", loc, err))
+			}
+		})
+		inflight++
+	}
+	for ; inflight > 0; inflight-- {
+		sel.Select(ctx)
+	}
+	return errors.Join(errs...)
+}

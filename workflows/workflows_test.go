@@ -1,0 +1,337 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/index"
+	"codectx/pkg/pipeline"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+// fakeSnapshots stands in for SnapshotWorkflow children: each takes a
+// minute of workflow time and records its commit and the concurrency.
+type fakeSnapshots struct {
+	commits   []string
+	active    int
+	maxActive int
+}
+
+func (f *fakeSnapshots) run(ctx workflow.Context, in SnapshotInput) (SnapshotResult, error) {
+	f.commits = append(f.commits, in.Commit)
+	f.active++
+	f.maxActive = max(f.maxActive, f.active)
+	defer func() { f.active-- }()
+	if err := workflow.Sleep(ctx, time.Minute); err != nil {
+		return SnapshotResult{}, err
+	}
+	if in.Commit == "bad" {
+		return SnapshotResult{}, errors.New("boom")
+	}
+	return SnapshotResult{Commit: in.Commit}, nil
+}
+
+func repoEnv(t *testing.T, perRun int) (*testsuite.TestWorkflowEnvironment, *fakeSnapshots) {
+	t.Helper()
+	old := snapshotsPerRun
+	snapshotsPerRun = perRun
+	t.Cleanup(func() { snapshotsPerRun = old })
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(RepoWorkflow)
+	env.RegisterWorkflow(SnapshotWorkflow)
+	f := &fakeSnapshots{}
+	env.OnWorkflow(SnapshotWorkflow, mock.Anything, mock.Anything).Return(f.run)
+	return env, f
+}
+
+func push(env *testsuite.TestWorkflowEnvironment, at time.Duration, commit string) {
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(PushSignal, Push{Tenant: "t", Repo: "r", Location: "loc", Commit: commit})
+	}, at)
+}
+
+// continued decodes the arguments of the continue-as-new that ended a run.
+func continued(t *testing.T, env *testsuite.TestWorkflowEnvironment) RepoCarry {
+	t.Helper()
+	err := env.GetWorkflowError()
+	var can *workflow.ContinueAsNewError
+	if !errors.As(err, &can) {
+		t.Fatalf("workflow ended with %v, want continue-as-new", err)
+	}
+	var tenant, repo string
+	var carry *RepoCarry
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &tenant, &repo, &carry); err != nil {
+		t.Fatal(err)
+	}
+	if tenant != "t" || repo != "r" || carry == nil {
+		t.Fatalf("continued as (%q, %q, %v)", tenant, repo, carry)
+	}
+	return *carry
+}
+
+func TestRepoWorkflowCoalescesToNewest(t *testing.T) {
+	env, f := repoEnv(t, 2)
+	push(env, 0, "c1")
+	for i, c := range []string{"c2", "c3", "c4"} {
+		push(env, time.Duration(10*(i+1))*time.Second, c)
+	}
+	var mid RepoStatus
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(StatusQuery)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if err := v.Get(&mid); err != nil {
+			t.Error(err)
+		}
+	}, 45*time.Second)
+	env.ExecuteWorkflow(RepoWorkflow, "t", "r", (*RepoCarry)(nil))
+	carry := continued(t, env)
+
+	if want := []string{"c1", "c4"}; !slices.Equal(f.commits, want) {
+		t.Errorf("snapshots of %v, want %v", f.commits, want)
+	}
+	if f.maxActive != 1 {
+		t.Errorf("%d snapshots ran at once, want 1", f.maxActive)
+	}
+	if mid.State != StateIndexing || mid.Current != "c1" || mid.Pending == nil || mid.Pending.Commit != "c4" || mid.Received != 4 {
+		t.Errorf("status during c1 = %+v, want indexing c1 with c4 pending of 4 received", mid)
+	}
+	if carry.Pending != nil || carry.Received != 4 || carry.Covered != 4 || carry.LastCommit != "c4" {
+		t.Errorf("carry = %+v, want nothing pending, 4 received and covered, last c4", carry)
+	}
+}
+
+func TestRepoWorkflowContinueAsNewCarriesPending(t *testing.T) {
+	env, f := repoEnv(t, 1)
+	push(env, 0, "bad")
+	push(env, 30*time.Second, "c2")
+	env.ExecuteWorkflow(RepoWorkflow, "t", "r", (*RepoCarry)(nil))
+	carry := continued(t, env)
+	if !slices.Equal(f.commits, []string{"bad"}) {
+		t.Errorf("snapshots of %v, want [bad]", f.commits)
+	}
+	if carry.Pending == nil || carry.Pending.Commit != "c2" {
+		t.Fatalf("pending = %+v, want c2", carry.Pending)
+	}
+	if carry.Received != 2 || carry.Covered != 1 || carry.Snapshots != 1 || carry.LastError == "" {
+		t.Errorf("carry = %+v, want 2 received, 1 covered, 1 snapshot, an error", carry)
+	}
+
+	// The next run starts with the carried push, without a new signal.
+	env2, f2 := repoEnv(t, 1)
+	env2.ExecuteWorkflow(RepoWorkflow, "t", "r", &carry)
+	carry2 := continued(t, env2)
+	if !slices.Equal(f2.commits, []string{"c2"}) {
+		t.Errorf("next run indexed %v, want [c2]", f2.commits)
+	}
+	if carry2.Covered != 2 || carry2.LastError != "" || carry2.LastCommit != "c2" {
+		t.Errorf("next carry = %+v", carry2)
+	}
+}
+
+// fakeActivities answers the activities of SnapshotWorkflow.
+type fakeActivities struct {
+	plan         SnapshotPlan
+	failed       []string
+	publishFails int
+	calls        map[string]int
+	graphJob     pipeline.GraphJob
+}
+
+func (f *fakeActivities) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(SnapshotWorkflow)
+	var a *Activities
+	env.RegisterActivity(a)
+	f.calls = map[string]int{}
+	env.OnActivity(a.Snapshot, mock.Anything, mock.Anything).Return(func(context.Context, SnapshotInput) (SnapshotPlan, error) {
+		f.calls["Snapshot"]++
+		return f.plan, nil
+	})
+	env.OnActivity(a.FanOutParse, mock.Anything, mock.Anything).Return(func(context.Context, ParseInput) error {
+		f.calls["FanOutParse"]++
+		return nil
+	})
+	env.OnActivity(a.WaitParse, mock.Anything, mock.Anything).Return(func(_ context.Context, in ParseInput) (ParseOutcome, error) {
+		f.calls["WaitParse"]++
+		return ParseOutcome{Parsed: in.Plan.Changed - len(f.failed), Failed: f.failed}, nil
+	})
+	env.OnActivity(a.Graph, mock.Anything, mock.Anything).Return(func(_ context.Context, in GraphInput) (string, error) {
+		f.calls["Graph"]++
+		f.graphJob = in.Job
+		return index.SegmentKey(in.Job.Tenant, in.Job.Repo, in.Job.Commit), nil
+	})
+	env.OnActivity(a.Publish, mock.Anything, mock.Anything).Return(func(context.Context, PublishInput) (PublishResult, error) {
+		f.calls["Publish"]++
+		if f.calls["Publish"] <= f.publishFails {
+			return PublishResult{}, errors.New("store down")
+		}
+		return PublishResult{Previous: "c0"}, nil
+	})
+	env.OnActivity(a.GC, mock.Anything, mock.Anything).Return(func(_ context.Context, in GCInput) (GCResult, error) {
+		f.calls["GC"]++
+		if !slices.Equal(in.Keep, []string{f.plan.Commit, "c0"}) {
+			t.Errorf("GC keeps %v, want current and previous", in.Keep)
+		}
+		return GCResult{Deleted: 2}, nil
+	})
+	return env
+}
+
+func plan(changed int) SnapshotPlan {
+	return SnapshotPlan{Tenant: "t", Repo: "r", Location: "loc", Commit: "c1", Files: 10, Changed: changed, Reused: 10 - changed, Batches: 1,
+		ManifestKey: pipeline.ManifestKey("t", "r", "c1"), PlanKey: pipeline.PlanKey("t", "r", "c1")}
+}
+
+func runSnapshot(t *testing.T, env *testsuite.TestWorkflowEnvironment) SnapshotResult {
+	t.Helper()
+	env.ExecuteWorkflow(SnapshotWorkflow, SnapshotInput{Tenant: "t", Repo: "r", Location: "loc"})
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("not completed")
+	}
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res SnapshotResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestSnapshotWorkflowSkipsPublishedCommit(t *testing.T) {
+	f := &fakeActivities{plan: SnapshotPlan{Commit: "c1", Files: 3, Skipped: true, Segment: "segments/t/r/c1.seg"}}
+	res := runSnapshot(t, f.env(t))
+	if !res.Skipped || res.Segment != "segments/t/r/c1.seg" || res.Commit != "c1" {
+		t.Errorf("result = %+v, want skipped c1", res)
+	}
+	if want := map[string]int{"Snapshot": 1}; !mapsEqual(f.calls, want) {
+		t.Errorf("calls = %v, want %v", f.calls, want)
+	}
+}
+
+func TestSnapshotWorkflowReportsFailedFiles(t *testing.T) {
+	f := &fakeActivities{plan: plan(3), failed: []string{"bad.py"}}
+	res := runSnapshot(t, f.env(t))
+	if res.Parsed != 2 || res.Failed != 1 || !slices.Equal(res.FailedFiles, []string{"bad.py"}) {
+		t.Errorf("result = %+v, want 2 parsed, bad.py failed", res)
+	}
+	if !slices.Equal(f.graphJob.Failed, []string{"bad.py"}) {
+		t.Errorf("graph job excludes %v, want [bad.py]", f.graphJob.Failed)
+	}
+	if res.Embed != EmbedSkipped || res.Segment != "segments/t/r/c1.seg" || res.Previous != "c0" || res.Deleted != 2 {
+		t.Errorf("result = %+v", res)
+	}
+	want := map[string]int{"Snapshot": 1, "FanOutParse": 1, "WaitParse": 1, "Graph": 1, "Publish": 1, "GC": 1}
+	if !mapsEqual(f.calls, want) {
+		t.Errorf("calls = %v, want %v", f.calls, want)
+	}
+}
+
+func TestSnapshotWorkflowNothingChangedSkipsParse(t *testing.T) {
+	f := &fakeActivities{plan: plan(0)}
+	res := runSnapshot(t, f.env(t))
+	if f.calls["FanOutParse"] != 0 || f.calls["WaitParse"] != 0 || f.calls["Publish"] != 1 {
+		t.Errorf("calls = %v, want no parse, one publish", f.calls)
+	}
+	if res.Parsed != 0 || res.Reused != 10 {
+		t.Errorf("result = %+v", res)
+	}
+}
+
+func TestSnapshotWorkflowRetriesPublish(t *testing.T) {
+	f := &fakeActivities{plan: plan(1), publishFails: 3}
+	res := runSnapshot(t, f.env(t))
+	if f.calls["Publish"] != 4 || f.calls["GC"] != 1 {
+		t.Errorf("calls = %v, want 4 publish attempts then GC", f.calls)
+	}
+	if res.Previous != "c0" {
+		t.Errorf("result = %+v", res)
+	}
+}
+
+func mapsEqual(a, b map[string]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestGC(t *testing.T) {
+	ctx := context.Background()
+	store := blob.NewMem()
+	var keys []string
+	for _, c := range []string{"c1", "c2", "c3"} {
+		keys = append(keys, pipeline.ManifestKey("t", "r", c), pipeline.PlanKey("t", "r", c), index.SegmentKey("t", "r", c))
+	}
+	others := []string{
+		index.SegmentKey("t", "r/nested", "c1"), // another repository under r/
+		index.SegmentKey("u", "r", "c1"),        // another tenant
+		"parse/v1/go/ab/abcdef",                 // the shared parse cache
+		index.HeadKey("t", "r"),
+	}
+	for _, k := range append(keys, others...) {
+		if err := store.Put(ctx, k, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.Put(ctx, index.HeadKey("t", "r"), []byte(`{"commit":"c3","segment":"segments/t/r/c3.seg"}`)); err != nil {
+		t.Fatal(err)
+	}
+	a := &Activities{Store: store}
+	res, err := a.GC(ctx, GCInput{Tenant: "t", Repo: "r", Keep: []string{"c2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Deleted != 3 {
+		t.Errorf("deleted %d, want 3 (c1's manifest, plan, segment)", res.Deleted)
+	}
+	for i, k := range append(keys, others...) {
+		ok, err := store.Exists(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := i >= 3; ok != want {
+			t.Errorf("%s exists = %v, want %v", k, ok, want)
+		}
+	}
+}
+
+// TestReplay replays histories recorded by the integration test (run it
+// with -update to record them again after changing a workflow).
+func TestReplay(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		wf   any
+	}{
+		{"testdata/snapshot_history.json", SnapshotWorkflow},
+		{"testdata/repo_history.json", RepoWorkflow},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflow(SnapshotWorkflow)
+			r.RegisterWorkflow(RepoWorkflow)
+			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, tc.file); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
