@@ -4,9 +4,9 @@ PKGS := ./...
 # Pure-Go packages that run under the race detector in check.
 RACE_PKGS := ./pkg/blob/... ./pkg/queue/... ./pkg/fusion ./pkg/pack ./pkg/segment ./pkg/query ./pkg/index
 
-.PHONY: check fmt vet test race tidy build bench eval
+.PHONY: check fmt vet test race fuzz tidy build bench
 
-check: fmt vet tidy test race
+check: fmt vet tidy test race fuzz
 
 build:
 	$(GO) build -o bin/codectx ./services/codectx
@@ -27,6 +27,11 @@ test:
 
 race:
 	$(GO) test -race -count=1 $(RACE_PKGS)
+
+# A short coverage-guided run of the packer's budget invariant (its seed
+# corpus and property test already run in test).
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzPack$$' -fuzztime 10s ./pkg/pack/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./pkg/...
