@@ -1,0 +1,162 @@
+package workflows_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"testing"
+	"time"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/blob/local"
+	"codectx/pkg/index"
+	"codectx/pkg/pipeline"
+	"codectx/pkg/queue"
+	"codectx/pkg/queue/natsq"
+	"codectx/pkg/source"
+	"codectx/pkg/testrepo"
+	"codectx/workflows"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/server/temporaltest"
+)
+
+// env is the embedded stack of `codectx up`: an in-process Temporal
+// server, NATS with JetStream, a local blob store, the orchestrator worker
+// and parse and graph workers with the same settings as `up`.
+type env struct {
+	c     client.Client
+	store *blob.Bucket
+	stop  func()
+}
+
+func newEnv(b *testing.B) *env {
+	b.Helper()
+	ts := temporaltest.NewServer()
+	ns, err := natsq.StartEmbedded(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	q, err := natsq.Connect(ctx, ns.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	store, err := local.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	acts := &workflows.Activities{Store: store, Queue: q, CacheDir: b.TempDir()}
+	ts.NewWorker(workflows.TaskQueue, func(r worker.Registry) { workflows.Register(r, acts) })
+	w := &pipeline.Workers{Store: store, Queue: q, CacheDir: b.TempDir()}
+	done := make(chan struct{}, 2)
+	go func() { w.RunParse(ctx, queue.Config{Workers: runtime.GOMAXPROCS(0)}); done <- struct{}{} }()
+	go func() { w.RunGraph(ctx, queue.Config{Workers: 1}); done <- struct{}{} }()
+	return &env{c: ts.GetDefaultClient(), store: store, stop: func() {
+		cancel()
+		<-done
+		<-done
+		q.Close()
+		ns.Shutdown()
+		ts.Stop()
+	}}
+}
+
+// pushAndWaitHead signals a push and waits until HEAD points at commit
+// (the moment a query sees the new snapshot).
+func (e *env) pushAndWaitHead(b *testing.B, repo, location, commit string) {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := workflows.SignalPush(ctx, e.c, workflows.Push{Repo: repo, Location: location, Commit: commit}); err != nil {
+		b.Fatal(err)
+	}
+	for {
+		h, err := index.ReadHead(ctx, e.store, index.DefaultTenant, repo)
+		if err == nil && (h.Commit == commit || (commit == "" && h.Commit != "")) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			st, _ := workflows.Status(context.Background(), e.c, index.DefaultTenant, repo)
+			b.Fatalf("push of %s not published: %+v", commit, st)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+var corpusDir = filepath.Join(runtime.GOROOT(), "src", "net", "http")
+
+func corpusBytes(b *testing.B) int64 {
+	snap, err := source.Open(context.Background(), corpusDir, source.Options{})
+	if err != nil {
+		b.Skipf("corpus: %v", err)
+	}
+	defer snap.Close()
+	var n int64
+	for _, f := range snap.Files {
+		n += f.Size
+	}
+	return n
+}
+
+// BenchmarkColdIndexPipeline indexes $GOROOT/src/net/http through the
+// distributed path (Temporal, NATS, parse and graph workers) with an
+// empty parse cache. Compare MB/s with BenchmarkColdIndexLibrary.
+func BenchmarkColdIndexPipeline(b *testing.B) {
+	b.SetBytes(corpusBytes(b))
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		e := newEnv(b)
+		b.StartTimer()
+		e.pushAndWaitHead(b, "nethttp", corpusDir, "")
+		b.StopTimer()
+		e.stop()
+		b.StartTimer()
+	}
+}
+
+// BenchmarkColdIndexLibrary indexes the same files in-process with the
+// same number of parse goroutines.
+func BenchmarkColdIndexLibrary(b *testing.B) {
+	b.SetBytes(corpusBytes(b))
+	for i := 0; i < b.N; i++ {
+		store, err := local.Open(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := index.Build(context.Background(), store, corpusDir, index.Options{Name: "nethttp"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPushToQueryable measures, on the embedded stack, the time from a
+// one-file push to the moment HEAD serves the new commit. Run it with
+// -benchtime 10x for the p50 over 10 pushes.
+func BenchmarkPushToQueryable(b *testing.B) {
+	e := newEnv(b)
+	defer e.stop()
+	r := testrepo.New(b)
+	first := r.Commit("initial", testrepo.Small)
+	e.pushAndWaitHead(b, "shop", r.Dir, first)
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		commit := r.Commit(fmt.Sprintf("push %d", i), map[string]string{
+			"price/price.go": fmt.Sprintf("package price\n\n// Lookup returns the price of a SKU.\nfunc Lookup(sku string) int { return %d }\n", i),
+		})
+		b.StartTimer()
+		start := time.Now()
+		e.pushAndWaitHead(b, "shop", r.Dir, commit)
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*95/100].Milliseconds()), "p95-ms")
+}
