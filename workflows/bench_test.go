@@ -49,7 +49,7 @@ func newEnv(b *testing.B) *env {
 	if err != nil {
 		b.Fatal(err)
 	}
-	acts := &workflows.Activities{Store: store, Queue: q, CacheDir: b.TempDir()}
+	acts := &workflows.Activities{Store: store, Queue: q, CacheDir: b.TempDir(), PollInterval: 100 * time.Millisecond} // as `up`
 	ts.NewWorker(workflows.TaskQueue, func(r worker.Registry) { workflows.Register(r, acts) })
 	w := &pipeline.Workers{Store: store, Queue: q, CacheDir: b.TempDir()}
 	done := make(chan struct{}, 2)

@@ -24,6 +24,9 @@ type Workers struct {
 	// parse-cache miss, before its content is read). It may block or panic.
 	ParseHook func(path string)
 	Chunk     chunk.Options // parse options (size cap, parse timeout)
+	// Wrap, if set, wraps each stage's handler (metrics: items, failures,
+	// latency per stage).
+	Wrap func(stage string, h queue.Handler) queue.Handler
 
 	snaps snapCache
 }
@@ -33,14 +36,21 @@ type Workers struct {
 func (w *Workers) RunParse(ctx context.Context, cfg queue.Config) error {
 	cfg.Stage = StageParse
 	defer w.snaps.closeIdle(0)
-	return w.Queue.Consume(ctx, cfg, w.HandleParse)
+	return w.Queue.Consume(ctx, cfg, w.wrap(StageParse, w.HandleParse))
+}
+
+func (w *Workers) wrap(stage string, h queue.Handler) queue.Handler {
+	if w.Wrap == nil {
+		return h
+	}
+	return w.Wrap(stage, h)
 }
 
 // RunGraph consumes the graph stage until ctx is done: each job assembles
 // and writes one segment (never HEAD). cfg.Stage is set to StageGraph.
 func (w *Workers) RunGraph(ctx context.Context, cfg queue.Config) error {
 	cfg.Stage = StageGraph
-	return w.Queue.Consume(ctx, cfg, w.HandleGraph)
+	return w.Queue.Consume(ctx, cfg, w.wrap(StageGraph, w.HandleGraph))
 }
 
 // HandleParse parses the files of one ParseBatch message. Results are keyed

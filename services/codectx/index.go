@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"time"
 
+	"codectx/pkg/api"
 	"codectx/pkg/blob"
 	"codectx/pkg/blob/local"
 	"codectx/pkg/chunk"
@@ -32,6 +34,8 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	maxSize := fs.Int64("max-file-size", 1<<20, "skip files larger than this many bytes")
 	workers := fs.Int("workers", 0, "parse goroutines (default: number of CPUs)")
+	server := fs.String("server", env(envServer, ""), "send the request to a running `codectx up` or gateway at this URL and wait ($"+envServer+")")
+	timeout := fs.Duration("timeout", time.Hour, "with --server: how long to wait for the index")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: codectx index [flags] PATH_OR_URL\n\nIndexes a working directory, a clone, a bare git directory or a clone URL.")
 		fs.PrintDefaults()
@@ -42,6 +46,9 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() != 1 {
 		fs.Usage()
 		return fmt.Errorf("index: want exactly one PATH_OR_URL, got %d", fs.NArg())
+	}
+	if *server != "" {
+		return indexRemote(ctx, *server, api.IndexRequest{Tenant: *tenant, Repo: *name, Location: absLocation(fs.Arg(0)), Commit: *rev}, *timeout, *asJSON, stdout)
 	}
 	store, err := openStore(*data)
 	if err != nil {
@@ -67,4 +74,25 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprint(stdout, index.FormatSummary(sum))
 	return nil
+}
+
+// indexRemote asks a server to index and waits for it.
+func indexRemote(ctx context.Context, url string, req api.IndexRequest, timeout time.Duration, asJSON bool, stdout io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cl := &api.Client{BaseURL: url}
+	if !asJSON {
+		return indexAndWait(ctx, cl, req, stdout)
+	}
+	resp, err := cl.Index(ctx, req)
+	if err != nil {
+		return err
+	}
+	st, err := cl.WaitIndexed(ctx, resp.Tenant, resp.Repo, req.Commit)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(st)
 }

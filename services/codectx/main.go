@@ -1,7 +1,10 @@
 // Command codectx is the code-context engine. One binary runs every role:
 // `codectx index` builds the index of a repository, `codectx query` answers
 // a question with a token-budgeted context, `codectx eval` measures
-// retrieval quality on tasks mined from merged pull requests.
+// retrieval quality on tasks mined from merged pull requests, `codectx up`
+// runs the whole service in one process, and the role subcommands
+// (orchestrator, parse-worker, graph-worker, embed-worker, query-service,
+// gateway) run one part each against a real Temporal, NATS and S3.
 package main
 
 import (
@@ -29,9 +32,18 @@ func main() {
 const usage = `codectx: a code-context engine for coding agents.
 
 Usage:
-  codectx index [--data DIR] [--name NAME] [--rev REV] [--json] PATH_OR_URL
-  codectx query [--data DIR] --repo NAME [--budget 8000] [--arms LIST] [--json] "text"
+  codectx up    [--data DIR] [--listen 127.0.0.1:7700] [--index PATH_OR_URL ...]
+  codectx index [--data DIR | --server URL] [--name NAME] [--rev REV] [--json] PATH_OR_URL
+  codectx query [--data DIR | --server URL] --repo NAME [--budget 8000] [--arms LIST] [--json] "text"
   codectx eval  --tasks FILE.jsonl --git-dir owner/name=PATH ... [--budgets LIST] [--json OUT]
+
+Roles (one part each, configured by flags or CODECTX_* environment variables):
+  codectx orchestrator    Temporal worker of the indexing workflows
+  codectx parse-worker    consumes the parse stage
+  codectx graph-worker    consumes the graph stage, writes segments
+  codectx embed-worker    embed stage: disabled (no embedder yet), consumes nothing
+  codectx query-service   HTTP query API over the published index
+  codectx gateway         HTTP admin API: POST /v1/index, status
 
 Run 'codectx COMMAND -h' for the flags of a command.
 `
@@ -49,6 +61,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runQuery(ctx, args[1:], stdout, stderr)
 	case "eval":
 		return runEval(ctx, args[1:], stdout, stderr)
+	case "up":
+		return runUp(ctx, args[1:], stdout, stderr)
+	case "orchestrator":
+		return orchestratorRole().run(ctx, args[1:], stdout, stderr)
+	case "parse-worker":
+		return parseWorkerRole().run(ctx, args[1:], stdout, stderr)
+	case "graph-worker":
+		return graphWorkerRole().run(ctx, args[1:], stdout, stderr)
+	case "embed-worker":
+		return embedWorkerRole().run(ctx, args[1:], stdout, stderr)
+	case "query-service":
+		return queryServiceRole().run(ctx, args[1:], stdout, stderr)
+	case "gateway":
+		return gatewayRole().run(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

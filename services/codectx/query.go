@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"codectx/pkg/api"
 	"codectx/pkg/index"
 	"codectx/pkg/query"
 )
@@ -41,6 +42,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	armList := fs.String("arms", "", "comma-separated arms: "+strings.Join(query.AllArms, ",")+" (default: all available)")
 	noRoute := fs.Bool("no-route", false, "ignore the classifier's per-trigger arm weights")
 	asJSON := fs.Bool("json", false, "print the response as JSON (schema: docs/query-json.md)")
+	server := fs.String("server", env(envServer, ""), "query a running `codectx up` or query service at this URL ($"+envServer+")")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: codectx query [flags] "text"`)
 		fs.PrintDefaults()
@@ -60,18 +62,27 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("query: %w", err)
 	}
-	store, err := openStore(*data)
-	if err != nil {
-		return err
-	}
-	seg, err := index.LoadHead(ctx, store, *tenant, *repo)
-	if err != nil {
-		return fmt.Errorf("query: %w (run 'codectx index' first)", err)
-	}
-	eng := &query.Engine{Seg: seg}
-	resp, err := eng.Query(ctx, query.Request{Query: strings.Join(fs.Args(), " "), Budget: *budget, Arms: arms, Route: !*noRoute})
-	if err != nil {
-		return err
+	var resp *query.Response
+	if *server != "" {
+		cl := &api.Client{BaseURL: *server}
+		resp, err = cl.Query(ctx, api.QueryRequest{Tenant: *tenant, Repo: *repo, Query: strings.Join(fs.Args(), " "), Budget: *budget, Arms: arms, NoRoute: *noRoute})
+		if err != nil {
+			return err
+		}
+	} else {
+		store, err := openStore(*data)
+		if err != nil {
+			return err
+		}
+		seg, err := index.LoadHead(ctx, store, *tenant, *repo)
+		if err != nil {
+			return fmt.Errorf("query: %w (run 'codectx index' first)", err)
+		}
+		eng := &query.Engine{Seg: seg}
+		resp, err = eng.Query(ctx, query.Request{Query: strings.Join(fs.Args(), " "), Budget: *budget, Arms: arms, Route: !*noRoute})
+		if err != nil {
+			return err
+		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)

@@ -1,0 +1,98 @@
+// Package api is the HTTP API of codectx and a Go client for it. The query
+// routes answer questions over the published index of a repository (its
+// HEAD segment, loaded from the blob store through a small LRU cache); the
+// admin routes ask the orchestrator to index a repository and report its
+// status. Every role of the `codectx` binary serves /healthz, /readyz and
+// /metrics from here.
+//
+// Routes (JSON in and out; errors are {"error": "..."}):
+//
+//	GET  /healthz                           200 while the process runs
+//	GET  /readyz                            200 when every dependency answers, else 503
+//	GET  /metrics                           Prometheus text format
+//	POST /v1/query                          QueryRequest -> query.Response (docs/query-json.md)
+//	POST /v1/index                          IndexRequest -> IndexResponse
+//	GET  /v1/repos/{tenant}/{repo...}/status -> RepoStatus
+package api
+
+import (
+	"context"
+	"errors"
+
+	"codectx/pkg/index"
+)
+
+// QueryRequest is the body of POST /v1/query.
+type QueryRequest struct {
+	Tenant    string   `json:"tenant,omitempty"` // default "default"
+	Repo      string   `json:"repo"`
+	Query     string   `json:"query"`
+	Budget    int      `json:"budget,omitempty"`    // o200k tokens; default 8000
+	Arms      []string `json:"arms,omitempty"`      // default: all available
+	NoRoute   bool     `json:"no_route,omitempty"`  // ignore the classifier's per-trigger weights
+	Languages []string `json:"languages,omitempty"` // restrict to these languages
+}
+
+// IndexRequest is the body of POST /v1/index.
+type IndexRequest struct {
+	Tenant   string `json:"tenant,omitempty"` // default "default"
+	Repo     string `json:"repo,omitempty"`   // default: derived from the location
+	Location string `json:"location"`         // path on the server's machine, or clone URL
+	Commit   string `json:"commit,omitempty"` // default: the location's HEAD
+}
+
+// IndexResponse is the answer of POST /v1/index: the request was accepted
+// and the repository's workflow signalled.
+type IndexResponse struct {
+	Tenant string `json:"tenant"`
+	Repo   string `json:"repo"`
+	Commit string `json:"commit,omitempty"`
+	RunID  string `json:"run_id"`
+}
+
+// Indexing states of RepoStatus.State.
+const (
+	StateIdle     = "idle"     // nothing to do
+	StateIndexing = "indexing" // a snapshot is being indexed
+	StateUnknown  = "unknown"  // no orchestrator configured, or it does not know the repo
+)
+
+// RepoStatus is the answer of GET /v1/repos/{tenant}/{repo}/status: what the
+// orchestrator is doing for the repository and what is published.
+type RepoStatus struct {
+	Tenant     string      `json:"tenant"`
+	Repo       string      `json:"repo"`
+	State      string      `json:"state"`
+	Current    string      `json:"current,omitempty"`     // commit being indexed ("" = the location's HEAD)
+	Pending    string      `json:"pending,omitempty"`     // commit of a push waiting for the current snapshot
+	HasPending bool        `json:"has_pending,omitempty"` // a push is waiting (Pending may be "" = HEAD)
+	Received   int         `json:"received"`              // pushes received
+	Covered    int         `json:"covered"`               // pushes covered by finished snapshots
+	LastCommit string      `json:"last_commit,omitempty"` // commit of the last finished snapshot
+	LastError  string      `json:"last_error,omitempty"`  // error of the last snapshot, "" if it succeeded
+	Files      int         `json:"files"`                 // files of the last finished snapshot
+	Parsed     int         `json:"parsed"`                // of those, parsed by it
+	Reused     int         `json:"reused"`                // of those, reused from the parse cache
+	Failed     int         `json:"failed"`                // of those, left out because their parse failed
+	Embed      string      `json:"embed,omitempty"`       // what the embed stage did
+	Head       *index.Head `json:"head,omitempty"`        // the published HEAD, nil if none
+}
+
+// Done reports whether every push received has been covered by a finished
+// snapshot.
+func (s RepoStatus) Done() bool {
+	return s.State != StateIndexing && !s.HasPending && s.Covered >= s.Received && s.Received > 0
+}
+
+// ErrUnknownRepo is returned (wrapped) by an Indexer that has no workflow
+// for the repository.
+var ErrUnknownRepo = errors.New("unknown repository")
+
+// Indexer is the port to the orchestrator: the services adapt the
+// workflows package to it, tests use a fake.
+type Indexer interface {
+	// Index signals (starting it if needed) the repository's workflow.
+	Index(ctx context.Context, req IndexRequest) (runID string, err error)
+	// Status queries the repository's workflow. Head is filled in by the API.
+	Status(ctx context.Context, tenant, repo string) (RepoStatus, error)
+}

@@ -1,0 +1,318 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/index"
+)
+
+// fakeIndexer records requests; each Status call advances a pending push
+// by one step: indexing, then done with commit "c0ffee01".
+type fakeIndexer struct {
+	mu    sync.Mutex
+	reqs  []IndexRequest
+	st    map[string]*RepoStatus
+	fail  error
+	steps int
+}
+
+func (f *fakeIndexer) Index(_ context.Context, req IndexRequest) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return "", f.fail
+	}
+	f.reqs = append(f.reqs, req)
+	k := req.Tenant + "/" + req.Repo
+	if f.st == nil {
+		f.st = map[string]*RepoStatus{}
+	}
+	st := f.st[k]
+	if st == nil {
+		st = &RepoStatus{State: StateIdle}
+		f.st[k] = st
+	}
+	st.Received++
+	st.HasPending = true
+	return "run-1", nil
+}
+
+func (f *fakeIndexer) Status(_ context.Context, tenant, repo string) (RepoStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := f.st[tenant+"/"+repo]
+	if st == nil {
+		return RepoStatus{}, ErrUnknownRepo
+	}
+	f.steps++
+	switch {
+	case st.HasPending:
+		st.HasPending, st.State = false, StateIndexing
+	case st.State == StateIndexing:
+		st.State, st.Covered, st.LastCommit, st.Files = StateIdle, st.Received, "c0ffee01", 3
+	}
+	return *st, nil
+}
+
+// fixture indexes a directory with two Go files into store as repo "demo".
+func fixture(t *testing.T, store *blob.Bucket, extra string) *index.Summary {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "demo")
+	files := map[string]string{
+		"auth/token.go":   "package auth\n\n// ParseToken validates a bearer token and returns its subject.\nfunc ParseToken(s string) (string, error) {\n\treturn s, nil\n}\n",
+		"util/strings.go": "package util\n\n// Reverse reverses a string.\nfunc Reverse(s string) string {\n\treturn s\n}\n" + extra,
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum, err := index.Build(context.Background(), store, dir, index.Options{Name: "demo", Workers: 1})
+	if err != nil {
+		t.Fatalf("index fixture: %v", err)
+	}
+	return sum
+}
+
+func newServer(t *testing.T, s *Server) (*httptest.Server, *Client) {
+	t.Helper()
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	return ts, &Client{BaseURL: ts.URL, PollInterval: time.Millisecond}
+}
+
+func post(t *testing.T, url, body string) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatalf("POST %s: answer is not a JSON object: %v", url, err)
+	}
+	return resp.StatusCode, m
+}
+
+func TestQuery(t *testing.T) {
+	store := blob.NewMem()
+	sum := fixture(t, store, "")
+	s := &Server{Store: store, Routes: AllRoutes}
+	ts, c := newServer(t, s)
+	ctx := context.Background()
+
+	resp, err := c.Query(ctx, QueryRequest{Repo: "demo", Query: "where is ParseToken defined", Budget: 2000})
+	if err != nil {
+		t.Fatalf("Query: %v", err)
+	}
+	if resp.Commit != sum.Commit || len(resp.Chunks) == 0 || resp.Chunks[0].Path != "auth/token.go" {
+		t.Fatalf("Query: commit %s, %d chunks, first %+v; want commit %s, first from auth/token.go", resp.Commit, len(resp.Chunks), resp.Chunks, sum.Commit)
+	}
+	if resp.Tokens > 2000 {
+		t.Errorf("tokens %d over budget 2000", resp.Tokens)
+	}
+
+	// A new HEAD is picked up on the next request.
+	sum2 := fixture(t, store, "\n// Shout upper-cases a string.\nfunc Shout(s string) string { return s }\n")
+	if sum2.Commit == sum.Commit {
+		t.Fatal("fixture change did not change the snapshot name")
+	}
+	resp, err = c.Query(ctx, QueryRequest{Tenant: "default", Repo: "demo", Query: "Shout"})
+	if err != nil {
+		t.Fatalf("Query after reindex: %v", err)
+	}
+	if resp.Commit != sum2.Commit {
+		t.Errorf("commit after reindex = %s, want %s", resp.Commit, sum2.Commit)
+	}
+	if n := s.segs.len(); n != 2 {
+		t.Errorf("cached segments = %d, want 2", n)
+	}
+
+	for _, tc := range []struct {
+		name, body string
+		code       int
+		errHas     string
+	}{
+		{"no repo", `{"query":"x"}`, 400, "no repo"},
+		{"empty query", `{"repo":"demo","query":"  "}`, 400, "empty query"},
+		{"bad arm", `{"repo":"demo","query":"x","arms":["nope"]}`, 400, "unknown arm"},
+		{"bad json", `{"repo":`, 400, "bad request body"},
+		{"bad name", `{"repo":"../etc","query":"x"}`, 400, "invalid repo"},
+		{"bad budget", `{"repo":"demo","query":"x","budget":-1}`, 400, "budget"},
+		{"unknown repo", `{"repo":"nope","query":"x"}`, 404, "not indexed"},
+	} {
+		code, m := post(t, ts.URL+"/v1/query", tc.body)
+		msg, _ := m["error"].(string)
+		if code != tc.code || !strings.Contains(msg, tc.errHas) {
+			t.Errorf("%s: got %d %q, want %d containing %q", tc.name, code, msg, tc.code, tc.errHas)
+		}
+	}
+	if _, err := c.Query(ctx, QueryRequest{Repo: "nope", Query: "x"}); !IsNotFound(err) {
+		t.Errorf("client Query of unknown repo: err = %v, want a 404 Error", err)
+	}
+}
+
+func TestHealthAndReady(t *testing.T) {
+	store := blob.NewMem()
+	var down error
+	s := &Server{
+		Store:  store,
+		Checks: []Check{{Name: "temporal", Fn: func(context.Context) error { return down }}},
+		Notes:  map[string]string{"embed": "disabled: no embedder configured"},
+	}
+	ts, _ := newServer(t, s)
+	get := func(path string) (int, Readiness) {
+		resp, err := http.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var r Readiness
+		json.NewDecoder(resp.Body).Decode(&r)
+		return resp.StatusCode, r
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Errorf("/healthz = %d, want 200", code)
+	}
+	code, r := get("/readyz")
+	if code != 200 || !r.Ready || r.Checks["store"] != "ok" || r.Checks["temporal"] != "ok" || r.Notes["embed"] == "" {
+		t.Errorf("/readyz = %d %+v, want 200, ready, store and temporal ok, embed note", code, r)
+	}
+	down = errors.New("connection refused")
+	code, r = get("/readyz")
+	if code != 503 || r.Ready || r.Checks["temporal"] != "connection refused" {
+		t.Errorf("/readyz with temporal down = %d %+v, want 503 naming temporal", code, r)
+	}
+	resp, err := http.Get(ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	buf := make([]byte, 1<<16)
+	for {
+		n, err := resp.Body.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	if !strings.Contains(b.String(), `codectx_http_requests_total{code="503",route="readyz"} 1`) {
+		t.Errorf("/metrics does not count the 503 of /readyz:\n%s", b.String())
+	}
+}
+
+func TestIndexAndStatus(t *testing.T) {
+	store := blob.NewMem()
+	fixture(t, store, "")
+	fake := &fakeIndexer{}
+	ts, c := newServer(t, &Server{Store: store, Indexer: fake, Routes: AllRoutes})
+	ctx := context.Background()
+
+	loc := filepath.Join(t.TempDir(), "myrepo")
+	got, err := c.Index(ctx, IndexRequest{Location: loc})
+	if err != nil {
+		t.Fatalf("Index: %v", err)
+	}
+	if got.Tenant != "default" || got.Repo != "myrepo" || got.RunID != "run-1" {
+		t.Errorf("Index = %+v, want default/myrepo run-1", got)
+	}
+	if len(fake.reqs) != 1 || fake.reqs[0].Location != loc || fake.reqs[0].Repo != "myrepo" {
+		t.Errorf("indexer got %+v", fake.reqs)
+	}
+	st, err := c.WaitIndexed(ctx, "default", "myrepo", "")
+	if err != nil {
+		t.Fatalf("WaitIndexed: %v", err)
+	}
+	if !st.Done() || st.LastCommit != "c0ffee01" || st.Files != 3 || st.Head != nil {
+		t.Errorf("WaitIndexed = %+v, want done at c0ffee01 with 3 files and no head", st)
+	}
+	if fake.steps < 2 {
+		t.Errorf("WaitIndexed returned after %d status calls, before the fake finished", fake.steps)
+	}
+
+	// A repository indexed outside the orchestrator shows its HEAD only.
+	st, err = c.Status(ctx, "default", "demo")
+	if err != nil {
+		t.Fatalf("Status demo: %v", err)
+	}
+	if st.State != StateUnknown || st.Head == nil || st.Head.Commit == "" {
+		t.Errorf("Status demo = %+v, want unknown state with a head", st)
+	}
+	if _, err := c.Status(ctx, "default", "nope"); !IsNotFound(err) {
+		t.Errorf("Status nope: err = %v, want 404", err)
+	}
+	// Nested repo names go through the path.
+	if _, err := c.Index(ctx, IndexRequest{Repo: "org/svc", Location: "https://example.com/org/svc.git", Commit: "abc"}); err != nil {
+		t.Fatalf("Index org/svc: %v", err)
+	}
+	if _, err := c.Status(ctx, "default", "org/svc"); err != nil {
+		t.Errorf("Status org/svc: %v", err)
+	}
+
+	for _, tc := range []struct {
+		name, body string
+		code       int
+	}{
+		{"no location", `{}`, 400},
+		{"relative path", `{"location":"some/dir"}`, 400},
+		{"bad tenant", `{"tenant":"a b","location":"/x/y"}`, 400},
+	} {
+		if code, m := post(t, ts.URL+"/v1/index", tc.body); code != tc.code {
+			t.Errorf("%s: got %d %v, want %d", tc.name, code, m, tc.code)
+		}
+	}
+	fake.fail = errors.New("temporal down")
+	if code, m := post(t, ts.URL+"/v1/index", `{"location":"/x/y"}`); code != 503 || !strings.Contains(m["error"].(string), "temporal down") {
+		t.Errorf("index with failing indexer: %d %v, want 503 naming the cause", code, m)
+	}
+}
+
+func TestRoutes(t *testing.T) {
+	store := blob.NewMem()
+	_, query := newServer(t, &Server{Store: store, Routes: QueryRoutes, Indexer: &fakeIndexer{}})
+	if _, err := query.Index(context.Background(), IndexRequest{Location: "/x/y"}); !IsNotFound(err) {
+		t.Errorf("Index on a query-only server: err = %v, want 404", err)
+	}
+	_, admin := newServer(t, &Server{Store: store, Routes: AdminRoutes})
+	if _, err := admin.Query(context.Background(), QueryRequest{Repo: "demo", Query: "x"}); !IsNotFound(err) {
+		t.Errorf("Query on an admin-only server: err = %v, want 404", err)
+	}
+	_, health := newServer(t, &Server{Store: store})
+	if _, err := health.Status(context.Background(), "default", "demo"); !IsNotFound(err) {
+		t.Errorf("Status on a health-only server: err = %v, want 404", err)
+	}
+	var e *Error
+	if _, err := admin.Index(context.Background(), IndexRequest{Location: "/x/y"}); !errors.As(err, &e) || e.Code != 503 {
+		t.Errorf("Index with no indexer: err = %v, want 503", err)
+	}
+}
+
+func TestWaitIndexedReportsFailure(t *testing.T) {
+	fake := &fakeIndexer{st: map[string]*RepoStatus{"default/r": {State: StateIdle, Received: 1, Covered: 1, LastError: "snapshot: no such repo"}}}
+	_, c := newServer(t, &Server{Store: blob.NewMem(), Indexer: fake, Routes: AllRoutes})
+	if _, err := c.WaitIndexed(context.Background(), "default", "r", ""); err == nil || !strings.Contains(err.Error(), "no such repo") {
+		t.Errorf("WaitIndexed = %v, want the snapshot error", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.WaitIndexed(ctx, "default", "never", ""); !errors.Is(err, context.Canceled) {
+		t.Errorf("WaitIndexed with a cancelled context = %v, want context.Canceled", err)
+	}
+}

@@ -1,0 +1,309 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/codectx"
+	"codectx/pkg/index"
+	"codectx/pkg/metrics"
+	"codectx/pkg/pipeline"
+	"codectx/pkg/query"
+)
+
+// Routes selects which API routes a Server serves besides /healthz,
+// /readyz and /metrics, which it always serves (0 = only those: workers).
+type Routes int
+
+const (
+	QueryRoutes Routes = 1 << iota // POST /v1/query, GET status (published HEAD only without an Indexer)
+	AdminRoutes                    // POST /v1/index, GET status
+	AllRoutes   = QueryRoutes | AdminRoutes
+)
+
+// Check is one readiness probe: Fn returns nil when the dependency answers.
+type Check struct {
+	Name string
+	Fn   func(ctx context.Context) error
+}
+
+// Server holds what the handlers need. Set the fields, then call Handler
+// once; the handler is safe for concurrent use.
+type Server struct {
+	Store     *blob.Bucket      // required: published segments and HEADs
+	Indexer   Indexer           // nil: /v1/index answers 503 and status shows the HEAD only
+	Metrics   *metrics.Metrics  // nil: a fresh registry
+	Routes    Routes            // API routes served; 0 = health, readiness and metrics only
+	Checks    []Check           // readiness probes besides the store
+	Notes     map[string]string // shown by /readyz, e.g. {"embed": "disabled: no embedder configured"}
+	CacheSize int               // segments kept loaded; default 16
+	Log       *slog.Logger      // default slog.Default()
+
+	segs *segCache
+}
+
+const maxBody = 1 << 20
+
+// Handler returns the HTTP handler of the server's routes.
+func (s *Server) Handler() http.Handler {
+	if s.Metrics == nil {
+		s.Metrics = metrics.New()
+	}
+	if s.Log == nil {
+		s.Log = slog.Default()
+	}
+	s.segs = newSegCache(s.Store, s.CacheSize)
+	mux := http.NewServeMux()
+	handle := func(pattern, route string, h http.HandlerFunc) {
+		mux.Handle(pattern, s.Metrics.Middleware(route, h))
+	}
+	handle("GET /healthz", "healthz", s.healthz)
+	handle("GET /readyz", "readyz", s.readyz)
+	mux.Handle("GET /metrics", s.Metrics.Handler())
+	if s.Routes&QueryRoutes != 0 {
+		handle("POST /v1/query", "query", s.query)
+	}
+	if s.Routes&AdminRoutes != 0 {
+		handle("POST /v1/index", "index", s.index)
+	}
+	if s.Routes != 0 {
+		handle("GET /v1/repos/{tenant}/{rest...}", "status", s.status)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Errorf("no route %s %s", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// Readiness is the body of /readyz.
+type Readiness struct {
+	Ready  bool              `json:"ready"`
+	Checks map[string]string `json:"checks"` // name -> "ok" or the error
+	Notes  map[string]string `json:"notes,omitempty"`
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	checks := append([]Check{{Name: "store", Fn: func(ctx context.Context) error {
+		_, err := s.Store.Exists(ctx, "readyz/probe")
+		return err
+	}}}, s.Checks...)
+	res := Readiness{Ready: true, Checks: map[string]string{}, Notes: s.Notes}
+	for _, c := range checks {
+		if err := c.Fn(ctx); err != nil {
+			res.Ready = false
+			res.Checks[c.Name] = err.Error()
+			continue
+		}
+		res.Checks[c.Name] = "ok"
+	}
+	code := http.StatusOK
+	if !res.Ready {
+		code = http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, res)
+}
+
+func (s *Server) query(w http.ResponseWriter, r *http.Request) {
+	var req QueryRequest
+	if err := readJSON(r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if req.Tenant == "" {
+		req.Tenant = index.DefaultTenant
+	}
+	if err := validRepo(req.Tenant, req.Repo); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if strings.TrimSpace(req.Query) == "" {
+		writeError(w, http.StatusBadRequest, errors.New("empty query"))
+		return
+	}
+	if req.Budget < 0 || req.Budget > 1_000_000 {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("budget %d out of range (0..1000000)", req.Budget))
+		return
+	}
+	if err := validArms(req.Arms); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	ctx := r.Context()
+	head, err := index.ReadHead(ctx, s.Store, req.Tenant, req.Repo)
+	if errors.Is(err, blob.ErrNotFound) {
+		writeError(w, http.StatusNotFound, fmt.Errorf("repository %s/%s is not indexed", req.Tenant, req.Repo))
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	seg, err := s.segs.get(ctx, head.Segment)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	langs := make([]codectx.Language, 0, len(req.Languages))
+	for _, l := range req.Languages {
+		langs = append(langs, codectx.Language(l))
+	}
+	eng := &query.Engine{Seg: seg}
+	resp, err := eng.Query(ctx, query.Request{Query: req.Query, Budget: req.Budget, Arms: req.Arms, Route: !req.NoRoute, Languages: langs})
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) index(w http.ResponseWriter, r *http.Request) {
+	if s.Indexer == nil {
+		writeError(w, http.StatusServiceUnavailable, errors.New("no orchestrator configured"))
+		return
+	}
+	var req IndexRequest
+	if err := readJSON(r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if req.Tenant == "" {
+		req.Tenant = index.DefaultTenant
+	}
+	if req.Location == "" {
+		writeError(w, http.StatusBadRequest, errors.New("no location"))
+		return
+	}
+	if !isURL(req.Location) && !filepath.IsAbs(req.Location) {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("location %q: want a clone URL or an absolute path on the server", req.Location))
+		return
+	}
+	if req.Repo == "" {
+		req.Repo = pipeline.RepoName(req.Location)
+	}
+	if err := validRepo(req.Tenant, req.Repo); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	run, err := s.Indexer.Index(r.Context(), req)
+	if err != nil {
+		s.Log.Error("index request", "tenant", req.Tenant, "repo", req.Repo, "error", err)
+		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("signal %s/%s: %w", req.Tenant, req.Repo, err))
+		return
+	}
+	writeJSON(w, http.StatusAccepted, IndexResponse{Tenant: req.Tenant, Repo: req.Repo, Commit: req.Commit, RunID: run})
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	tenant := r.PathValue("tenant")
+	repo, ok := strings.CutSuffix(r.PathValue("rest"), "/status")
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Errorf("no route %s %s", r.Method, r.URL.Path))
+		return
+	}
+	if err := validRepo(tenant, repo); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	ctx := r.Context()
+	st := RepoStatus{Tenant: tenant, Repo: repo, State: StateUnknown}
+	known := false
+	if s.Indexer != nil {
+		got, err := s.Indexer.Status(ctx, tenant, repo)
+		switch {
+		case err == nil:
+			st, known = got, true
+			st.Tenant, st.Repo = tenant, repo
+		case errors.Is(err, ErrUnknownRepo):
+		default:
+			writeError(w, http.StatusServiceUnavailable, fmt.Errorf("status of %s/%s: %w", tenant, repo, err))
+			return
+		}
+	}
+	head, err := index.ReadHead(ctx, s.Store, tenant, repo)
+	switch {
+	case err == nil:
+		st.Head, known = &head, true
+	case errors.Is(err, blob.ErrNotFound):
+	default:
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	if !known {
+		writeError(w, http.StatusNotFound, fmt.Errorf("unknown repository %s/%s", tenant, repo))
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func validRepo(tenant, repo string) error {
+	if repo == "" {
+		return errors.New("no repo")
+	}
+	if !index.ValidName(tenant) {
+		return fmt.Errorf("invalid tenant %q", tenant)
+	}
+	if !index.ValidName(repo) {
+		return fmt.Errorf("invalid repo %q (use letters, digits, . _ - and /)", repo)
+	}
+	return nil
+}
+
+func validArms(arms []string) error {
+	known := map[string]bool{}
+	for _, a := range query.AllArms {
+		known[a] = true
+	}
+	for _, a := range arms {
+		if !known[a] {
+			return fmt.Errorf("unknown arm %q (want some of %s)", a, strings.Join(query.AllArms, ","))
+		}
+	}
+	return nil
+}
+
+func isURL(s string) bool {
+	if strings.Contains(s, "://") {
+		return true
+	}
+	at, colon := strings.IndexByte(s, '@'), strings.IndexByte(s, ':')
+	return at > 0 && colon > at // scp-like git@host:owner/repo
+}
+
+func readJSON(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("bad request body: %w", err)
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.Encode(v)
+}
+
+// ErrorBody is the body of every error response.
+type ErrorBody struct {
+	Error string `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, code int, err error) {
+	writeJSON(w, code, ErrorBody{Error: err.Error()})
+}

@@ -1,0 +1,114 @@
+package temporalserver
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+const taskQueue = "temporalserver-test"
+
+// waitSignal completes with the value of the "go" signal.
+func waitSignal(ctx workflow.Context) (string, error) {
+	var v string
+	workflow.GetSignalChannel(ctx, "go").Receive(ctx, &v)
+	return "got " + v, nil
+}
+
+func echo(_ workflow.Context, s string) (string, error) { return s, nil }
+
+func startServer(t *testing.T, ctx context.Context, dir string) (*Server, client.Client, worker.Worker) {
+	t.Helper()
+	s, err := Start(ctx, Config{DataDir: dir})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	c, err := client.DialContext(ctx, client.Options{HostPort: s.HostPort(), Namespace: s.Namespace(), Logger: quiet{}})
+	if err != nil {
+		s.Stop()
+		t.Fatalf("dial: %v", err)
+	}
+	w := worker.New(c, taskQueue, worker.Options{})
+	w.RegisterWorkflow(waitSignal)
+	w.RegisterWorkflow(echo)
+	if err := w.Start(); err != nil {
+		c.Close()
+		s.Stop()
+		t.Fatalf("worker: %v", err)
+	}
+	return s, c, w
+}
+
+func stop(s *Server, c client.Client, w worker.Worker) {
+	w.Stop()
+	c.Close()
+	s.Stop()
+}
+
+func TestRestartKeepsState(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+
+	s, c, w := startServer(t, ctx, dir)
+	// A trivial workflow runs to completion.
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "echo", TaskQueue: taskQueue}, echo, "hello")
+	if err != nil {
+		stop(s, c, w)
+		t.Fatalf("execute echo: %v", err)
+	}
+	var got string
+	if err := run.Get(ctx, &got); err != nil || got != "hello" {
+		stop(s, c, w)
+		t.Fatalf("echo = %q, %v; want hello", got, err)
+	}
+	// A second server on the same dir is refused while the first runs.
+	if s2, err := Start(ctx, Config{DataDir: dir}); !errors.Is(err, ErrLocked) {
+		if s2 != nil {
+			s2.Stop()
+		}
+		stop(s, c, w)
+		t.Fatalf("second Start on the same dir: err = %v, want ErrLocked", err)
+	}
+	// This one waits for a signal across the restart.
+	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "waiter", TaskQueue: taskQueue}, waitSignal); err != nil {
+		stop(s, c, w)
+		t.Fatalf("start waiter: %v", err)
+	}
+	stop(s, c, w)
+
+	s, c, w = startServer(t, ctx, dir)
+	defer stop(s, c, w)
+	if _, err := c.WorkflowService().DescribeNamespace(ctx, describe("default")); err != nil {
+		t.Fatalf("namespace after restart: %v", err)
+	}
+	desc, err := c.DescribeWorkflowExecution(ctx, "waiter", "")
+	if err != nil {
+		t.Fatalf("describe waiter after restart: %v", err)
+	}
+	if st := desc.WorkflowExecutionInfo.Status; st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		t.Fatalf("waiter status after restart = %v, want Running", st)
+	}
+	if err := c.SignalWorkflow(ctx, "waiter", "", "go", "now"); err != nil {
+		t.Fatalf("signal: %v", err)
+	}
+	if err := c.GetWorkflow(ctx, "waiter", "").Get(ctx, &got); err != nil || got != "got now" {
+		t.Fatalf("waiter = %q, %v; want %q", got, err, "got now")
+	}
+	// The finished echo run is still in the history after the restart.
+	if err := c.GetWorkflow(ctx, "echo", "").Get(ctx, &got); err != nil || got != "hello" {
+		t.Fatalf("echo after restart = %q, %v; want hello", got, err)
+	}
+}
+
+func TestStartNeedsDataDir(t *testing.T) {
+	if _, err := Start(context.Background(), Config{}); err == nil {
+		t.Fatal("Start with no DataDir succeeded")
+	}
+}

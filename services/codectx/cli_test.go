@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"codectx/pkg/testrepo"
+)
+
+// runCLI runs the command in-process and returns stdout.
+func runCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args, &out, &errOut)
+	if err != nil {
+		t.Logf("stderr: %s", errOut.String())
+	}
+	return out.String(), err
+}
+
+func TestIndexAndQueryJSON(t *testing.T) {
+	r := testrepo.New(t)
+	commit := r.Commit("initial", testrepo.Small)
+	data := t.TempDir()
+	out, err := runCLI(t, "index", "--data", data, "--name", "acme/shop", "--json", r.Bare())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum struct {
+		Repo, Commit string
+		Files        int
+		Parsed       int
+		Skipped      map[string]int
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("index --json output is not JSON: %v\n%s", err, out)
+	}
+	if sum.Repo != "acme/shop" || sum.Commit != commit || sum.Files == 0 || sum.Parsed == 0 {
+		t.Errorf("summary = %+v", sum)
+	}
+
+	out, err = runCLI(t, "query", "--data", data, "--repo", "acme/shop", "--budget", "1500", "--json", "Cart.Total")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp struct {
+		Query   string `json:"query"`
+		Trigger string `json:"trigger"`
+		Budget  int    `json:"budget"`
+		Tokens  int    `json:"tokens"`
+		Chunks  []struct {
+			Repo        string   `json:"repo"`
+			Commit      string   `json:"commit"`
+			Path        string   `json:"path"`
+			StartLine   int      `json:"start_line"`
+			EndLine     int      `json:"end_line"`
+			Symbol      string   `json:"symbol"`
+			Kind        string   `json:"kind"`
+			Granularity string   `json:"granularity"`
+			Tokens      int      `json:"tokens"`
+			Score       float64  `json:"score"`
+			Signals     []string `json:"signals"`
+			Text        string   `json:"text"`
+		} `json:"chunks"`
+	}
+	if err := json.Unmarshal([]byte(out), &resp); err != nil {
+		t.Fatalf("query --json output is not JSON: %v", err)
+	}
+	if resp.Query != "Cart.Total" || resp.Trigger != "EXPLICIT_SYMBOL" || resp.Budget != 1500 || resp.Tokens > 1500 || resp.Tokens == 0 {
+		t.Errorf("response header = %+v", resp)
+	}
+	if len(resp.Chunks) == 0 || resp.Chunks[0].Path != "cart/cart.go" {
+		t.Fatalf("chunks = %+v, want cart/cart.go first", resp.Chunks)
+	}
+	c := resp.Chunks[0]
+	if c.Commit != commit || c.StartLine < 1 || c.Granularity == "" || c.Text == "" || len(c.Signals) == 0 {
+		t.Errorf("first chunk = %+v", c)
+	}
+
+	out, err = runCLI(t, "query", "--data", data, "--repo", "acme/shop", "how is the cart total computed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"trigger", "cart/cart.go", "context:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("human output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestCLIErrors(t *testing.T) {
+	data := t.TempDir()
+	for _, args := range [][]string{
+		{},
+		{"nope"},
+		{"index", "--data", data},
+		{"index", "--data", data, t.TempDir() + "/missing"},
+		{"query", "--data", data, "text"},
+		{"query", "--data", data, "--repo", "unknown", "text"},
+		{"query", "--data", data, "--repo", "x", "--arms", "bm25,bogus", "text"},
+		{"eval", "--data", data},
+	} {
+		if _, err := runCLI(t, args...); err == nil {
+			t.Errorf("codectx %s succeeded, want an error", strings.Join(args, " "))
+		}
+	}
+}

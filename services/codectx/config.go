@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/blob/minio"
+)
+
+// Environment variables read by the role subcommands. A flag given on the
+// command line wins over its variable.
+const (
+	envData      = "CODECTX_DATA"
+	envListen    = "CODECTX_LISTEN"
+	envTemporal  = "CODECTX_TEMPORAL"
+	envNamespace = "CODECTX_TEMPORAL_NAMESPACE"
+	envNATS      = "CODECTX_NATS"
+	envS3        = "CODECTX_S3_ENDPOINT"
+	envS3Access  = "CODECTX_S3_ACCESS_KEY"
+	envS3Secret  = "CODECTX_S3_SECRET_KEY"
+	envS3Bucket  = "CODECTX_S3_BUCKET"
+	envS3Secure  = "CODECTX_S3_SECURE"
+	envServer    = "CODECTX_SERVER"
+)
+
+const defaultListen = "127.0.0.1:7700"
+
+func env(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func envBool(key string, def bool) bool {
+	if v, err := strconv.ParseBool(os.Getenv(key)); err == nil {
+		return v
+	}
+	return def
+}
+
+// config is what the role subcommands share.
+type config struct {
+	data      string
+	listen    string
+	temporal  string
+	namespace string
+	nats      string
+	s3        minio.Config
+}
+
+// Which dependencies a role connects to (selects the flags it takes).
+const (
+	useTemporal = 1 << iota
+	useNATS
+	useStore
+)
+
+func (c *config) flags(fs *flag.FlagSet, use int) {
+	fs.StringVar(&c.data, "data", dataDir(), "data directory: local blob store, clone cache ($"+envData+")")
+	fs.StringVar(&c.listen, "listen", env(envListen, defaultListen), "address of the HTTP endpoints: /healthz, /readyz, /metrics, API ($"+envListen+")")
+	if use&useTemporal != 0 {
+		fs.StringVar(&c.temporal, "temporal", env(envTemporal, "127.0.0.1:7233"), "Temporal frontend host:port ($"+envTemporal+")")
+		fs.StringVar(&c.namespace, "namespace", env(envNamespace, "default"), "Temporal namespace ($"+envNamespace+")")
+	}
+	if use&useNATS != 0 {
+		fs.StringVar(&c.nats, "nats", env(envNATS, "nats://127.0.0.1:4222"), "NATS server URL ($"+envNATS+")")
+	}
+	if use&useStore != 0 {
+		c.storeFlags(fs)
+	}
+}
+
+func (c *config) storeFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.s3.Endpoint, "s3-endpoint", env(envS3, ""), "S3/MinIO host:port; empty = local blob store under --data ($"+envS3+")")
+	fs.StringVar(&c.s3.Bucket, "s3-bucket", env(envS3Bucket, "codectx"), "S3 bucket, created if missing ($"+envS3Bucket+")")
+	fs.BoolVar(&c.s3.Secure, "s3-secure", envBool(envS3Secure, false), "use HTTPS for S3 ($"+envS3Secure+")")
+	fs.StringVar(&c.s3.AccessKey, "s3-access-key", env(envS3Access, ""), "S3 access key (prefer $"+envS3Access+")")
+	fs.StringVar(&c.s3.SecretKey, "s3-secret-key", env(envS3Secret, ""), "S3 secret key (prefer $"+envS3Secret+")")
+}
+
+// store opens the S3 bucket when an endpoint is configured, else the local
+// blob store under the data directory.
+func (c *config) store(ctx context.Context) (*blob.Bucket, string, error) {
+	if c.s3.Endpoint == "" {
+		st, err := openStore(c.data)
+		return st, "local " + filepath.Join(c.data, "store"), err
+	}
+	st, err := minio.Open(ctx, c.s3)
+	if err != nil {
+		return nil, "", err
+	}
+	return st, "s3 " + c.s3.Endpoint + "/" + c.s3.Bucket, nil
+}
+
+// newLogger logs text lines to w.
+func newLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return fmt.Errorf("%s: unexpected arguments %q", fs.Name(), fs.Args())
+	}
+	return nil
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"codectx/pkg/api"
+	"codectx/workflows"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+)
+
+// temporalIndexer adapts the workflows package to the API's Indexer port.
+type temporalIndexer struct{ c client.Client }
+
+func (t temporalIndexer) Index(ctx context.Context, req api.IndexRequest) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	return workflows.SignalPush(ctx, t.c, workflows.Push{Tenant: req.Tenant, Repo: req.Repo, Location: req.Location, Commit: req.Commit})
+}
+
+func (t temporalIndexer) Status(ctx context.Context, tenant, repo string) (api.RepoStatus, error) {
+	// A query waits for a worker: bound it, so a stopped orchestrator
+	// makes a 503 rather than a hung request.
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := workflows.Status(ctx, t.c, tenant, repo)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return api.RepoStatus{}, fmt.Errorf("%w: %v", api.ErrUnknownRepo, err)
+	}
+	if err != nil {
+		return api.RepoStatus{}, err
+	}
+	return convertStatus(st), nil
+}
+
+func convertStatus(st workflows.RepoStatus) api.RepoStatus {
+	out := api.RepoStatus{
+		Tenant: st.Tenant, Repo: st.Repo, State: st.State, Current: st.Current,
+		Received: st.Received, Covered: st.Covered, LastCommit: st.LastCommit, LastError: st.LastError,
+	}
+	if st.Pending != nil {
+		out.HasPending, out.Pending = true, st.Pending.Commit
+	}
+	if l := st.Last; l != nil {
+		out.Files, out.Parsed, out.Reused, out.Failed, out.Embed = l.Files, l.Parsed, l.Reused, l.Failed, l.Embed
+	}
+	return out
+}

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"codectx/pkg/api"
+	"codectx/pkg/blob"
+	"codectx/pkg/metrics"
+	"codectx/pkg/pipeline"
+	"codectx/pkg/queue"
+	"codectx/pkg/queue/natsq"
+	"codectx/workflows"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+)
+
+// role describes one deployable role of the binary.
+type role struct {
+	name    string
+	help    string // first line of -h
+	use     int    // useTemporal | useNATS
+	routes  api.Routes
+	notes   map[string]string
+	workers int // default of --workers (concurrent handlers); 0 = no such flag
+	body    func(ctx context.Context, e *roleEnv) error
+}
+
+// roleEnv is what a running role has at hand.
+type roleEnv struct {
+	cfg     config
+	log     *slog.Logger
+	store   *blob.Bucket
+	deps    *deps
+	metrics *metrics.Metrics
+	stdout  io.Writer
+	workers int
+}
+
+// lazyIndexer is the Indexer of a role whose Temporal client is still
+// connecting: requests fail with 503 until it is there.
+type lazyIndexer struct{ d *deps }
+
+var errNotConnected = errors.New("temporal not connected yet")
+
+func (l lazyIndexer) Index(ctx context.Context, req api.IndexRequest) (string, error) {
+	c := l.d.client()
+	if c == nil {
+		return "", errNotConnected
+	}
+	return temporalIndexer{c}.Index(ctx, req)
+}
+
+func (l lazyIndexer) Status(ctx context.Context, tenant, repo string) (api.RepoStatus, error) {
+	c := l.d.client()
+	if c == nil {
+		return api.RepoStatus{}, errNotConnected
+	}
+	return temporalIndexer{c}.Status(ctx, tenant, repo)
+}
+
+// run parses the flags, opens the store, serves the HTTP endpoints,
+// connects the dependencies and runs the body until ctx ends; then it shuts
+// down in order: the body stops taking work (and finishes or naks what it
+// holds), HTTP stops, connections close.
+func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet(r.name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c config
+	c.flags(fs, r.use|useStore)
+	workers := r.workers
+	if r.workers > 0 {
+		fs.IntVar(&workers, "workers", r.workers, "concurrent handlers")
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: codectx %s [flags]\n\n%s\nEvery flag can also be set by the environment variable named in its help.\n\n", r.name, r.help)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	log := newLogger(stderr).With("role", r.name)
+	d := &deps{log: log}
+	var where string
+	store, err := retry(ctx, log, "blob store", func(ctx context.Context) (st *blob.Bucket, err error) {
+		st, where, err = c.store(ctx)
+		return st, err
+	})
+	if err != nil {
+		return err
+	}
+	m := metrics.New()
+	srv := &api.Server{Store: store, Metrics: m, Routes: r.routes, Checks: d.checks(r.use), Notes: r.notes, Log: log}
+	if r.routes&api.AdminRoutes != 0 {
+		srv.Indexer = lazyIndexer{d}
+	}
+	hs, err := startHTTP(c.listen, srv.Handler())
+	if err != nil {
+		return err
+	}
+	log.Info("started", "listen", hs.URL(), "store", where)
+	defer func() {
+		if err := hs.shutdown(5 * time.Second); err != nil {
+			log.Warn("http shutdown", "error", err)
+		}
+		if q := d.queue.Load(); q != nil {
+			q.Close()
+		}
+		if c := d.client(); c != nil {
+			c.Close()
+		}
+		log.Info("stopped")
+	}()
+	go func() {
+		<-ctx.Done()
+		d.stopping.Store(true)
+		log.Info("shutting down")
+	}()
+
+	if r.use&useTemporal != 0 {
+		tc, err := dialTemporal(ctx, log, c.temporal, c.namespace)
+		if err != nil {
+			return ignoreCancel(ctx, err)
+		}
+		d.temporal.Store(tc)
+	}
+	if r.use&useNATS != 0 {
+		q, err := connectNATS(ctx, log, c.nats)
+		if err != nil {
+			return ignoreCancel(ctx, err)
+		}
+		d.queue.Store(q)
+		m.QueueStats(q.Stats)
+		go m.WatchLag(ctx, 5*time.Second, q.Pending, pipeline.StageParse, pipeline.StageEmbed, pipeline.StageGraph)
+	}
+	e := &roleEnv{cfg: c, log: log, store: store, deps: d, metrics: m, stdout: stdout, workers: workers}
+	return ignoreCancel(ctx, r.body(ctx, e))
+}
+
+// ignoreCancel drops the error of a body that ended because ctx did.
+func ignoreCancel(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+func waitDone(ctx context.Context, _ *roleEnv) error {
+	<-ctx.Done()
+	return nil
+}
+
+func orchestratorRole() role {
+	return role{
+		name: "orchestrator",
+		help: "Runs the Temporal worker of the indexing workflows (RepoWorkflow, SnapshotWorkflow,\nOrgWorkflow) and their activities on task queue " + workflows.TaskQueue + ".",
+		use:  useTemporal | useNATS,
+		body: func(ctx context.Context, e *roleEnv) error {
+			w := newSDKWorker(e.deps.client(), e.deps.queue.Load(), e.store, e.cfg.data, 0)
+			if err := w.Start(); err != nil {
+				return fmt.Errorf("start temporal worker: %w", err)
+			}
+			<-ctx.Done()
+			w.Stop() // finishes running activities up to WorkerStopTimeout
+			return nil
+		},
+	}
+}
+
+// newSDKWorker is the Temporal worker of the orchestrator.
+// newSDKWorker is the orchestrator's Temporal worker. poll is how often the
+// waiting activities look for stage results (0: the workflows default).
+func newSDKWorker(c client.Client, q *natsq.Queue, store *blob.Bucket, data string, poll time.Duration) worker.Worker {
+	w := worker.New(c, workflows.TaskQueue, worker.Options{WorkerStopTimeout: 10 * time.Second})
+	workflows.Register(w, &workflows.Activities{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), PollInterval: poll})
+	return w
+}
+
+func parseWorkerRole() role {
+	return role{
+		name:    "parse-worker",
+		help:    "Consumes the parse stage: chunks the files of each batch and caches the results in the blob store.",
+		use:     useNATS,
+		workers: runtime.GOMAXPROCS(0),
+		body: func(ctx context.Context, e *roleEnv) error {
+			w := &pipeline.Workers{Store: e.store, Queue: e.deps.queue.Load(), CacheDir: filepath.Join(e.cfg.data, "clones"), Wrap: e.metrics.Wrap}
+			return w.RunParse(ctx, queue.Config{Workers: e.workers})
+		},
+	}
+}
+
+func graphWorkerRole() role {
+	return role{
+		name:    "graph-worker",
+		help:    "Consumes the graph stage: assembles each snapshot's segment from its manifest and the cached parse results.",
+		use:     useNATS,
+		workers: 1,
+		body: func(ctx context.Context, e *roleEnv) error {
+			w := &pipeline.Workers{Store: e.store, Queue: e.deps.queue.Load(), CacheDir: filepath.Join(e.cfg.data, "clones"), Wrap: e.metrics.Wrap}
+			return w.RunGraph(ctx, queue.Config{Workers: e.workers})
+		},
+	}
+}
+
+const embedDisabled = "disabled: no embedder configured"
+
+func embedWorkerRole() role {
+	return role{
+		name:  "embed-worker",
+		help:  "The embed stage. No embedder exists yet: this role starts, serves /healthz and /readyz\n(which reports the embed stage as disabled) and consumes nothing; snapshots record\nthe embed stage as skipped. It produces no embeddings.",
+		notes: map[string]string{"embed": embedDisabled},
+		body: func(ctx context.Context, e *roleEnv) error {
+			e.log.Warn("embed stage " + embedDisabled + ": consuming nothing")
+			return waitDone(ctx, e)
+		},
+	}
+}
+
+func queryServiceRole() role {
+	return role{
+		name:   "query-service",
+		help:   "Serves POST /v1/query over the published index in the blob store (stateless; segments\nare cached in memory) and GET /v1/repos/{tenant}/{repo}/status (published HEAD).",
+		routes: api.QueryRoutes,
+		body:   waitDone,
+	}
+}
+
+func gatewayRole() role {
+	return role{
+		name:   "gateway",
+		help:   "Serves the admin API: POST /v1/index signals the repository's RepoWorkflow,\nGET /v1/repos/{tenant}/{repo}/status reports it. (Push webhooks come later.)",
+		use:    useTemporal,
+		routes: api.AdminRoutes,
+		body:   waitDone,
+	}
+}

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"codectx/pkg/api"
+	"codectx/pkg/pipeline"
+	"codectx/pkg/queue/natsq"
+
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+)
+
+// deps holds the connections of a role as they come up, so that /healthz
+// answers from the start and /readyz reports what is still missing.
+type deps struct {
+	log      *slog.Logger
+	temporal atomic.Value // client.Client
+	queue    atomic.Pointer[natsq.Queue]
+	stopping atomic.Bool
+}
+
+func (d *deps) client() client.Client {
+	c, _ := d.temporal.Load().(client.Client)
+	return c
+}
+
+// checks returns the readiness probes of the dependencies in use.
+func (d *deps) checks(use int) []api.Check {
+	cs := []api.Check{{Name: "process", Fn: func(context.Context) error {
+		if d.stopping.Load() {
+			return errors.New("shutting down")
+		}
+		return nil
+	}}}
+	if use&useTemporal != 0 {
+		cs = append(cs, api.Check{Name: "temporal", Fn: func(ctx context.Context) error {
+			c := d.client()
+			if c == nil {
+				return errors.New("connecting")
+			}
+			_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
+			return err
+		}})
+	}
+	if use&useNATS != 0 {
+		cs = append(cs, api.Check{Name: "nats", Fn: func(ctx context.Context) error {
+			q := d.queue.Load()
+			if q == nil {
+				return errors.New("connecting")
+			}
+			_, err := q.Pending(ctx, pipeline.StageParse)
+			return err
+		}})
+	}
+	return cs
+}
+
+// retry calls f until it succeeds or ctx ends, logging failures.
+func retry[T any](ctx context.Context, log *slog.Logger, what string, f func(context.Context) (T, error)) (T, error) {
+	for n := 0; ; n++ {
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		v, err := f(actx)
+		cancel()
+		if err == nil {
+			if n > 0 {
+				log.Info("connected", "to", what)
+			}
+			return v, nil
+		}
+		if ctx.Err() != nil {
+			return v, fmt.Errorf("connect to %s: %w", what, ctx.Err())
+		}
+		if n%10 == 0 {
+			log.Warn("cannot connect, retrying", "to", what, "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return v, fmt.Errorf("connect to %s: %w (last error: %v)", what, ctx.Err(), err)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func dialTemporal(ctx context.Context, log *slog.Logger, hostPort, namespace string) (client.Client, error) {
+	return retry(ctx, log, "temporal "+hostPort, func(ctx context.Context) (client.Client, error) {
+		return client.DialContext(ctx, client.Options{
+			HostPort: hostPort, Namespace: namespace,
+			Logger: sdklog.NewStructuredLogger(slog.New(levelFilter{log.Handler(), slog.LevelWarn})),
+		})
+	})
+}
+
+func connectNATS(ctx context.Context, log *slog.Logger, url string) (*natsq.Queue, error) {
+	return retry(ctx, log, "nats "+url, func(ctx context.Context) (*natsq.Queue, error) {
+		return natsq.Connect(ctx, url)
+	})
+}
+
+// levelFilter drops records below min (the SDK logs every poll at info).
+type levelFilter struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h levelFilter) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h levelFilter) WithAttrs(a []slog.Attr) slog.Handler {
+	return levelFilter{h.Handler.WithAttrs(a), h.min}
+}
+
+func (h levelFilter) WithGroup(g string) slog.Handler {
+	return levelFilter{h.Handler.WithGroup(g), h.min}
+}
+
+// httpServer serves h on a listener until shut down.
+type httpServer struct {
+	srv  *http.Server
+	addr string // the bound address, port resolved
+	done chan error
+}
+
+func startHTTP(addr string, h http.Handler) (*httpServer, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	s := &httpServer{
+		srv:  &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second},
+		addr: l.Addr().String(),
+		done: make(chan error, 1),
+	}
+	go func() {
+		err := s.srv.Serve(l)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		s.done <- err
+	}()
+	return s, nil
+}
+
+// URL is the base URL a local client reaches the server on.
+func (s *httpServer) URL() string {
+	host, port, _ := net.SplitHostPort(s.addr)
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// shutdown stops accepting requests and waits up to timeout for running ones.
+func (s *httpServer) shutdown(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err := s.srv.Shutdown(ctx)
+	if err != nil {
+		s.srv.Close()
+	}
+	if serr := <-s.done; serr != nil && err == nil {
+		err = serr
+	}
+	return err
+}
+
+// group runs goroutines and collects their first error.
+type group struct {
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	err  error
+	fail chan struct{} // closed on the first error
+	once sync.Once
+}
+
+func newGroup() *group { return &group{fail: make(chan struct{})} }
+
+func (g *group) goFunc(name string, f func() error) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := f(); err != nil {
+			g.mu.Lock()
+			if g.err == nil {
+				g.err = fmt.Errorf("%s: %w", name, err)
+			}
+			g.mu.Unlock()
+			g.once.Do(func() { close(g.fail) })
+		}
+	}()
+}
+
+func (g *group) wait() error {
+	g.wg.Wait()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.err
+}

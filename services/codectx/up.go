@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"codectx/pkg/api"
+	"codectx/pkg/metrics"
+	"codectx/pkg/pipeline"
+	"codectx/pkg/queue"
+	"codectx/pkg/queue/natsq"
+	"codectx/pkg/temporalserver"
+)
+
+// upParseHook, when set by a test, runs before each file is parsed (to hold
+// indexing in the middle). Nil in the program.
+var upParseHook func(path string)
+
+// embeddedPoll is how often `up`'s activities check for stage results.
+const embeddedPoll = 100 * time.Millisecond
+
+// listFlag collects a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// runUp runs every role in one process on embedded dependencies: Temporal
+// (SQLite under the data dir), NATS JetStream (under the data dir), the
+// local blob store (or S3 when configured), the orchestrator worker, the
+// parse and graph workers and the whole HTTP API.
+func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("up", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c config
+	fs.StringVar(&c.data, "data", dataDir(), "data directory: Temporal and NATS state, blob store, clone cache ($"+envData+")")
+	fs.StringVar(&c.listen, "listen", env(envListen, defaultListen), "address of the HTTP API ($"+envListen+")")
+	c.storeFlags(fs)
+	var locations listFlag
+	fs.Var(&locations, "index", "index this path or clone URL on start (repeatable)")
+	tenant := fs.String("tenant", "default", "tenant of the --index repositories")
+	parseWorkers := fs.Int("parse-workers", runtime.GOMAXPROCS(0), "parse handlers")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, `usage: codectx up [--data DIR] [--listen ADDR] [--index PATH_OR_URL ...]
+
+Runs all of codectx in one process on embedded defaults: a Temporal server
+(SQLite under the data dir, so unfinished indexing resumes after a restart),
+a NATS JetStream server, the local blob store, the orchestrator, parse and
+graph workers, and the HTTP API (query, index, status, /healthz, /readyz,
+/metrics). The embed stage is disabled (no embedder yet). With --index, each
+location is indexed on start and progress is printed; the API keeps serving.
+Stop with SIGINT or SIGTERM.`)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	log := newLogger(stderr).With("role", "up")
+	defer log.Info("exited") // after the deferred stops of the servers
+	data, err := filepath.Abs(c.data)
+	if err != nil {
+		return err
+	}
+	c.data = data
+
+	// Embedded dependencies. Temporal first: its lock on the data dir keeps
+	// a second `up` from touching anything.
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	ts, err := temporalserver.Start(sctx, temporalserver.Config{DataDir: filepath.Join(data, "temporal")})
+	if err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	defer ts.Stop()
+	ns, err := natsq.StartEmbedded(filepath.Join(data, "nats"))
+	if err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	defer ns.Shutdown()
+	q, err := natsq.Connect(sctx, ns.URL())
+	if err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	defer q.Close()
+	store, where, err := c.store(sctx)
+	if err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	tc, err := dialTemporal(sctx, log, ts.HostPort(), ts.Namespace())
+	if err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	defer tc.Close()
+
+	d := &deps{log: log}
+	d.temporal.Store(tc)
+	d.queue.Store(q)
+	m := metrics.New()
+	m.QueueStats(q.Stats)
+	srv := &api.Server{
+		Store: store, Indexer: temporalIndexer{tc}, Metrics: m, Routes: api.AllRoutes,
+		Checks: d.checks(useTemporal | useNATS), Notes: map[string]string{"embed": embedDisabled}, Log: log,
+	}
+	hs, err := startHTTP(c.listen, srv.Handler())
+	if err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+
+	// Workers. They stop on their own context, in order, at shutdown.
+	wctx, stopWork := context.WithCancel(context.Background())
+	defer stopWork()
+	workers := newGroup()
+	pw := &pipeline.Workers{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), ParseHook: upParseHook, Wrap: m.Wrap}
+	workers.goFunc("parse worker", func() error { return pw.RunParse(wctx, queue.Config{Workers: *parseWorkers}) })
+	workers.goFunc("graph worker", func() error { return pw.RunGraph(wctx, queue.Config{Workers: 1}) })
+	go m.WatchLag(wctx, 5*time.Second, q.Pending, pipeline.StageParse, pipeline.StageGraph)
+	// Stage results land in a local store: polling it often is cheap and
+	// shortens push-to-queryable time.
+	sdk := newSDKWorker(tc, q, store, data, embeddedPoll)
+	if err := sdk.Start(); err != nil {
+		stopWork()
+		workers.wait()
+		hs.shutdown(time.Second)
+		return fmt.Errorf("up: start temporal worker: %w", err)
+	}
+	fmt.Fprintf(stdout, "codectx up: serving on %s (data %s, store %s)\n", hs.URL(), data, where)
+	log.Info("started", "listen", hs.URL(), "temporal", ts.HostPort(), "nats", ns.URL(), "store", where)
+
+	// Index what was asked for, printing progress; failures are printed
+	// and do not stop the server.
+	var indexing sync.WaitGroup
+	ictx, stopIndexing := context.WithCancel(ctx)
+	defer stopIndexing()
+	cl := &api.Client{BaseURL: hs.URL()}
+	for _, loc := range locations {
+		indexing.Add(1)
+		go func() {
+			defer indexing.Done()
+			if err := indexAndWait(ictx, cl, api.IndexRequest{Tenant: *tenant, Location: absLocation(loc)}, stdout); err != nil && ictx.Err() == nil {
+				fmt.Fprintf(stdout, "index %s failed: %v\n", loc, err)
+			}
+		}()
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case <-workers.fail:
+		runErr = workers.wait()
+	case err := <-hs.done:
+		runErr = fmt.Errorf("http: %w", err)
+		hs.done <- err // for shutdown below
+	}
+
+	// Shutdown: stop taking requests, stop the workers (they nak what they
+	// hold), stop the Temporal worker, then the servers (deferred).
+	log.Info("shutting down")
+	d.stopping.Store(true)
+	stopIndexing()
+	indexing.Wait()
+	if err := hs.shutdown(5 * time.Second); err != nil {
+		log.Warn("http shutdown", "error", err)
+	}
+	stopWork()
+	if err := workers.wait(); err != nil && runErr == nil && !errors.Is(err, context.Canceled) {
+		runErr = err
+	}
+	sdk.Stop()
+	return runErr
+}
+
+// absLocation makes a local path absolute, so that the server (which may
+// run elsewhere in the file system) finds it; URLs pass unchanged.
+func absLocation(loc string) string {
+	if strings.Contains(loc, "://") {
+		return loc
+	}
+	if _, err := os.Stat(loc); err != nil {
+		return loc // maybe scp-like git@host:repo
+	}
+	if abs, err := filepath.Abs(loc); err == nil {
+		return abs
+	}
+	return loc
+}
+
+// indexAndWait sends an index request and prints the outcome when the
+// repository's workflow has covered it.
+func indexAndWait(ctx context.Context, cl *api.Client, req api.IndexRequest, out io.Writer) error {
+	resp, err := cl.Index(ctx, req)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "indexing %s/%s from %s\n", resp.Tenant, resp.Repo, req.Location)
+	st, err := cl.WaitIndexed(ctx, resp.Tenant, resp.Repo, req.Commit)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out, formatIndexed(st))
+	return nil
+}
+
+func formatIndexed(st *api.RepoStatus) string {
+	commit := st.LastCommit
+	if len(commit) > 12 && !strings.HasPrefix(commit, "worktree-") {
+		commit = commit[:12]
+	}
+	s := fmt.Sprintf("indexed %s@%s: %d files (%d parsed, %d reused)", st.Repo, commit, st.Files, st.Parsed, st.Reused)
+	if st.Failed > 0 {
+		s += fmt.Sprintf(", %d failed to parse", st.Failed)
+	}
+	return s
+}
