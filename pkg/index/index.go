@@ -122,7 +122,7 @@ func Build(ctx context.Context, store *blob.Bucket, location string, opt Options
 	}
 	if snap.Commit == "" {
 		// A plain directory has no commit: name the snapshot by its content.
-		snap.Commit = "worktree-" + codectx.HashText(manifestOf(snap))[:12]
+		snap.Commit = snap.ContentName()
 	}
 	commit := snap.Commit
 	seg, st, err := BuildSegment(ctx, store, snap, name, opt)
@@ -144,17 +144,6 @@ func Build(ctx context.Context, store *blob.Bucket, location string, opt Options
 		st.MBPerSecond = float64(st.Bytes) / 1e6 / st.Seconds
 	}
 	return st, nil
-}
-
-func manifestOf(snap *source.Snapshot) string {
-	var b strings.Builder
-	for _, f := range snap.Files {
-		b.WriteString(f.Path)
-		b.WriteByte(0)
-		b.WriteString(f.Blob)
-		b.WriteByte('\n')
-	}
-	return b.String()
 }
 
 // Publish writes the segment, then moves the repo's HEAD pointer to it in

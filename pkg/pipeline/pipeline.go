@@ -14,15 +14,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 
 	"codectx/pkg/blob"
 	"codectx/pkg/chunk"
-	"codectx/pkg/codectx"
 	"codectx/pkg/index"
 	"codectx/pkg/source"
 )
@@ -86,7 +83,7 @@ func ResultKey(f source.File) string {
 
 // worktreePrefix names snapshots of plain directories, which have no
 // commit: "worktree-" and a hash of the file list, as index.Build does.
-const worktreePrefix = "worktree-"
+const worktreePrefix = source.WorktreePrefix
 
 // IsWorktree reports whether commit names a plain-directory snapshot.
 func IsWorktree(commit string) bool { return strings.HasPrefix(commit, worktreePrefix) }
@@ -110,14 +107,7 @@ func OpenSnapshot(ctx context.Context, location, commit, cacheDir string) (*sour
 		return nil, err
 	}
 	if s.Commit == "" {
-		var b strings.Builder
-		for _, f := range s.Files {
-			b.WriteString(f.Path)
-			b.WriteByte(0)
-			b.WriteString(f.Blob)
-			b.WriteByte('\n')
-		}
-		s.Commit = worktreePrefix + codectx.HashText(b.String())[:12]
+		s.Commit = s.ContentName()
 	}
 	return s, nil
 }
@@ -198,59 +188,7 @@ func BuildSegment(ctx context.Context, store *blob.Bucket, job GraphJob) (string
 // RepoName names a repository after its location the way source.Open does:
 // "owner/name" for URLs with a host, the directory name for paths (proj
 // for proj, proj/.git and proj.git).
-func RepoName(location string) string {
-	if isURL(location) {
-		return urlName(location)
-	}
-	abs, err := filepath.Abs(location)
-	if err != nil {
-		abs = location
-	}
-	return dirName(abs)
-}
-
-var scpLike = regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]`)
-
-func isURL(location string) bool {
-	for _, p := range []string{"http://", "https://", "ssh://", "git://", "file://", "git+ssh://", "ssh+git://"} {
-		if strings.HasPrefix(location, p) {
-			return true
-		}
-	}
-	return scpLike.MatchString(location)
-}
-
-func dirName(abs string) string {
-	abs = filepath.Clean(abs)
-	base := filepath.Base(abs)
-	if base == ".git" {
-		base = filepath.Base(filepath.Dir(abs))
-	}
-	if b := strings.TrimSuffix(base, ".git"); b != "" {
-		base = b
-	}
-	return base
-}
-
-func urlName(u string) string {
-	rest := u
-	local := strings.HasPrefix(u, "file://")
-	if i := strings.Index(rest, "://"); i >= 0 {
-		rest = rest[i+3:]
-		if j := strings.IndexByte(rest, '/'); j >= 0 && !local {
-			rest = rest[j+1:]
-		}
-	} else if i := strings.IndexByte(rest, ':'); i >= 0 {
-		rest = rest[i+1:]
-	}
-	rest = strings.TrimSuffix(strings.Trim(rest, "/"), ".git")
-	rest = strings.TrimSuffix(rest, "/")
-	segs := strings.Split(rest, "/")
-	if local || len(segs) < 2 {
-		return dirName(segs[len(segs)-1])
-	}
-	return segs[len(segs)-2] + "/" + segs[len(segs)-1]
-}
+func RepoName(location string) string { return source.RepoName(location) }
 
 // errChanged reports a plain-directory file that changed after its snapshot.
 var errChanged = errors.New("file changed since the snapshot was taken")

@@ -460,7 +460,9 @@ func (e *Engine) fileBM25Arm(q string, chunks []int, keep func(int) bool) []int 
 // type edges; each reached file contributes its best-connected chunk.
 func (e *Engine) graphArm(seeds []fusion.Scored, cls classify.Result, keep func(int) bool) []int {
 	seg := e.Seg
-	const nSeeds = 5
+	// The trigger's adaptive k sets how many top files seed the walk: a
+	// symbol question expands from few, a concept question from more.
+	nSeeds := min(max(cls.K/2, 3), 10)
 	fileSeeds := map[string]float64{}
 	symSeeds := map[int]float64{}
 	for i, s := range seeds {
@@ -535,6 +537,19 @@ func (e *Engine) historyArm(q string, cls classify.Result, keep func(int) bool) 
 		qset[t] = true
 	}
 	temporal := cls.Trigger == classify.TemporalHistory
+	var target func(path string) bool
+	if tt := tokenize.QueryTokens(cls.Target); len(tt) > 0 {
+		memo := map[string]bool{}
+		target = func(p string) bool {
+			if hit, ok := memo[p]; ok {
+				return hit
+			}
+			pt := tokenize.Tokens(p)
+			hit := slices.ContainsFunc(tt, func(t string) bool { return slices.Contains(pt, t) })
+			memo[p] = hit
+			return hit
+		}
+	}
 	score := map[string]float64{}
 	for i, c := range seg.History {
 		overlap := 0
@@ -552,7 +567,11 @@ func (e *Engine) historyArm(q string, cls classify.Result, keep func(int) bool) 
 			continue
 		}
 		for _, p := range c.Files {
-			score[p] += s / math.Sqrt(float64(len(c.Files)))
+			w := 1.0
+			if target != nil && target(p) {
+				w = 2 // "what changed in X": commits touching X's files first
+			}
+			score[p] += w * s / math.Sqrt(float64(len(c.Files)))
 		}
 	}
 	type fs struct {
@@ -577,7 +596,7 @@ func (e *Engine) historyArm(q string, cls classify.Result, keep func(int) bool) 
 		if len(sf.Chunks) > 0 {
 			ids = append(ids, sf.Chunks[0])
 		}
-		if len(ids) >= 30 {
+		if len(ids) >= 3*max(cls.K, 10) {
 			break
 		}
 	}

@@ -21,6 +21,8 @@ package source
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -140,6 +142,23 @@ func (s *Snapshot) History(ctx context.Context, limit int) ([]Commit, error) {
 	return cs, nil
 }
 
+// WorktreePrefix starts the ContentName of a snapshot without a commit.
+const WorktreePrefix = "worktree-"
+
+// ContentName names a snapshot by its content, for plain directories that
+// have no commit: "worktree-" and 12 hex digits of a hash over every path
+// and blob hash, so the same tree always gets the same name.
+func (s *Snapshot) ContentName() string {
+	h := sha1.New()
+	for _, f := range s.Files {
+		io.WriteString(h, f.Path)
+		h.Write([]byte{0})
+		io.WriteString(h, f.Blob)
+		h.Write([]byte{'\n'})
+	}
+	return WorktreePrefix + hex.EncodeToString(h.Sum(nil))[:12]
+}
+
 // Close releases the files held by the snapshot.
 func (s *Snapshot) Close() error {
 	return s.src.close()
@@ -183,6 +202,19 @@ func isURL(location string) bool {
 
 // scpLike matches the user@host:path form of ssh URLs.
 var scpLike = regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]`)
+
+// RepoName is the name Open gives the repository at location: "owner/name"
+// for a URL on a host, the directory name (without ".git") for a path.
+func RepoName(location string) string {
+	if isURL(location) {
+		return urlName(location)
+	}
+	abs, err := filepath.Abs(location)
+	if err != nil {
+		abs = location
+	}
+	return dirName(abs)
+}
 
 // dirName names a repository after its directory: "proj" for proj,
 // proj/.git and proj.git.
