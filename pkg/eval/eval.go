@@ -140,8 +140,9 @@ type Summary struct {
 type Report struct {
 	Budgets []int                   `json:"budgets"`
 	Overall []Summary               `json:"overall"`
-	ByGroup map[string][]Summary    `json:"by_group"` // by language and by repo
-	Tasks   map[string][]TaskResult `json:"tasks"`    // config -> per task
+	ByGroup map[string][]Summary    `json:"by_group"`         // by language and by repo
+	Tasks   map[string][]TaskResult `json:"tasks"`            // config -> per task
+	Failed  []FailedTask            `json:"failed,omitempty"` // scored zero in every config
 }
 
 // Run evaluates every task under every configuration.
@@ -153,44 +154,34 @@ func Run(ctx context.Context, tasks []Task, opt Options) (*Report, error) {
 		opt.Configs = DefaultConfigs()
 	}
 	rep := &Report{Budgets: opt.Budgets, ByGroup: map[string][]Summary{}, Tasks: map[string][]TaskResult{}}
-	for i, t := range tasks {
-		dir, ok := opt.GitDirs[t.Repo]
-		if !ok {
+	for _, t := range tasks {
+		if _, ok := opt.GitDirs[t.Repo]; !ok {
 			return nil, fmt.Errorf("eval: task %s: no --git-dir given for %s", t.ID, t.Repo)
 		}
+	}
+	for i, t := range tasks {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		start := time.Now()
-		snap, err := source.Open(ctx, dir, source.Options{Rev: t.BaseCommit})
+		results, files, err := runTask(ctx, t, opt)
 		if err != nil {
-			return nil, fmt.Errorf("eval: task %s: %w", t.ID, err)
+			// One broken task (a commit missing from the clone, say) is
+			// reported and scored zero; the run goes on.
+			rep.Failed = append(rep.Failed, FailedTask{Task: t.ID, Error: err.Error()})
+			if opt.Progress != nil {
+				fmt.Fprintf(opt.Progress, "[%d/%d] %s FAILED: %v\n", i+1, len(tasks), t.ID, err)
+			}
+			for _, c := range opt.Configs {
+				rep.Tasks[c.Name] = append(rep.Tasks[c.Name], zeroResult(t, opt.Budgets))
+			}
+			continue
 		}
-		seg, _, err := index.BuildSegment(ctx, opt.Store, snap, t.Repo, index.Options{HistoryLimit: 500})
-		if err != nil {
-			snap.Close()
-			return nil, fmt.Errorf("eval: task %s: index: %w", t.ID, err)
-		}
-		var base *baseline
 		for _, c := range opt.Configs {
-			if c.Baseline {
-				if base == nil {
-					base, err = newBaseline(snap, t.Language)
-					if err != nil {
-						snap.Close()
-						return nil, fmt.Errorf("eval: task %s: baseline: %w", t.ID, err)
-					}
-				}
-				rep.Tasks[c.Name] = append(rep.Tasks[c.Name], base.run(t, opt.Budgets))
-				continue
-			}
-			r, err := runQuery(ctx, seg, t, c, opt.Budgets)
-			if err != nil {
-				snap.Close()
-				return nil, fmt.Errorf("eval: task %s: %s: %w", t.ID, c.Name, err)
-			}
-			rep.Tasks[c.Name] = append(rep.Tasks[c.Name], r)
+			rep.Tasks[c.Name] = append(rep.Tasks[c.Name], results[c.Name])
 		}
-		snap.Close()
 		if opt.Progress != nil {
-			fmt.Fprintf(opt.Progress, "[%d/%d] %s (%d files, %.1fs)\n", i+1, len(tasks), t.ID, len(seg.Files), time.Since(start).Seconds())
+			fmt.Fprintf(opt.Progress, "[%d/%d] %s (%d files, %.1fs)\n", i+1, len(tasks), t.ID, files, time.Since(start).Seconds())
 		}
 	}
 	groups := map[string]bool{}
@@ -212,6 +203,54 @@ func Run(ctx context.Context, tasks []Task, opt Options) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// FailedTask is a task that could not be indexed or queried.
+type FailedTask struct {
+	Task  string `json:"task"`
+	Error string `json:"error"`
+}
+
+func zeroResult(t Task, budgets []int) TaskResult {
+	r := TaskResult{Task: t.ID, Repo: t.Repo, Language: t.Language, Recall: map[int]float64{}, Tokens: map[int]int{}, PackFiles: map[int]int{}}
+	for _, b := range budgets {
+		r.Recall[b] = 0
+	}
+	return r
+}
+
+// runTask indexes the task's repository at its base commit and runs every
+// configuration, returning results by configuration name and the number of
+// indexed files.
+func runTask(ctx context.Context, t Task, opt Options) (map[string]TaskResult, int, error) {
+	snap, err := source.Open(ctx, opt.GitDirs[t.Repo], source.Options{Rev: t.BaseCommit})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer snap.Close()
+	seg, _, err := index.BuildSegment(ctx, opt.Store, snap, t.Repo, index.Options{HistoryLimit: 500})
+	if err != nil {
+		return nil, 0, fmt.Errorf("index: %w", err)
+	}
+	out := map[string]TaskResult{}
+	var base *baseline
+	for _, c := range opt.Configs {
+		if c.Baseline {
+			if base == nil {
+				if base, err = newBaseline(snap, t.Language); err != nil {
+					return nil, 0, fmt.Errorf("baseline: %w", err)
+				}
+			}
+			out[c.Name] = base.run(t, opt.Budgets)
+			continue
+		}
+		r, err := runQuery(ctx, seg, t, c, opt.Budgets)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", c.Name, err)
+		}
+		out[c.Name] = r
+	}
+	return out, len(seg.Files), nil
 }
 
 // Languages maps a task language to the index languages whose files count.

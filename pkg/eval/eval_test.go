@@ -88,3 +88,27 @@ func TestLanguageFile(t *testing.T) {
 		}
 	}
 }
+
+// A task whose commit is missing is reported and scored zero; the others run.
+func TestRunSkipsBrokenTask(t *testing.T) {
+	r := testrepo.New(t)
+	base := r.Commit("initial", testrepo.Small)
+	tasks := []eval.Task{
+		{ID: "bad", Repo: "acme/shop", BaseCommit: strings.Repeat("0", 40), Query: "cart total", GoldFiles: []string{"cart/cart.go"}, Language: "go"},
+		{ID: "good", Repo: "acme/shop", BaseCommit: base, Query: "Cart.Total", GoldFiles: []string{"cart/cart.go"}, Language: "go"},
+	}
+	rep, err := eval.Run(context.Background(), tasks, eval.Options{
+		GitDirs: map[string]string{"acme/shop": r.Dir}, Store: blob.NewMem(), Budgets: []int{1000},
+		Configs: []eval.Config{{Name: "full", Arms: nil, Route: true}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Failed) != 1 || rep.Failed[0].Task != "bad" {
+		t.Errorf("failed = %+v, want the bad task", rep.Failed)
+	}
+	got := rep.Tasks["full"]
+	if len(got) != 2 || got[0].Recall[1000] != 0 || got[1].Recall[1000] != 1 {
+		t.Errorf("results = %+v", got)
+	}
+}

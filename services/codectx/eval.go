@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -82,12 +81,18 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	_ = filepath.Join
 	rep, err := eval.Run(ctx, tasks, eval.Options{GitDirs: dirs, Store: store, Budgets: budgets, Configs: configs, Progress: stderr})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "## overall (%d tasks)\n\n%s\n", len(tasks), eval.FormatTable(rep.Overall, budgets))
+	if len(rep.Failed) > 0 {
+		fmt.Fprintf(stdout, "%d tasks failed and are scored zero:\n", len(rep.Failed))
+		for _, f := range rep.Failed {
+			fmt.Fprintf(stdout, "- %s: %s\n", f.Task, f.Error)
+		}
+		fmt.Fprintln(stdout)
+	}
 	for _, g := range rep.GroupNames() {
 		fmt.Fprintf(stdout, "## %s\n\n%s\n", g, eval.FormatTable(rep.ByGroup[g], budgets))
 	}
