@@ -18,9 +18,7 @@ vet:
 	$(GO) vet $(PKGS)
 
 tidy:
-	@cp go.mod /tmp/codectx-go.mod.bak; cp go.sum /tmp/codectx-go.sum.bak; \
-	$(GO) mod tidy; \
-	if ! git diff --quiet -- go.mod go.sum; then echo "go mod tidy changed go.mod/go.sum:"; git diff -- go.mod go.sum; exit 1; fi
+	$(GO) mod tidy -diff
 
 test:
 	./scripts/test.sh
