@@ -84,6 +84,10 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotPl
 	if !index.ValidName(in.Tenant) || !index.ValidName(in.Repo) {
 		return SnapshotPlan{}, invalid(fmt.Errorf("invalid tenant %q or repository %q", in.Tenant, in.Repo))
 	}
+	// Cloning and reading a large repository can take minutes: heartbeat
+	// meanwhile, so a dead worker is noticed in HeartbeatTimeout rather
+	// than after StartToCloseTimeout.
+	defer keepAlive(ctx)()
 	snap, err := pipeline.OpenSnapshot(ctx, in.Location, in.Commit, a.CacheDir)
 	if errors.Is(err, source.ErrRevisionNotFound) || errors.Is(err, source.ErrEmptyRepo) {
 		return SnapshotPlan{}, invalid(err)
@@ -549,4 +553,28 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// keepAlive records an activity heartbeat every few seconds until the
+// returned stop function is called.
+func keepAlive(ctx context.Context) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() { close(done) }
 }

@@ -188,7 +188,7 @@ type SnapshotResult struct {
 var (
 	retry = &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second}
 
-	snapshotOpts = workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Minute, RetryPolicy: &temporal.RetryPolicy{
+	snapshotOpts = workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Minute, HeartbeatTimeout: 30 * time.Second, RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5,
 		NonRetryableErrorTypes: []string{errInvalid},
 	}}
