@@ -217,7 +217,10 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 	}
 	if want[ArmGraph] && seg.Graph != nil {
 		t := time.Now()
+		// Seeds are the other arms' fused ranking, priors applied, as the
+		// final ranking would show it.
 		seeds := fusion.RRF(lists, weights, req.RRFK)
+		applyPriors(seg, seeds)
 		add(ArmGraph, e.graphArm(seeds, cls, keep))
 		tm[ArmGraph] = int(time.Since(t).Microseconds())
 	}
