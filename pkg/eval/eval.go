@@ -268,15 +268,17 @@ func runQuery(ctx context.Context, seg *segment.Segment, t Task, c Config, budge
 	eng := &query.Engine{Seg: seg}
 	res := TaskResult{Task: t.ID, Repo: t.Repo, Language: t.Language, Recall: map[int]float64{}, Tokens: map[int]int{}, PackFiles: map[int]int{}}
 	start := time.Now()
-	var lastFiles []query.File
+	req := query.Request{Query: t.Query, Arms: c.Arms, Route: c.Route, Languages: Languages(t.Language)}
+	rk, err := eng.Search(ctx, req)
+	if err != nil {
+		return res, err
+	}
+	res.Trigger = string(rk.Class.Trigger)
 	for i, b := range budgets {
-		resp, err := eng.Query(ctx, query.Request{Query: t.Query, Budget: b, Arms: c.Arms, Route: c.Route, Languages: Languages(t.Language)})
-		if err != nil {
-			return res, err
-		}
+		req.Budget = b
+		resp := eng.Pack(rk, req)
 		if i == 0 {
 			res.LatencyUS = int(time.Since(start).Microseconds())
-			res.Trigger = resp.Trigger
 		}
 		files := map[string]bool{}
 		for _, ch := range resp.Chunks {
@@ -285,10 +287,9 @@ func runQuery(ctx context.Context, seg *segment.Segment, t Task, c Config, budge
 		res.Recall[b] = recall(t.GoldFiles, files)
 		res.Tokens[b] = resp.Tokens
 		res.PackFiles[b] = len(files)
-		lastFiles = resp.Files
 	}
-	ranked := make([]string, len(lastFiles))
-	for i, f := range lastFiles {
+	ranked := make([]string, len(rk.Files))
+	for i, f := range rk.Files {
 		ranked[i] = f.Path
 	}
 	scoreRanking(&res, t.GoldFiles, ranked)

@@ -170,7 +170,7 @@ func TestFailedPublishKeepsHead(t *testing.T) {
 	mem := blob.NewMem()
 	build(t, mem, r.Dir, index.Options{Name: "shop"})
 	r.Commit("second", map[string]string{"price/price.go": "package price\n\nfunc Lookup(string) int { return 0 }\n"})
-	broken := blob.NewBucket(failingSwap{Driver: memDriver(mem)})
+	broken := blob.NewBucket(failingSwap{Driver: mem}) // a Bucket is a Driver too
 	if _, err := index.Build(context.Background(), broken, r.Dir, index.Options{Name: "shop"}); err == nil {
 		t.Fatal("Build with a failing store succeeded")
 	}

@@ -249,6 +249,15 @@ func (e *Engine) Query(ctx context.Context, req Request) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	return e.Pack(rk, req), nil
+}
+
+// Pack packs a ranking from Search into req.Budget (default 8000). One
+// ranking can be packed at several budgets without searching again.
+func (e *Engine) Pack(rk *Ranking, req Request) *Response {
+	if req.Budget <= 0 {
+		req.Budget = 8000
+	}
 	t := time.Now()
 	seg := e.Seg
 	// The packer counts every candidate's tokens; beyond this many it could
@@ -274,12 +283,16 @@ func (e *Engine) Query(ctx context.Context, req Request) (*Response, error) {
 		opt.Count = e.Count
 	}
 	res := pack.Pack(cands, opt)
-	rk.Timings["pack"] = int(time.Since(t).Microseconds())
+	timings := make(map[string]int, len(rk.Timings)+1)
+	for k, v := range rk.Timings {
+		timings[k] = v
+	}
+	timings["pack"] = int(time.Since(t).Microseconds())
 	out := &Response{
 		Query: req.Query, Repo: seg.Meta.Repo, Commit: seg.Meta.Commit,
 		Trigger: string(rk.Class.Trigger), Confidence: rk.Class.Confidence, Symbols: rk.Class.Symbols,
 		Arms: rk.Arms, Budget: req.Budget, Tokens: res.Tokens, Files: rk.Files, Dropped: res.Dropped,
-		Timings: rk.Timings, Context: res.Render(),
+		Timings: timings, Context: res.Render(),
 	}
 	out.Chunks = make([]Chunk, 0, len(res.Chunks))
 	for _, p := range res.Chunks {
@@ -289,7 +302,7 @@ func (e *Engine) Query(ctx context.Context, req Request) (*Response, error) {
 			Score: p.Score, Signals: p.Signals, Provenance: pack.Provenance(p.Candidate), Text: p.Text,
 		})
 	}
-	return out, nil
+	return out
 }
 
 func (e *Engine) keepFunc(langs []codectx.Language) func(int) bool {

@@ -185,15 +185,6 @@ func (s *Segment) LookupPrefix(prefix string, limit int) []int {
 	return out
 }
 
-// SymbolNames calls fn for every name of the symbol table, in order.
-func (s *Segment) SymbolNames(fn func(name string, ids []int) bool) {
-	for i, n := range s.symNames {
-		if !fn(n, s.symIDs[i]) {
-			return
-		}
-	}
-}
-
 // MarshalBinary encodes the segment.
 func (s *Segment) MarshalBinary() ([]byte, error) {
 	var buf bytes.Buffer
@@ -248,17 +239,6 @@ func (s *Segment) MarshalBinary() ([]byte, error) {
 	binary.LittleEndian.PutUint32(sum[:], crc32.Checksum(buf.Bytes(), crcTable))
 	buf.Write(sum[:])
 	return buf.Bytes(), nil
-}
-
-// Sections reports the encoded size of each section, for benchmarks.
-func Sections(data []byte) (map[string]int, error) {
-	out := map[string]int{}
-	names := map[int]string{tagMeta: "meta", tagFiles: "files", tagChunks: "chunks", tagBM25: "bm25", tagGraph: "graph", tagSymbols: "symbols", tagHistory: "history", tagFileBM25: "file_bm25"}
-	err := walk(data, func(tag int, p []byte) error {
-		out[names[tag]] += len(p)
-		return nil
-	})
-	return out, err
 }
 
 func walk(data []byte, fn func(tag int, payload []byte) error) error {
