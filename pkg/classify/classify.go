@@ -126,6 +126,7 @@ type Result struct {
 	Symbols    []string // identifiers found, as written (call parentheses dropped), in order, deduped
 	Concepts   []string // content words, lowercased, in order, deduped, at most 64; no stopwords, symbols or the cue words of a temporal/implicit trigger
 	Target     string   // the X of "related to X", "depends on X", "what changed in X"; else the first symbol for temporal and implicit queries
+	Scope      string   // the component of a commit-style prefix: "router" in "fix(router): ...", "net/http" in "net/http: ..."
 	K          int      // how many results retrieval should aim for
 	Plan       Plan
 }
@@ -251,6 +252,7 @@ func Classify(query string, syms SymbolLookup) Result {
 		r.Concepts = append(r.Concepts, t.low)
 	}
 	r.Confidence = round2(r.Confidence)
+	r.Scope = scopeOf(query)
 	r.Plan = PlanFor(r.Trigger)
 	switch r.Trigger {
 	case TemporalHistory:

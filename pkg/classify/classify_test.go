@@ -123,6 +123,7 @@ func TestSymbolShape(t *testing.T) {
 		{"HTTP/2", false}, {"a/b/c", true},
 		{"Content-Type", true}, {"X-Forwarded-For", true}, {"built-in", false}, {"UTF-16", false},
 		{"Find", false}, {"Fix", false}, {"x", false}, {"GHz", false},
+		{"f64", false}, {"u8", false}, {"int64", false}, {"usize", false},
 	}
 	for _, tt := range tests {
 		if got := isSymbolShape(tt.word); got != tt.want {
@@ -323,5 +324,32 @@ func BenchmarkClassify(b *testing.B) {
 				Classify(q, syms)
 			}
 		})
+	}
+}
+
+func TestScope(t *testing.T) {
+	tests := []struct{ q, want string }{
+		{"fix(router): trailing slash", "router"},
+		{"feat(sendRedirect)!: add refresh meta fallback", "sendRedirect"},
+		{"types(setResponseHeaders): add autocompletion", "setResponseHeaders"},
+		{"net/http: reject bad headers", "net/http"},
+		{"mux: fix subrouter matching", "mux"},
+		{"fix: don't lowercase routes", ""},
+		{"Note: this is prose", ""},
+		{"todo: later", ""},
+		{"chore(two words): x", ""},
+		{"wip(x): y", "x"}, {"Fix(x): y", ""},
+		{"see http://example.com", ""},
+		{"Use value::Serializer::serialize_map", ""},
+		{"handle a::b: c", ""},
+		{"no header here", ""},
+	}
+	for _, tt := range tests {
+		if got := scopeOf(tt.q); got != tt.want {
+			t.Errorf("scopeOf(%q) = %q, want %q", tt.q, got, tt.want)
+		}
+		if got := Classify(tt.q, nil).Scope; got != tt.want {
+			t.Errorf("Classify(%q).Scope = %q, want %q", tt.q, got, tt.want)
+		}
 	}
 }

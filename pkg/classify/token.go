@@ -329,7 +329,7 @@ func isSymbolShape(w string) bool {
 		return false
 	}
 	low := strings.ToLower(w)
-	if brands[low] || abbreviations[low] {
+	if brands[low] || abbreviations[low] || primitives[low] {
 		return false
 	}
 	switch {

@@ -85,6 +85,15 @@ var brands = set(
 	"ghz mhz khz kib mib gib tib kbps mbps gbps",
 )
 
+// primitives are built-in numeric types whose names mix letters and digits
+// ("f64", "int32"): the language's, not the repository's, so only a syms
+// lookup can make one a symbol.
+var primitives = set(
+	"i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 isize usize",
+	"int8 int16 int32 int64 uint8 uint16 uint32 uint64 float32 float64",
+	"complex64 complex128",
+)
+
 // abbreviations are dotted tokens that are English, not code.
 var abbreviations = set("e.g i.e a.k.a n.b p.s etc vs u.s u.k a.m p.m")
 

@@ -44,7 +44,26 @@ func PathPrior(p string) float64 {
 	if strings.HasSuffix(lower, ".pyi") || strings.HasSuffix(lower, ".d.ts") {
 		return priorStub
 	}
+	if isProse(lower) {
+		return priorExample
+	}
 	return 1
+}
+
+// isProse reports whether a (lowercased) path is documentation rather than
+// code: markdown and text files, licences and changelogs.
+func isProse(lower string) bool {
+	switch path.Ext(lower) {
+	case ".md", ".markdown", ".rst", ".txt", ".adoc":
+		return true
+	}
+	base := path.Base(lower)
+	for _, p := range []string{"license", "licence", "changelog", "changes", "contributing", "authors", "notice", "copying", "history"} {
+		if strings.HasPrefix(base, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // IsTestPath reports whether p looks like a test file in any of the

@@ -45,8 +45,11 @@ const armBM25File = "bm25-file"
 func armNames(arms []string) []string {
 	out := arms[:0:0]
 	for _, a := range arms {
-		if a == armBM25File {
+		if a == armBM25File || a == armBM25Path {
 			a = ArmBM25
+		}
+		if a == armGraphIndex {
+			a = ArmGraph
 		}
 		if !slices.Contains(out, a) {
 			out = append(out, a)
@@ -186,6 +189,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 		chunks := e.bm25Arm(q, depth, keep)
 		add(ArmBM25, chunks)
 		add(armBM25File, e.fileBM25Arm(q, chunks, keep))
+		add(armBM25Path, e.pathArm(q, cls.Scope, chunks, keep))
 		tm[ArmBM25] = int(time.Since(t).Microseconds())
 	}
 	if want[ArmDense] {
@@ -212,9 +216,13 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 			weights[k] = v
 		}
 	}
+	bw := 1.0
 	if w, ok := weights[ArmBM25]; ok {
-		weights[armBM25File] = w
+		bw = w
 	}
+	weights[armBM25File] = bw
+	weights[armBM25Path] = bw * pathWeight
+	weights[armGraphIndex] = bw * indexWeight
 	if want[ArmGraph] && seg.Graph != nil {
 		t := time.Now()
 		// Seeds are the other arms' fused ranking, priors applied, as the
@@ -222,6 +230,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 		seeds := fusion.RRF(lists, weights, req.RRFK)
 		applyPriors(seg, seeds)
 		add(ArmGraph, e.graphArm(seeds, cls, keep))
+		add(armGraphIndex, e.indexArm(q, seeds, keep))
 		tm[ArmGraph] = int(time.Since(t).Microseconds())
 	}
 	fused := fusion.RRF(lists, weights, req.RRFK)
@@ -231,7 +240,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 	applyPriors(seg, fused)
 	used := make([]string, 0, len(lists))
 	for _, l := range lists {
-		if l.Arm != armBM25File {
+		if l.Arm != armBM25File && l.Arm != armBM25Path && l.Arm != armGraphIndex {
 			used = append(used, l.Arm)
 		}
 	}
@@ -338,7 +347,12 @@ func filterIDs(ids []int, keep func(int) bool) []int {
 func (e *Engine) symbolArm(cls classify.Result, keep func(int) bool) []int {
 	seen := map[int]bool{}
 	var exact, fuzzy []int
-	for _, s := range cls.Symbols {
+	syms := cls.Symbols
+	// A commit scope that names a symbol ("fix(withBase): ...") is one.
+	if sc := cls.Scope; sc != "" && !slices.Contains(syms, sc) && e.Seg.HasSymbol(sc) {
+		syms = append(slices.Clip(syms), sc)
+	}
+	for _, s := range syms {
 		parts := symbolParts(s)
 		if len(parts) == 0 {
 			continue

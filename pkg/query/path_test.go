@@ -1,0 +1,152 @@
+package query
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/fusion"
+	"codectx/pkg/index"
+	"codectx/pkg/segment"
+	"codectx/pkg/testrepo"
+)
+
+func buildSeg(t *testing.T, files map[string]string) *segment.Segment {
+	t.Helper()
+	r := testrepo.New(t)
+	r.Commit("initial", files)
+	store := blob.NewMem()
+	if _, err := index.Build(context.Background(), store, r.Dir, index.Options{Name: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	seg, err := index.LoadHead(context.Background(), store, index.DefaultTenant, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seg
+}
+
+func paths(seg *segment.Segment, ids []int) []string {
+	var out []string
+	for _, id := range ids {
+		out = append(out, seg.Chunks[id].Path)
+	}
+	return out
+}
+
+func TestFileStem(t *testing.T) {
+	tests := []struct{ path, want string }{
+		{"src/error.rs", "error"},
+		{"src/utils/proxy.ts", "proxy"},
+		{"src/utils/index.ts", "utils"},
+		{"requests/__init__.py", "requests"},
+		{"src/value/mod.rs", "value"},
+		{"test/app.test.ts", "app"},
+		{"index.ts", ""},
+		{"Makefile", "Makefile"},
+	}
+	for _, tt := range tests {
+		if got := fileStem(tt.path); got != tt.want {
+			t.Errorf("fileStem(%q) = %q, want %q", tt.path, got, tt.want)
+		}
+	}
+}
+
+func TestNameTerms(t *testing.T) {
+	tests := []struct {
+		q    string
+		want string
+	}{
+		{"Fix request log output", "request log output"},
+		{"fix(proxy): respect incoming headers", "proxy respect incoming header"},
+		{"Adds fix_position to the lexer", "fix_position fix position lexer"},
+		{"fix", "fix"}, // nothing left: keep all
+	}
+	for _, tt := range tests {
+		got := ""
+		for i, w := range nameTerms(tt.q) {
+			if i > 0 {
+				got += " "
+			}
+			got += w
+		}
+		if got != tt.want {
+			t.Errorf("nameTerms(%q) = %q, want %q", tt.q, got, tt.want)
+		}
+	}
+}
+
+func TestPathArm(t *testing.T) {
+	seg := buildSeg(t, map[string]string{
+		// event.ts says "proxy" far more often than proxy.ts does.
+		"src/event.ts":       "export function proxyEvent(proxy: Proxy) { return proxy.proxy(proxy) }\n",
+		"src/proxy.ts":       "export function sendTo(target: string) { return fetch(target) }\n",
+		"src/proxy_utils.ts": "export function rewrite(url: string) { return url }\n",
+		"src/fix.ts":         "export const x = 1\n",
+	})
+	e := &Engine{Seg: seg}
+	got := paths(seg, e.pathArm("fix(proxy): respect the incoming method", "proxy", nil, nil))
+	want := []string{"src/proxy.ts", "src/proxy_utils.ts"}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("pathArm = %v, want %v (fix.ts is a change verb, not a name)", got, want)
+	}
+	if got := e.pathArm("unrelated words", "", nil, nil); len(got) != 0 {
+		t.Errorf("pathArm(unrelated) = %v, want none", paths(seg, got))
+	}
+	rk, err := e.Search(context.Background(), Request{Query: "fix(proxy): respect the incoming method", Route: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rk.Files[0].Path != "src/proxy.ts" {
+		t.Errorf("top file = %s, want src/proxy.ts (files %+v)", rk.Files[0].Path, rk.Files)
+	}
+}
+
+func TestIsAdditive(t *testing.T) {
+	tests := []struct {
+		q    string
+		want bool
+	}{
+		{"feat: add utilities for server sent events", true},
+		{"feat(cors): cors handlers", true},
+		{"Add CORS support", true},
+		{"Support deserializing map keys", true},
+		{"introduces a retry policy", true},
+		{"fix: don't lowercase routes", false},
+		{"Remove deprecated classes", false},
+		{"types(setResponseHeaders): add autocompletion", true},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := isAdditive(tt.q); got != tt.want {
+			t.Errorf("isAdditive(%q) = %v, want %v", tt.q, got, tt.want)
+		}
+	}
+}
+
+func TestIndexArm(t *testing.T) {
+	seg := buildSeg(t, map[string]string{
+		"src/utils/index.ts":   "export * from \"./cookie\";\nexport * from \"./session\";\n",
+		"src/utils/cookie.ts":  "export function setCookie(name: string, value: string) { return name + value }\n",
+		"src/utils/session.ts": "export function useSession(cookie: string) { return cookie }\n",
+		"src/app.ts":           "import { setCookie } from \"./utils/cookie\";\nexport function app() { return setCookie(\"a\", \"b\") }\n",
+	})
+	e := &Engine{Seg: seg}
+	var seeds []fusion.Scored
+	for _, p := range []string{"src/utils/cookie.ts", "src/utils/session.ts", "src/app.ts"} {
+		f, _ := seg.File(p)
+		seeds = append(seeds, fusion.Scored{ID: strconv.Itoa(f.Chunks[len(f.Chunks)-1])})
+	}
+	got := paths(seg, e.indexArm("feat: add signed cookie utils", seeds, nil))
+	if len(got) != 1 || got[0] != "src/utils/index.ts" {
+		t.Errorf("indexArm(additive) = %v, want [src/utils/index.ts]", got)
+	}
+	if got := e.indexArm("fix: cookie parsing", seeds, nil); len(got) != 0 {
+		t.Errorf("indexArm(fix) = %v, want none", paths(seg, got))
+	}
+	// One re-exported seed is not a registration point.
+	if got := e.indexArm("feat: add x", seeds[:1], nil); len(got) != 0 {
+		t.Errorf("indexArm(one seed) = %v, want none", paths(seg, got))
+	}
+}
