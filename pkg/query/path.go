@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"codectx/pkg/segment"
 	"codectx/pkg/tokenize"
 )
 
@@ -39,6 +40,32 @@ func fileStem(p string) string {
 	return stem
 }
 
+// nameIndex maps each term of a file name to the files (positions in
+// Segment.Files) whose name has it, and holds each name's part count.
+type nameIndex struct {
+	files map[string][]int
+	parts []int
+}
+
+// fileNames returns the segment's name index, built once per segment.
+func fileNames(seg *segment.Segment) *nameIndex {
+	return seg.Memo("query.fileNames", func() any {
+		ix := &nameIndex{files: map[string][]int{}, parts: make([]int, len(seg.Files))}
+		for i, f := range seg.Files {
+			stem := fileStem(f.Path)
+			ix.parts[i] = max(1, len(tokenize.Split(stem)))
+			var seen []string
+			for _, t := range tokenize.Tokens(stem) {
+				if !slices.Contains(seen, t) {
+					seen = append(seen, t)
+					ix.files[t] = append(ix.files[t], i)
+				}
+			}
+		}
+		return ix
+	}).(*nameIndex)
+}
+
 // pathArm ranks the files whose name matches query terms: each matched
 // term adds its inverse file frequency over file names, scaled by how much
 // of the name it covers, so "proxy" ranks proxy.ts above proxy_utils.ts.
@@ -57,29 +84,28 @@ func (e *Engine) pathArm(q, scope string, chunks []int, keep func(int) bool) []i
 	for _, t := range tokenize.QueryTokens(scope) {
 		weight[t] = 2
 	}
+	names := fileNames(seg)
 	type fileHit struct {
 		file  int
 		terms []string
-		parts int
 	}
 	var hits []fileHit
-	df := map[string]int{}
-	for i, f := range seg.Files {
-		stem := fileStem(f.Path)
-		var matched []string
-		for _, t := range tokenize.Tokens(stem) {
-			if weight[t] > 0 && !slices.Contains(matched, t) {
-				matched = append(matched, t)
-			}
-		}
-		if len(matched) == 0 {
+	at := map[int]int{} // file -> position in hits
+	for _, t := range terms {
+		if weight[t] == 0 {
 			continue
 		}
-		for _, t := range matched {
-			df[t]++
+		for _, f := range names.files[t] {
+			h, ok := at[f]
+			if !ok {
+				h = len(hits)
+				at[f] = h
+				hits = append(hits, fileHit{file: f})
+			}
+			if !slices.Contains(hits[h].terms, t) {
+				hits[h].terms = append(hits[h].terms, t)
+			}
 		}
-		parts := len(tokenize.Split(stem))
-		hits = append(hits, fileHit{i, matched, max(parts, 1)})
 	}
 	if len(hits) == 0 {
 		return nil
@@ -88,9 +114,9 @@ func (e *Engine) pathArm(q, scope string, chunks []int, keep func(int) bool) []i
 	score := make([]float64, len(hits))
 	for h, fh := range hits {
 		for _, t := range fh.terms {
-			score[h] += weight[t] * math.Log(1+n/float64(df[t]))
+			score[h] += weight[t] * math.Log(1+n/float64(len(names.files[t])))
 		}
-		cover := math.Min(1, float64(len(fh.terms))/float64(fh.parts))
+		cover := math.Min(1, float64(len(fh.terms))/float64(names.parts[fh.file]))
 		score[h] *= cover * cover
 	}
 	order := make([]int, len(hits))

@@ -150,3 +150,43 @@ func TestIndexArm(t *testing.T) {
 		t.Errorf("indexArm(one seed) = %v, want none", paths(seg, got))
 	}
 }
+
+type vocab map[string]bool
+
+func (v vocab) DocFreq(t string) int {
+	if v[t] {
+		return 1
+	}
+	return 0
+}
+
+func TestCompoundTerms(t *testing.T) {
+	ix := vocab{"mapkey": true, "map_key": true, "serversentevent": true, "rawvalue": true, "keyvalue": true}
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"Support deserializing map key as RawValue", []string{"mapkey", "map_key"}},
+		{"feat: add utilities for server sent events", []string{"serversentevent"}},
+		{"map, key", nil},    // punctuation ends a run
+		{"map the key", nil}, // a stopword ends a run
+		{"raw value", []string{"rawvalue"}},
+		{"MapKey value", nil}, // identifiers are not prose words
+		{"nothing joins here", nil},
+	}
+	for _, tt := range tests {
+		got := compoundTerms(tt.q, ix, nil)
+		if len(got) != len(tt.want) {
+			t.Errorf("compoundTerms(%q) = %v, want %v", tt.q, got, tt.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != tt.want[i] {
+				t.Errorf("compoundTerms(%q) = %v, want %v", tt.q, got, tt.want)
+			}
+		}
+	}
+	if got := compoundTerms("raw value", ix, []string{"rawvalue"}); len(got) != 0 {
+		t.Errorf("compoundTerms kept a term the query has: %v", got)
+	}
+}

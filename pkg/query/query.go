@@ -433,6 +433,7 @@ func (e *Engine) byQualifier(ids []int, quals []string) []int {
 
 func (e *Engine) bm25Arm(q string, k int, keep func(int) bool) []int {
 	terms := tokenize.QueryTokens(q)
+	terms = append(terms, compoundTerms(q, e.Seg.BM25, terms)...)
 	if len(terms) == 0 {
 		return nil
 	}
@@ -456,6 +457,7 @@ func (e *Engine) fileBM25Arm(q string, chunks []int, keep func(int) bool) []int 
 		return nil
 	}
 	terms := tokenize.QueryTokens(q)
+	terms = append(terms, compoundTerms(q, seg.FileBM25, terms)...)
 	if len(terms) == 0 {
 		return nil
 	}
@@ -580,10 +582,17 @@ func (e *Engine) historyArm(q string, cls classify.Result, keep func(int) bool) 
 			return hit
 		}
 	}
+	msgs := seg.Memo("query.historyTokens", func() any {
+		m := make([][]string, len(seg.History))
+		for i, c := range seg.History {
+			m[i] = tokenize.QueryTokens(c.Message)
+		}
+		return m
+	}).([][]string)
 	score := map[string]float64{}
 	for i, c := range seg.History {
 		overlap := 0
-		for _, t := range tokenize.QueryTokens(c.Message) {
+		for _, t := range msgs[i] {
 			if qset[t] {
 				overlap++
 			}

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 
@@ -63,4 +64,60 @@ func nameTerms(q string) []string {
 		return terms
 	}
 	return out
+}
+
+// compoundTerms returns the identifiers that runs of two or three adjacent
+// prose words of q spell when joined, as the index holds them: "map key"
+// -> mapkey (MapKey) and map_key, "server sent events" ->
+// serversentevent. Only joins that ix knows are returned, so prose that
+// names no identifier adds nothing.
+func compoundTerms(q string, ix interface{ DocFreq(string) int }, have []string) []string {
+	var words []string
+	flush := func() []string { return words[:0] }
+	var out []string
+	try := func(run []string) {
+		for _, sep := range []string{"", "_"} {
+			toks := tokenize.Tokens(strings.Join(run, sep))
+			if len(toks) == 0 {
+				continue
+			}
+			t := toks[0]
+			if !slices.Contains(have, t) && !slices.Contains(out, t) && ix.DocFreq(t) > 0 {
+				out = append(out, t)
+			}
+		}
+	}
+	for _, f := range strings.Fields(q) {
+		// A word ends a run at punctuation ("keys, values").
+		w := strings.TrimRight(f, ".,;:!?)\"'")
+		end := len(w) < len(f)
+		w = strings.TrimLeft(w, "(\"'`&*")
+		plain := w != "" && isPlainWord(w)
+		if !plain || tokenize.IsStopword(strings.ToLower(w)) {
+			words = flush()
+			continue
+		}
+		words = append(words, strings.ToLower(w))
+		if n := len(words); n >= 2 {
+			try(words[n-2:])
+			if n >= 3 {
+				try(words[n-3:])
+			}
+		}
+		if end {
+			words = flush()
+		}
+	}
+	return out
+}
+
+// isPlainWord reports whether w is a prose word: letters only, lowercase or
+// capitalised.
+func isPlainWord(w string) bool {
+	for i, r := range w {
+		if !unicode.IsLetter(r) || i > 0 && unicode.IsUpper(r) {
+			return false
+		}
+	}
+	return true
 }

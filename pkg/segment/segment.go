@@ -21,6 +21,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 
 	"codectx/pkg/bm25"
 	"codectx/pkg/codectx"
@@ -87,6 +88,27 @@ type Segment struct {
 	symNames []string // sorted lowercased names (qualified and short)
 	symIDs   [][]int
 	byPath   map[string]int
+
+	memoMu sync.Mutex
+	memo   map[string]any
+}
+
+// Memo returns the value build derives from the segment, building it on the
+// first call for key and sharing it afterwards. Searchers keep per-segment
+// tables here (a file-name index, tokenized history) instead of rebuilding
+// them for every query; build must only read the segment.
+func (s *Segment) Memo(key string, build func() any) any {
+	s.memoMu.Lock()
+	defer s.memoMu.Unlock()
+	if v, ok := s.memo[key]; ok {
+		return v
+	}
+	if s.memo == nil {
+		s.memo = map[string]any{}
+	}
+	v := build()
+	s.memo[key] = v
+	return v
 }
 
 // New assembles a segment from its parts and derives the symbol table.
