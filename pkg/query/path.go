@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"codectx/pkg/codectx"
 	"codectx/pkg/segment"
 	"codectx/pkg/tokenize"
 )
@@ -40,6 +41,13 @@ func fileStem(p string) string {
 	return stem
 }
 
+// classNamed are the languages whose files are named after the class they
+// declare (Attribute.java holds class Attribute). The class chunk's name
+// field already carries that word, so a file-name match would count it
+// twice: on the dev tasks it put Selector.java above QueryParser.java for
+// "consecutive combinators in CSS selectors".
+var classNamed = map[codectx.Language]bool{codectx.Java: true}
+
 // nameIndex maps each term of a file name to the files (positions in
 // Segment.Files) whose name has it, and holds each name's part count.
 type nameIndex struct {
@@ -52,6 +60,9 @@ func fileNames(seg *segment.Segment) *nameIndex {
 	return seg.Memo("query.fileNames", func() any {
 		ix := &nameIndex{files: map[string][]int{}, parts: make([]int, len(seg.Files))}
 		for i, f := range seg.Files {
+			if classNamed[f.Language] {
+				continue
+			}
 			stem := fileStem(f.Path)
 			ix.parts[i] = max(1, len(tokenize.Split(stem)))
 			var seen []string

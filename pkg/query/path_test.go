@@ -190,3 +190,15 @@ func TestCompoundTerms(t *testing.T) {
 		t.Errorf("compoundTerms kept a term the query has: %v", got)
 	}
 }
+
+func TestPathArmSkipsClassNamedFiles(t *testing.T) {
+	seg := buildSeg(t, map[string]string{
+		"src/main/java/org/x/Selector.java": "package org.x;\npublic class Selector { void select() {} }\n",
+		"src/selector.ts":                   "export function select() {}\n",
+	})
+	e := &Engine{Seg: seg}
+	got := paths(seg, e.pathArm("consecutive combinators in CSS selectors", "", nil, nil))
+	if len(got) != 1 || got[0] != "src/selector.ts" {
+		t.Errorf("pathArm = %v, want only src/selector.ts (a Java file's name is its class's)", got)
+	}
+}
