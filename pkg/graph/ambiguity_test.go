@@ -150,8 +150,9 @@ func TestGoQualifierTarget(t *testing.T) {
 }
 
 func TestNoModuleNoGoEdges(t *testing.T) {
-	// Without a go.mod, "net/http" must not bind to a directory that happens
-	// to be called net/http.
+	// Without a go.mod, one import of "net/http" is no evidence that import
+	// paths are directory paths: it must not bind to a directory that
+	// happens to be called net/http.
 	in := Input{Files: []FileInput{
 		{Path: "net/http/server.go", Language: codectx.Go, Package: "http"},
 		{Path: "main.go", Language: codectx.Go, Package: "main", Imports: []string{"net/http"}},
@@ -162,5 +163,63 @@ func TestNoModuleNoGoEdges(t *testing.T) {
 	}
 	if got := g.Stats().Unresolved; got != 1 {
 		t.Errorf("Unresolved = %d, want 1", got)
+	}
+}
+
+func TestInferredGoRoot(t *testing.T) {
+	goFile := func(p, pkg string, imports ...string) FileInput {
+		return FileInput{Path: p, Language: codectx.Go, Package: pkg, Imports: imports}
+	}
+	tests := []struct {
+		name  string
+		files []FileInput
+		want  []string // "from -> to" file import edges
+	}{
+		{
+			name: "GOPATH-era repository: the prefix of two local directories",
+			files: []FileInput{
+				goFile("mux.go", "mux", `"github.com/o/mux/internal/re"`, `"github.com/o/mux/util"`, `"net/http"`),
+				goFile("internal/re/re.go", "re"),
+				goFile("util/util.go", "util"),
+				goFile("net/http/fake.go", "http"), // not what "net/http" means here
+			},
+			want: []string{"mux.go -> internal/re/re.go", "mux.go -> util/util.go"},
+		},
+		{
+			name: "GOROOT-style tree: import paths are directories",
+			files: []FileInput{
+				goFile("net/http/server.go", "http", `"net/url"`, `"io"`),
+				goFile("net/url/url.go", "url", `"strings"`),
+				goFile("io/io.go", "io"),
+			},
+			want: []string{"net/http/server.go -> io/io.go", "net/http/server.go -> net/url/url.go"},
+		},
+		{
+			name: "a root go.mod wins over inference",
+			files: []FileInput{
+				goFile("a/a.go", "a", `"other.com/x/b"`, `"other.com/x/c"`),
+				goFile("b/b.go", "b"),
+				goFile("c/c.go", "c"),
+			},
+			want: nil,
+		},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := Input{Files: tt.files}
+			if i == 2 {
+				in.GoModule = "example.com/m"
+			}
+			var got []string
+			for _, e := range Build(in).Edges() {
+				if e.Kind == EdgeImport {
+					got = append(got, e.From+" -> "+e.To)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("import edges = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -15,22 +15,24 @@ type builder struct {
 	syms   []*symInfo // sorted by id
 
 	// Go
-	modules  []goModule           // longest module path first
-	goPkg    map[string][]int32   // dir -> non-test .go files
-	groups   map[string][]int32   // package group -> files (Go dir+package, Java package)
-	javaCls  map[string][]int32   // "a.b.C" -> files
-	javaPkg  map[string][]int32   // "a.b" -> files
-	pyInit   map[string]bool      // dirs holding an __init__.py
-	topBy    []map[string][]int32 // per file: short name -> top-level functions and types
-	typesBy  []map[string][]int32 // per file: short name -> type symbols
-	methods  map[ownerKey][]int32 // (owner short, name) -> methods
-	topAll   map[string][]int32   // short name -> top-level functions and types, repo-wide
-	typesAll map[string][]int32   // short name -> types, repo-wide
-	methAll  map[string][]int32   // short name -> methods, repo-wide
-	fedges   map[rawEdge]struct{} //
-	sedges   map[rawEdge]struct{} //
-	stats    Stats                //
-	names    []string             // scratch for resolveRefs
+	modules []goModule // longest module path first
+	// goDirImports: Go import paths are repository directories ($GOROOT/src).
+	goDirImports bool
+	goPkg        map[string][]int32   // dir -> non-test .go files
+	groups       map[string][]int32   // package group -> files (Go dir+package, Java package)
+	javaCls      map[string][]int32   // "a.b.C" -> files
+	javaPkg      map[string][]int32   // "a.b" -> files
+	pyInit       map[string]bool      // dirs holding an __init__.py
+	topBy        []map[string][]int32 // per file: short name -> top-level functions and types
+	typesBy      []map[string][]int32 // per file: short name -> type symbols
+	methods      map[ownerKey][]int32 // (owner short, name) -> methods
+	topAll       map[string][]int32   // short name -> top-level functions and types, repo-wide
+	typesAll     map[string][]int32   // short name -> types, repo-wide
+	methAll      map[string][]int32   // short name -> methods, repo-wide
+	fedges       map[rawEdge]struct{} //
+	sedges       map[rawEdge]struct{} //
+	stats        Stats                //
+	names        []string             // scratch for resolveRefs
 }
 
 type goModule struct{ dir, path string }
@@ -153,6 +155,7 @@ func (b *builder) index(in Input) {
 			b.groups[f.group] = append(b.groups[f.group], f.idx)
 		}
 	}
+	b.inferGoRoot()
 	for _, f := range b.files {
 		for _, m := range b.groups[f.group] {
 			if m != f.idx {

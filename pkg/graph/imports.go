@@ -112,10 +112,7 @@ func (b *builder) file(p string) (int32, bool) {
 // the non-test .go files of that directory. Qualifiers are the last path
 // element (skipping a /vN suffix) and the package names of the targets.
 func (b *builder) goImport(spec string) ([]int32, []string) {
-	spec = strings.Trim(spec, `"`)
-	if i := strings.IndexByte(spec, ' '); i >= 0 { // `alias "path"`
-		spec = strings.Trim(spec[i+1:], `" `)
-	}
+	spec = goSpec(spec)
 	dir, ok := b.goDir(spec)
 	if !ok {
 		return nil, nil
@@ -147,7 +144,78 @@ func (b *builder) goDir(spec string) (string, bool) {
 			return cleanPath(join(m.dir, spec[len(m.path)+1:])), true
 		}
 	}
+	if b.goDirImports {
+		if _, ok := b.goPkg[spec]; ok {
+			return spec, true
+		}
+	}
 	return "", false
+}
+
+// goSpec is the import path of a raw Go import spelling.
+func goSpec(raw string) string {
+	spec := strings.Trim(raw, `"`)
+	if i := strings.IndexByte(spec, ' '); i >= 0 { // `alias "path"`
+		spec = strings.Trim(spec[i+1:], `" `)
+	}
+	return spec
+}
+
+// inferGoRoot gives a repository without a root go.mod an import prefix,
+// as GOPATH-era code and GOROOT's src have none. Each import path that
+// ends in a package directory of the repository votes for the prefix in
+// front of it ("github.com/o/r/sub" with a directory "sub" votes for
+// "github.com/o/r"); the prefix with the most distinct directories wins
+// if at least two voted. An empty prefix winning means import paths are
+// directory paths ("net/http" in $GOROOT/src).
+func (b *builder) inferGoRoot() {
+	if len(b.goPkg) == 0 {
+		return
+	}
+	for _, m := range b.modules {
+		if m.dir == "" {
+			return
+		}
+	}
+	votes := map[string]map[string]bool{}
+	for _, f := range b.files {
+		if f.Language != codectx.Go {
+			continue
+		}
+		for _, raw := range f.Imports {
+			spec := goSpec(raw)
+			if _, ok := b.goDir(spec); ok {
+				continue // a nested module has it
+			}
+			elems := strings.Split(spec, "/")
+			for k := range elems {
+				dir := strings.Join(elems[k:], "/")
+				if _, ok := b.goPkg[dir]; !ok {
+					continue
+				}
+				prefix := strings.Join(elems[:k], "/")
+				if votes[prefix] == nil {
+					votes[prefix] = map[string]bool{}
+				}
+				votes[prefix][dir] = true
+				break // the longest directory only
+			}
+		}
+	}
+	best, n := "", 0
+	for p, dirs := range votes {
+		if len(dirs) > n || len(dirs) == n && p < best {
+			best, n = p, len(dirs)
+		}
+	}
+	if n < 2 {
+		return
+	}
+	if best == "" {
+		b.goDirImports = true
+		return
+	}
+	b.modules = append(b.modules, goModule{dir: "", path: best})
 }
 
 func isMajorVersion(s string) bool {

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"regexp"
 	"runtime"
 	"sort"
@@ -213,18 +214,34 @@ type Manifest struct {
 	Files    []source.File    `json:"files"`
 	Skipped  []source.Skipped `json:"skipped,omitempty"`
 	GoModule string           `json:"go_module,omitempty"`
-	History  []segment.Commit `json:"history,omitempty"`
+	// GoModules maps the directory of each nested go.mod to its module path.
+	GoModules map[string]string `json:"go_modules,omitempty"`
+	History   []segment.Commit  `json:"history,omitempty"`
 }
 
 // ReadManifest reads the manifest of a snapshot.
 func ReadManifest(ctx context.Context, snap *source.Snapshot, tenant, name string, historyLimit int) (*Manifest, error) {
 	m := &Manifest{Tenant: tenant, Repo: name, Commit: snap.Commit, Files: snap.Files, Skipped: snap.Skipped}
 	for _, f := range snap.Files {
-		if f.Path == "go.mod" {
-			if data, err := snap.Read(f); err == nil {
-				m.GoModule = goModulePath(data)
-			}
+		if f.Path != "go.mod" && !strings.HasSuffix(f.Path, "/go.mod") {
+			continue
 		}
+		data, err := snap.Read(f)
+		if err != nil {
+			continue
+		}
+		mod := goModulePath(data)
+		if mod == "" {
+			continue
+		}
+		if f.Path == "go.mod" {
+			m.GoModule = mod
+			continue
+		}
+		if m.GoModules == nil {
+			m.GoModules = map[string]string{}
+		}
+		m.GoModules[path.Dir(f.Path)] = mod
 	}
 	if historyLimit == 0 {
 		historyLimit = 500
@@ -353,7 +370,7 @@ func Assemble(m *Manifest, results []Parsed) (*segment.Segment, *Summary) {
 		files  []segment.File
 		chunks []codectx.Chunk
 	)
-	gin := graph.Input{GoModule: m.GoModule}
+	gin := graph.Input{GoModule: m.GoModule, GoModules: m.GoModules}
 	for i, p := range results {
 		file := m.Files[i]
 		st.Bytes += file.Size

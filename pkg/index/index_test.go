@@ -198,3 +198,27 @@ func TestWorkingDirectory(t *testing.T) {
 		t.Errorf("go files = %d, want 1 (build/ is ignored)", sum.FilesByLanguage["go"])
 	}
 }
+
+// A nested go.mod gives the packages below it their import paths.
+func TestNestedGoModule(t *testing.T) {
+	r := testrepo.New(t)
+	r.Commit("services in their own modules", map[string]string{
+		"README.md":        "monorepo\n",
+		"svc/go.mod":       "module example.com/svc\n\ngo 1.22\n",
+		"svc/main.go":      "package main\n\nimport \"example.com/svc/util\"\n\nfunc main() { util.Hello() }\n",
+		"svc/util/util.go": "package util\n\nfunc Hello() {}\n",
+	})
+	store := blob.NewMem()
+	build(t, store, r.Dir, index.Options{Name: "mono"})
+	seg, err := index.LoadHead(context.Background(), store, index.DefaultTenant, "mono")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, n := range seg.Graph.FileNeighbors("svc/main.go") {
+		found = found || n.Path == "svc/util/util.go" && n.Out
+	}
+	if !found {
+		t.Errorf("svc/main.go neighbours = %+v, want an edge to svc/util/util.go", seg.Graph.FileNeighbors("svc/main.go"))
+	}
+}
