@@ -3,6 +3,8 @@ package segment_test
 import (
 	"errors"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"codectx/pkg/bm25"
@@ -150,4 +152,30 @@ func FuzzLoad(f *testing.F) {
 			s.Lookup("x")
 		}
 	})
+}
+
+func TestMemoBuildsOnce(t *testing.T) {
+	s := segment.New(segment.Meta{Repo: "r"}, nil, nil, nil, nil, nil, nil)
+	var builds atomic.Int32
+	var wg sync.WaitGroup
+	got := make([]any, 8)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i] = s.Memo("k", func() any { builds.Add(1); return new(int) })
+		}()
+	}
+	wg.Wait()
+	if n := builds.Load(); n != 1 {
+		t.Errorf("built %d times, want 1", n)
+	}
+	for _, v := range got {
+		if v != got[0] {
+			t.Fatalf("callers got different values")
+		}
+	}
+	if other := s.Memo("other", func() any { return 2 }); other != 2 {
+		t.Errorf("Memo(other) = %v, want 2", other)
+	}
 }
