@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -221,7 +223,7 @@ func (a *Activities) publishBatch(ctx context.Context, plan *pipeline.Plan, n in
 	if err != nil {
 		return err
 	}
-	return a.Queue.Publish(ctx, pipeline.StageParse, "", data, id)
+	return a.Queue.Publish(ctx, pipeline.StageParse, jobSubject(plan.Tenant, plan.Repo, plan.Commit), data, id)
 }
 
 // FanOutParse publishes the plan's batches to the parse stage, with message
@@ -280,7 +282,7 @@ func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome
 		if len(open) == 0 {
 			break
 		}
-		dead, err := a.deadIDs(ctx)
+		dead, err := a.deadIDs(ctx, jobSubject(plan.Tenant, plan.Repo, plan.Commit))
 		if err != nil {
 			return out, err
 		}
@@ -372,9 +374,18 @@ func (a *Activities) check(ctx context.Context, ts []*tracked) error {
 	return nil
 }
 
-// deadIDs maps the message IDs of dead-lettered parse messages to reasons.
-func (a *Activities) deadIDs(ctx context.Context) (map[string]string, error) {
-	dls, err := a.Queue.DeadLetters(ctx, pipeline.StageParse)
+// jobSubject is the queue subject of one snapshot's jobs, so that waiting
+// for them reads only their dead letters. It is a hash: tenant and
+// repository names may hold characters a subject cannot.
+func jobSubject(tenant, repo, commit string) string {
+	h := sha256.Sum256([]byte(tenant + "\x00" + repo + "\x00" + commit))
+	return "s" + hex.EncodeToString(h[:8])
+}
+
+// deadIDs maps the message IDs of the snapshot's dead-lettered parse
+// messages to reasons.
+func (a *Activities) deadIDs(ctx context.Context, subject string) (map[string]string, error) {
+	dls, err := a.Queue.DeadLettersOf(ctx, pipeline.StageParse, subject)
 	if err != nil {
 		return nil, err
 	}
@@ -402,7 +413,8 @@ func (a *Activities) Graph(ctx context.Context, in GraphInput) (string, error) {
 	}
 	base := fmt.Sprintf("%s/%s/%s/%s/graph", in.Job.Tenant, in.Job.Repo, in.Job.Commit, in.Run)
 	ids := map[string]bool{base: true}
-	if err := a.Queue.Publish(ctx, pipeline.StageGraph, "", data, base); err != nil {
+	subject := jobSubject(in.Job.Tenant, in.Job.Repo, in.Job.Commit)
+	if err := a.Queue.Publish(ctx, pipeline.StageGraph, subject, data, base); err != nil {
 		return "", err
 	}
 	sent := time.Now()
@@ -416,7 +428,7 @@ func (a *Activities) Graph(ctx context.Context, in GraphInput) (string, error) {
 		if ok {
 			return key, nil
 		}
-		dls, err := a.Queue.DeadLetters(ctx, pipeline.StageGraph)
+		dls, err := a.Queue.DeadLettersOf(ctx, pipeline.StageGraph, subject)
 		if err != nil {
 			return "", err
 		}
@@ -427,7 +439,7 @@ func (a *Activities) Graph(ctx context.Context, in GraphInput) (string, error) {
 		}
 		if time.Since(sent) > a.parseTimeout() {
 			id := base + "#r" + strconv.Itoa(len(ids))
-			if err := a.Queue.Publish(ctx, pipeline.StageGraph, "", data, id); err != nil {
+			if err := a.Queue.Publish(ctx, pipeline.StageGraph, subject, data, id); err != nil {
 				return "", err
 			}
 			ids[id] = true

@@ -38,6 +38,11 @@ const (
 	hdrMsgID      = "Codectx-Msg-Id"
 
 	dedupWindow = 2 * time.Minute // Nats-Msg-Id duplicates are dropped within it
+	// DeadLetterMaxAge is how long a dead letter is kept: long enough to
+	// inspect and replay, short enough that the stream does not grow
+	// without bound.
+	DeadLetterMaxAge = 14 * 24 * time.Hour
+	deadLetterMax    = 100000 // at most this many dead letters, oldest dropped first
 	pollWait    = 5 * time.Second // one pull request's lifetime
 )
 
@@ -127,6 +132,9 @@ func (q *Queue) ensureDLQ(ctx context.Context) error {
 		Retention:  jetstream.LimitsPolicy,
 		Storage:    jetstream.FileStorage,
 		Duplicates: dedupWindow,
+		MaxAge:     DeadLetterMaxAge,
+		MaxMsgs:    deadLetterMax,
+		Discard:    jetstream.DiscardOld,
 	})
 }
 
@@ -328,8 +336,25 @@ func (q *Queue) DeadLetters(ctx context.Context, stage string) ([]queue.DeadLett
 		return nil, err
 	}
 	root := dlqSubject + "." + stage
+	return q.deadLetters(ctx, stage, root, root+".>")
+}
+
+// DeadLettersOf returns the dead letters of stage published with exactly
+// this subject, oldest first. Only those are read, so a caller waiting on
+// its own jobs does not scan every other job's failures.
+func (q *Queue) DeadLettersOf(ctx context.Context, stage, subject string) ([]queue.DeadLetter, error) {
+	if err := queue.ValidStage(stage); err != nil {
+		return nil, err
+	}
+	if err := validSubject(subject); err != nil {
+		return nil, err
+	}
+	return q.deadLetters(ctx, stage, subjectFor(dlqSubject, stage, subject))
+}
+
+func (q *Queue) deadLetters(ctx context.Context, stage string, filters ...string) ([]queue.DeadLetter, error) {
 	cons, err := q.js.OrderedConsumer(ctx, dlqStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{root, root + ".>"},
+		FilterSubjects: filters,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dead letters %s: %w", stage, err)

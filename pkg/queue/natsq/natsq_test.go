@@ -12,6 +12,9 @@ import (
 
 	"codectx/pkg/queue"
 	"codectx/pkg/queue/natsq"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // patience bounds every wait; a healthy run needs a small fraction of it.
@@ -414,5 +417,58 @@ func TestInvalidInput(t *testing.T) {
 	}
 	if err := q.Consume(t.Context(), queue.Config{Stage: "BAD"}, nil); !errors.Is(err, queue.ErrInvalidStage) {
 		t.Errorf("Consume(BAD) err = %v, want ErrInvalidStage", err)
+	}
+}
+
+// DeadLettersOf reads one subject's dead letters only, and the dead-letter
+// stream is bounded in age and count.
+func TestDeadLettersOfSubject(t *testing.T) {
+	s := startServer(t)
+	q := connect(t, s)
+	publish(t, q, "parse", "snap1", "poison", "a1")
+	publish(t, q, "parse", "snap2", "poison", "b1")
+	publish(t, q, "parse", "snap2", "poison", "b2")
+	consume(t, q, queue.Config{Stage: "parse", MaxDeliver: 1}, func(context.Context, queue.Message) error {
+		return errors.New("bad file")
+	})
+	waitFor(t, "dead letters", func() bool {
+		all, err := q.DeadLetters(t.Context(), "parse")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(all) == 3
+	})
+	got, err := q.DeadLettersOf(t.Context(), "parse", "snap2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].ID != "b1" || got[1].ID != "b2" {
+		t.Errorf("DeadLettersOf(snap2) = %+v, want b1, b2", got)
+	}
+	if got, err := q.DeadLettersOf(t.Context(), "parse", "snap3"); err != nil || len(got) != 0 {
+		t.Errorf("DeadLettersOf(snap3) = %+v, %v; want none", got, err)
+	}
+	if _, err := q.DeadLettersOf(t.Context(), "parse", "bad subject"); err == nil {
+		t.Error("DeadLettersOf accepted an invalid subject")
+	}
+	nc, err := nats.Connect(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(t.Context(), "CODECTX_DLQ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Config.MaxAge != natsq.DeadLetterMaxAge || info.Config.MaxMsgs <= 0 {
+		t.Errorf("dead-letter stream limits: max age %v, max msgs %d; want %v and a bound", info.Config.MaxAge, info.Config.MaxMsgs, natsq.DeadLetterMaxAge)
 	}
 }
