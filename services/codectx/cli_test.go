@@ -108,3 +108,41 @@ func TestCLIErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestGC(t *testing.T) {
+	r := testrepo.New(t)
+	r.Commit("initial", testrepo.Small)
+	data := t.TempDir()
+	if _, err := runCLI(t, "index", "--data", data, "--name", "shop", r.Bare()); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCLI(t, "gc", "--data", data, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct{ Roots, Cached, Kept, Deleted int }
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("gc --json: %v\n%s", err, out)
+	}
+	if st.Roots != 1 || st.Kept == 0 || st.Deleted != 0 {
+		t.Errorf("gc = %+v, want 1 root and everything it references kept", st)
+	}
+	if _, err := runCLI(t, "query", "--data", data, "--repo", "shop", "Cart.Total"); err != nil {
+		t.Errorf("query after gc: %v", err)
+	}
+	// A cache with no roots (codectx eval's) is only emptied on request.
+	empty := t.TempDir()
+	st2, err := openStore(empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st2.Put(context.Background(), "parse/v1/go/ab/abcdef", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCLI(t, "gc", "--data", empty); err == nil {
+		t.Error("gc emptied a cache with no roots without --all")
+	}
+	if out, err := runCLI(t, "gc", "--data", empty, "--all"); err != nil || !strings.Contains(out, "deleted 1") {
+		t.Errorf("gc --all = %q, %v; want 1 deleted", out, err)
+	}
+}

@@ -36,6 +36,7 @@ Usage:
   codectx index [--data DIR | --server URL] [--name NAME] [--rev REV] [--json] PATH_OR_URL
   codectx query [--data DIR | --server URL] --repo NAME [--budget 8000] [--arms LIST] [--json] "text"
   codectx eval  --tasks FILE.jsonl --git-dir owner/name=PATH ... [--budgets LIST] [--json OUT]
+  codectx gc    [--data DIR | --s3-endpoint HOST:PORT] [--dry-run] [--json]
 
 Roles (one part each, configured by flags or CODECTX_* environment variables):
   codectx orchestrator    Temporal worker of the indexing workflows
@@ -63,6 +64,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runEval(ctx, args[1:], stdout, stderr)
 	case "up":
 		return runUp(ctx, args[1:], stdout, stderr)
+	case "gc":
+		return runGC(ctx, args[1:], stdout, stderr)
 	case "orchestrator":
 		return orchestratorRole().run(ctx, args[1:], stdout, stderr)
 	case "parse-worker":

@@ -1,0 +1,99 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/chunk"
+	"codectx/pkg/index"
+	"codectx/pkg/segment"
+)
+
+// GCStats reports a parse-cache collection.
+type GCStats struct {
+	Roots   int `json:"roots"`   // manifests and segments whose files were kept
+	Cached  int `json:"cached"`  // parse-cache entries found
+	Kept    int `json:"kept"`    // entries a root references
+	Deleted int `json:"deleted"` // entries removed (or, with dry run, that would be)
+}
+
+// CollectParseCache deletes the parse-cache entries that no stored
+// manifest or segment references: results of files that no snapshot of
+// any tenant still contains, and results of other parser versions. The
+// cache is shared by content across repositories and tenants, so only a
+// store-wide pass can tell what is unused; per-repository GC (the
+// snapshot workflow's last step) removes manifests and segments, this
+// removes what they leave behind.
+//
+// It is safe beside running indexers: the cache is listed before the roots
+// are read, and a snapshot's manifest is stored before any of its files is
+// parsed, so an entry written during the pass is either not a candidate or
+// marked by its manifest. A library build (codectx index) keeps its results
+// in memory, so at worst it loses reuse, never correctness.
+func CollectParseCache(ctx context.Context, store *blob.Bucket, dryRun bool) (GCStats, error) {
+	var st GCStats
+	cached, err := store.List(ctx, "parse/")
+	if err != nil {
+		return st, fmt.Errorf("gc: list parse cache: %w", err)
+	}
+	st.Cached = len(cached)
+	live := map[string]bool{}
+	mark := func(path, blobHash string) {
+		live[index.ParseKey(chunk.Detect(path, nil), blobHash)] = true
+	}
+	manifests, err := store.List(ctx, "manifests/")
+	if err != nil {
+		return st, fmt.Errorf("gc: list manifests: %w", err)
+	}
+	for _, k := range manifests {
+		if !strings.HasSuffix(k, ".json") {
+			continue
+		}
+		m, err := ReadManifest(ctx, store, k)
+		if err != nil {
+			return st, fmt.Errorf("gc: %w", err)
+		}
+		for _, f := range m.Files {
+			mark(f.Path, f.Blob)
+		}
+		st.Roots++
+	}
+	segs, err := store.List(ctx, "segments/")
+	if err != nil {
+		return st, fmt.Errorf("gc: list segments: %w", err)
+	}
+	for _, k := range segs {
+		if !strings.HasSuffix(k, ".seg") {
+			continue
+		}
+		data, err := store.Get(ctx, k)
+		if err != nil {
+			return st, fmt.Errorf("gc: read %s: %w", k, err)
+		}
+		seg, err := segment.Load(data)
+		if err != nil {
+			// A corrupt segment cannot say what it references: collect
+			// nothing rather than guess.
+			return st, fmt.Errorf("gc: %s: %w", k, err)
+		}
+		for _, f := range seg.Files {
+			mark(f.Path, f.Blob)
+		}
+		st.Roots++
+	}
+	for _, k := range cached {
+		if live[k] {
+			st.Kept++
+			continue
+		}
+		if !dryRun {
+			if err := store.Delete(ctx, k); err != nil {
+				return st, fmt.Errorf("gc: delete %s: %w", k, err)
+			}
+		}
+		st.Deleted++
+	}
+	return st, nil
+}

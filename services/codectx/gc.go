@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+
+	"codectx/pkg/pipeline"
+)
+
+// runGC collects the parse cache of a blob store: the local one under
+// --data, or an S3 bucket.
+func runGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("gc", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c config
+	fs.StringVar(&c.data, "data", dataDir(), "data directory: local blob store ($"+envData+")")
+	c.storeFlags(fs)
+	dry := fs.Bool("dry-run", false, "count what would be deleted, delete nothing")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	all := fs.Bool("all", false, "also when no manifest or segment exists (empties the cache, e.g. codectx eval's)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: codectx gc [flags]\n\nDeletes parse-cache entries that no stored manifest or segment references\n(files no snapshot contains any more, results of older parser versions).\nSafe to run beside indexing.")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	store, where, err := c.store(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := pipeline.CollectParseCache(ctx, store, true)
+	if err != nil {
+		return err
+	}
+	if st.Roots == 0 && st.Cached > 0 && !*all {
+		return fmt.Errorf("gc: %s holds %d cached parse results and no manifest or segment, so all would go (codectx eval keeps only a cache); pass --all to empty it", where, st.Cached)
+	}
+	if !*dry {
+		if st, err = pipeline.CollectParseCache(ctx, store, false); err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	verb := "deleted"
+	if *dry {
+		verb = "would delete"
+	}
+	fmt.Fprintf(stdout, "parse cache in %s: %d entries, %d referenced by %d manifests and segments, %s %d\n",
+		where, st.Cached, st.Kept, st.Roots, verb, st.Deleted)
+	return nil
+}
