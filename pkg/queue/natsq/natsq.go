@@ -42,8 +42,8 @@ const (
 	// inspect and replay, short enough that the stream does not grow
 	// without bound.
 	DeadLetterMaxAge = 14 * 24 * time.Hour
-	deadLetterMax    = 100000 // at most this many dead letters, oldest dropped first
-	pollWait    = 5 * time.Second // one pull request's lifetime
+	deadLetterMax    = 100000          // at most this many dead letters, oldest dropped first
+	pollWait         = 5 * time.Second // one pull request's lifetime
 )
 
 // Queue is a client of the NATS server.
