@@ -46,6 +46,9 @@ type Server struct {
 	Checks    []Check           // readiness probes besides the store
 	Notes     map[string]string // shown by /readyz, e.g. {"embed": "disabled: no embedder configured"}
 	CacheSize int               // segments kept loaded; default 16
+	// Webhooks verifies push deliveries (POST /v1/webhooks/{host}/{tenant},
+	// with AdminRoutes); a tenant without a secret takes none.
+	Webhooks WebhookConfig
 	Log       *slog.Logger      // default slog.Default()
 
 	segs *segCache
@@ -74,6 +77,7 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.Routes&AdminRoutes != 0 {
 		handle("POST /v1/index", "index", s.index)
+		handle("POST /v1/webhooks/{host}/{tenant}", "webhook", s.webhook)
 	}
 	if s.Routes != 0 {
 		handle("GET /v1/repos/{tenant}/{rest...}", "status", s.status)

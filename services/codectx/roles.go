@@ -76,6 +76,10 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.SetOutput(stderr)
 	var c config
 	c.flags(fs, r.use|useStore)
+	var hooks webhookFlags
+	if r.routes&api.AdminRoutes != 0 {
+		hooks.register(fs)
+	}
 	workers := r.workers
 	if r.workers > 0 {
 		fs.IntVar(&workers, "workers", r.workers, "concurrent handlers")
@@ -101,6 +105,9 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	srv := &api.Server{Store: store, Metrics: m, Routes: r.routes, Checks: d.checks(r.use), Notes: r.notes, Log: log}
 	if r.routes&api.AdminRoutes != 0 {
 		srv.Indexer = lazyIndexer{d}
+		if srv.Webhooks, err = hooks.config(); err != nil {
+			return err
+		}
 	}
 	hs, err := startHTTP(c.listen, srv.Handler())
 	if err != nil {
@@ -236,7 +243,7 @@ func queryServiceRole() role {
 func gatewayRole() role {
 	return role{
 		name:   "gateway",
-		help:   "Serves the admin API: POST /v1/index signals the repository's RepoWorkflow,\nGET /v1/repos/{tenant}/{repo}/status reports it. (Push webhooks come later.)",
+		help:   "Serves the admin API: POST /v1/index signals the repository's RepoWorkflow,\nPOST /v1/webhooks/{github|gitlab|gitea}/{tenant} does the same for a verified push,\nGET /v1/repos/{tenant}/{repo}/status reports it.",
 		use:    useTemporal,
 		routes: api.AdminRoutes,
 		body:   waitDone,

@@ -49,6 +49,8 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Var(&locations, "index", "index this path or clone URL on start (repeatable)")
 	tenant := fs.String("tenant", "default", "tenant of the --index repositories")
 	parseWorkers := fs.Int("parse-workers", runtime.GOMAXPROCS(0), "parse handlers")
+	var hooks webhookFlags
+	hooks.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: codectx up [--data DIR] [--listen ADDR] [--index PATH_OR_URL ...]
 
@@ -62,6 +64,10 @@ Stop with SIGINT or SIGTERM.`)
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	webhooks, err := hooks.config()
+	if err != nil {
 		return err
 	}
 	log := newLogger(stderr).With("role", "up")
@@ -109,6 +115,7 @@ Stop with SIGINT or SIGTERM.`)
 	srv := &api.Server{
 		Store: store, Indexer: temporalIndexer{tc}, Metrics: m, Routes: api.AllRoutes,
 		Checks: d.checks(useTemporal | useNATS), Notes: map[string]string{"embed": embedDisabled}, Log: log,
+		Webhooks: webhooks,
 	}
 	hs, err := startHTTP(c.listen, srv.Handler())
 	if err != nil {

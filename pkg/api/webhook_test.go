@@ -1,0 +1,89 @@
+package api
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"testing"
+
+	"codectx/pkg/blob"
+)
+
+func signed(secret, body string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(body))
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+func TestWebhook(t *testing.T) {
+	const after = "2222222222222222222222222222222222222222"
+	push := `{"ref":"refs/heads/main","before":"1111111111111111111111111111111111111111","after":"` + after +
+		`","repository":{"full_name":"acme/shop","clone_url":"https://git.example/acme/shop.git","default_branch":"main"}}`
+	fake := &fakeIndexer{}
+	ts, _ := newServer(t, &Server{Store: blob.NewMem(), Indexer: fake, Routes: AllRoutes,
+		Webhooks: WebhookConfig{Secrets: map[string]string{"acme": "a-secret", "other": "o-secret"}}})
+
+	post := func(path, event, sig, body string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", ts.URL+path, bytes.NewBufferString(body))
+		req.Header.Set("X-GitHub-Event", event)
+		if sig != "" {
+			req.Header.Set("X-Hub-Signature-256", sig)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+
+	tests := []struct {
+		name      string
+		path      string
+		event     string
+		sig       string
+		body      string
+		code      int
+		wantIndex bool
+	}{
+		{"push", "/v1/webhooks/github/acme", "push", signed("a-secret", push), push, http.StatusAccepted, true},
+		{"another tenant's secret", "/v1/webhooks/github/other", "push", signed("a-secret", push), push, http.StatusUnauthorized, false},
+		{"unsigned", "/v1/webhooks/github/acme", "push", "", push, http.StatusUnauthorized, false},
+		{"tenant without webhooks", "/v1/webhooks/github/nobody", "push", signed("a-secret", push), push, http.StatusForbidden, false},
+		{"invalid tenant", "/v1/webhooks/github/a..b", "push", signed("a-secret", push), push, http.StatusBadRequest, false},
+		{"malformed", "/v1/webhooks/github/acme", "push", signed("a-secret", `{"ref":`), `{"ref":`, http.StatusBadRequest, false},
+		{"ping", "/v1/webhooks/github/acme", "ping", signed("a-secret", `{}`), `{}`, http.StatusOK, false},
+		{"unknown host", "/v1/webhooks/svn/acme", "push", signed("a-secret", push), push, http.StatusNotFound, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(fake.reqs)
+			code, body := post(tt.path, tt.event, tt.sig, tt.body)
+			if code != tt.code {
+				t.Errorf("status = %d (%v), want %d", code, body, tt.code)
+			}
+			if got := len(fake.reqs) > before; got != tt.wantIndex {
+				t.Errorf("index requested = %v, want %v", got, tt.wantIndex)
+			}
+		})
+	}
+	req := fake.reqs[0]
+	if req.Tenant != "acme" || req.Repo != "acme/shop" || req.Location != "https://git.example/acme/shop.git" || req.Commit != after {
+		t.Errorf("index request = %+v", req)
+	}
+	if _, body := post("/v1/webhooks/github/acme", "ping", signed("a-secret", `{}`), `{}`); body["ignored"] != "event ping" {
+		t.Errorf("ping answer = %v, want the reason", body)
+	}
+
+	fake.fail = errors.New("temporal down")
+	if code, _ := post("/v1/webhooks/github/acme", "push", signed("a-secret", push), push); code != http.StatusServiceUnavailable {
+		t.Errorf("push with the orchestrator down = %d, want 503 (the host retries)", code)
+	}
+}

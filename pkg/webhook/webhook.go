@@ -1,0 +1,222 @@
+// Package webhook turns git-host push notifications into index requests.
+// It verifies that a delivery comes from the host (GitHub and Gitea sign
+// the body with HMAC-SHA256, GitLab sends a shared token), decodes the push
+// event and says which repository moved to which commit. Anything else a
+// host sends (ping, issues, a deleted branch, a push to a branch that is
+// not indexed) is ignored with a reason, never an error the host retries.
+//
+// The index itself is incremental: the repository's workflow diffs the new
+// commit against the published one and re-parses only changed blobs.
+package webhook
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Hosts with a parser.
+const (
+	GitHub = "github"
+	GitLab = "gitlab"
+	Gitea  = "gitea" // also Forgejo
+)
+
+// Errors. ErrUnauthorized and ErrMalformed are the sender's fault (401 and
+// 400); an Ignored is a delivery understood and deliberately not acted on.
+var (
+	ErrUnauthorized = errors.New("webhook: signature or token does not verify")
+	ErrMalformed    = errors.New("webhook: malformed delivery")
+	ErrUnknownHost  = errors.New("webhook: unknown host")
+)
+
+// Ignored is returned for a verified delivery that asks for no index.
+type Ignored struct{ Reason string }
+
+func (e *Ignored) Error() string { return "webhook: ignored: " + e.Reason }
+
+// Push is a verified push to the tip of a branch.
+type Push struct {
+	Host          string
+	Repo          string // owner/name as the host spells it ("group/sub/project" on GitLab)
+	CloneURL      string
+	Branch        string
+	DefaultBranch string
+	Commit        string // the new tip
+	Before        string // the previous tip ("" for a new branch)
+}
+
+// Options say which pushes to act on.
+type Options struct {
+	// Branches to index; empty means the repository's default branch.
+	Branches []string
+}
+
+const zeroSHA = "0000000000000000000000000000000000000000"
+
+// Parse verifies and decodes one delivery from host. secret is the shared
+// secret configured on the host's webhook; an empty secret verifies
+// nothing and is refused.
+func Parse(host string, h http.Header, body []byte, secret string, opt Options) (*Push, error) {
+	if secret == "" {
+		return nil, fmt.Errorf("%w: no secret configured", ErrUnauthorized)
+	}
+	var event string
+	switch host {
+	case GitHub:
+		if err := verifyHMAC(h.Get("X-Hub-Signature-256"), body, secret); err != nil {
+			return nil, err
+		}
+		event = h.Get("X-GitHub-Event")
+	case Gitea:
+		sig := h.Get("X-Gitea-Signature")
+		if sig == "" {
+			sig = h.Get("X-Forgejo-Signature")
+		}
+		if err := verifyHMAC("sha256="+sig, body, secret); err != nil {
+			return nil, err
+		}
+		event = h.Get("X-Gitea-Event")
+		if event == "" {
+			event = h.Get("X-Forgejo-Event")
+		}
+	case GitLab:
+		tok := h.Get("X-Gitlab-Token")
+		if subtle.ConstantTimeCompare([]byte(tok), []byte(secret)) != 1 {
+			return nil, ErrUnauthorized
+		}
+		event = h.Get("X-Gitlab-Event")
+		if event == "Push Hook" {
+			event = "push"
+		}
+	default:
+		return nil, fmt.Errorf("%w %q (want %s, %s or %s)", ErrUnknownHost, host, GitHub, GitLab, Gitea)
+	}
+	switch event {
+	case "push":
+	case "":
+		return nil, fmt.Errorf("%w: no event header", ErrMalformed)
+	default:
+		return nil, &Ignored{Reason: "event " + event}
+	}
+	p, deleted, err := decode(host, body)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.HasPrefix(p.Branch, "refs/heads/") {
+		return nil, &Ignored{Reason: "not a branch: " + p.Branch}
+	}
+	p.Branch = strings.TrimPrefix(p.Branch, "refs/heads/")
+	if deleted || p.Commit == zeroSHA {
+		return nil, &Ignored{Reason: "branch " + p.Branch + " deleted"}
+	}
+	if !wanted(p, opt) {
+		return nil, &Ignored{Reason: "branch " + p.Branch + " is not indexed"}
+	}
+	if p.Before == zeroSHA {
+		p.Before = ""
+	}
+	return p, nil
+}
+
+func wanted(p *Push, opt Options) bool {
+	if len(opt.Branches) == 0 {
+		// Without the default branch in the payload, index what was pushed.
+		return p.DefaultBranch == "" || p.Branch == p.DefaultBranch
+	}
+	for _, b := range opt.Branches {
+		if b == p.Branch {
+			return true
+		}
+	}
+	return false
+}
+
+func verifyHMAC(header string, body []byte, secret string) error {
+	sig, ok := strings.CutPrefix(header, "sha256=")
+	if !ok || sig == "" {
+		return fmt.Errorf("%w: no sha256 signature", ErrUnauthorized)
+	}
+	got, err := hex.DecodeString(sig)
+	if err != nil {
+		return fmt.Errorf("%w: signature is not hex", ErrUnauthorized)
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	if !hmac.Equal(got, mac.Sum(nil)) {
+		return ErrUnauthorized
+	}
+	return nil
+}
+
+// payload is the union of the push payloads' fields that matter: GitHub
+// and Gitea share one shape, GitLab names things differently.
+type payload struct {
+	Ref     string `json:"ref"`
+	Before  string `json:"before"`
+	After   string `json:"after"`
+	Deleted bool   `json:"deleted"`
+	// GitHub, Gitea
+	Repository *struct {
+		FullName      string `json:"full_name"`
+		CloneURL      string `json:"clone_url"`
+		DefaultBranch string `json:"default_branch"`
+	} `json:"repository"`
+	// GitLab
+	CheckoutSHA *string `json:"checkout_sha"`
+	Project     *struct {
+		PathWithNamespace string `json:"path_with_namespace"`
+		GitHTTPURL        string `json:"git_http_url"`
+		DefaultBranch     string `json:"default_branch"`
+	} `json:"project"`
+}
+
+// maxBody bounds a delivery; GitHub caps payloads at 25 MB, but a push
+// payload that large lists thousands of commits this package does not read.
+const maxBody = 25 << 20
+
+func decode(host string, body []byte) (*Push, bool, error) {
+	if len(body) > maxBody {
+		return nil, false, fmt.Errorf("%w: body of %d bytes", ErrMalformed, len(body))
+	}
+	var pl payload
+	if err := json.Unmarshal(body, &pl); err != nil {
+		return nil, false, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	p := &Push{Host: host, Branch: pl.Ref, Commit: pl.After, Before: pl.Before}
+	deleted := pl.Deleted
+	switch {
+	case host == GitLab && pl.Project != nil:
+		p.Repo, p.CloneURL, p.DefaultBranch = pl.Project.PathWithNamespace, pl.Project.GitHTTPURL, pl.Project.DefaultBranch
+		if pl.CheckoutSHA == nil {
+			deleted = true // GitLab sends checkout_sha null for a deleted branch
+		}
+	case host != GitLab && pl.Repository != nil:
+		p.Repo, p.CloneURL, p.DefaultBranch = pl.Repository.FullName, pl.Repository.CloneURL, pl.Repository.DefaultBranch
+	default:
+		return nil, false, fmt.Errorf("%w: no repository", ErrMalformed)
+	}
+	switch {
+	case p.Branch == "":
+		return nil, false, fmt.Errorf("%w: no ref", ErrMalformed)
+	case p.Repo == "" || p.CloneURL == "":
+		return nil, false, fmt.Errorf("%w: repository without name or clone URL", ErrMalformed)
+	case !deleted && !isSHA(p.Commit):
+		return nil, false, fmt.Errorf("%w: after %q is not a commit hash", ErrMalformed, p.Commit)
+	}
+	return p, deleted, nil
+}
+
+func isSHA(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"codectx/pkg/api"
+	"codectx/pkg/index"
+)
+
+const (
+	envWebhookSecret   = "CODECTX_WEBHOOK_SECRET"
+	envWebhookSecrets  = "CODECTX_WEBHOOK_SECRETS_FILE"
+	envWebhookBranches = "CODECTX_WEBHOOK_BRANCHES"
+)
+
+// webhookFlags are the push-webhook settings of the roles serving the
+// admin API.
+type webhookFlags struct {
+	secretsFile string
+	branches    string
+}
+
+func (w *webhookFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&w.secretsFile, "webhook-secrets", env(envWebhookSecrets, ""),
+		"JSON file {\"tenant\": \"secret\", ...} enabling POST /v1/webhooks/{github|gitlab|gitea}/{tenant}; $"+envWebhookSecret+" sets the default tenant's secret ($"+envWebhookSecrets+")")
+	fs.StringVar(&w.branches, "webhook-branches", env(envWebhookBranches, ""),
+		"comma-separated branches a push reindexes (default: each repository's default branch) ($"+envWebhookBranches+")")
+}
+
+// config reads the secrets. No secrets is valid: webhooks answer 403.
+func (w *webhookFlags) config() (api.WebhookConfig, error) {
+	cfg := api.WebhookConfig{Secrets: map[string]string{}}
+	if w.secretsFile != "" {
+		data, err := os.ReadFile(w.secretsFile)
+		if err != nil {
+			return cfg, fmt.Errorf("webhook secrets: %w", err)
+		}
+		if err := json.Unmarshal(data, &cfg.Secrets); err != nil {
+			return cfg, fmt.Errorf("webhook secrets %s: want a JSON object of tenant to secret: %w", w.secretsFile, err)
+		}
+	}
+	if s := os.Getenv(envWebhookSecret); s != "" {
+		cfg.Secrets[index.DefaultTenant] = s
+	}
+	for t, s := range cfg.Secrets {
+		if !index.ValidName(t) {
+			return cfg, fmt.Errorf("webhook secrets: invalid tenant %q", t)
+		}
+		if len(s) < 16 {
+			return cfg, fmt.Errorf("webhook secrets: the secret of tenant %q is shorter than 16 characters", t)
+		}
+	}
+	for _, b := range strings.Split(w.branches, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			cfg.Branches = append(cfg.Branches, b)
+		}
+	}
+	return cfg, nil
+}
