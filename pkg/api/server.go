@@ -49,7 +49,7 @@ type Server struct {
 	// Webhooks verifies push deliveries (POST /v1/webhooks/{host}/{tenant},
 	// with AdminRoutes); a tenant without a secret takes none.
 	Webhooks WebhookConfig
-	Log       *slog.Logger      // default slog.Default()
+	Log      *slog.Logger // default slog.Default()
 
 	segs *segCache
 }
