@@ -30,6 +30,7 @@ race:
 # corpus and property test already run in test).
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzPack$$' -fuzztime 10s ./pkg/pack/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 5s ./pkg/webhook/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./pkg/...
