@@ -20,6 +20,7 @@ import (
 type Client struct {
 	BaseURL string       // e.g. http://127.0.0.1:7700
 	HTTP    *http.Client // default: http.DefaultClient
+	Key     string       // API key sent as a bearer token, if the server requires one
 	// PollInterval is how often WaitIndexed asks for the status; default 250ms.
 	PollInterval time.Duration
 }
@@ -150,6 +151,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Key)
 	}
 	hc := c.HTTP
 	if hc == nil {

@@ -49,6 +49,9 @@ type Server struct {
 	// Webhooks verifies push deliveries (POST /v1/webhooks/{host}/{tenant},
 	// with AdminRoutes); a tenant without a secret takes none.
 	Webhooks WebhookConfig
+	// Keys, when set, require an API key (Authorization: Bearer) on the
+	// query, index and status routes, each valid for one tenant.
+	Keys Keys
 	Log      *slog.Logger // default slog.Default()
 
 	segs *segCache
@@ -135,6 +138,9 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
+	if !s.authorize(w, r, req.Tenant) {
+		return
+	}
 	if strings.TrimSpace(req.Query) == "" {
 		writeError(w, http.StatusBadRequest, errors.New("empty query"))
 		return
@@ -188,6 +194,13 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	if req.Tenant == "" {
 		req.Tenant = index.DefaultTenant
 	}
+	if !index.ValidName(req.Tenant) {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("invalid tenant %q", req.Tenant))
+		return
+	}
+	if !s.authorize(w, r, req.Tenant) {
+		return
+	}
 	if req.Location == "" {
 		writeError(w, http.StatusBadRequest, errors.New("no location"))
 		return
@@ -221,6 +234,9 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := validRepo(tenant, repo); err != nil {
 		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if !s.authorize(w, r, tenant) {
 		return
 	}
 	ctx := r.Context()

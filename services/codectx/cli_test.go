@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"codectx/pkg/api"
 	"codectx/pkg/testrepo"
 )
 
@@ -144,5 +148,30 @@ func TestGC(t *testing.T) {
 	}
 	if out, err := runCLI(t, "gc", "--data", empty, "--all"); err != nil || !strings.Contains(out, "deleted 1") {
 		t.Errorf("gc --all = %q, %v; want 1 deleted", out, err)
+	}
+}
+
+// With an API key file, `codectx up` refuses queries without a key of the
+// tenant, and the CLI's --server mode sends $CODECTX_API_KEY.
+func TestUpAPIKeys(t *testing.T) {
+	repoDir, _ := gitFixture(t)
+	keys := filepath.Join(t.TempDir(), "keys.json")
+	if err := os.WriteFile(keys, []byte(`{"`+api.HashKey("secret-key-default")+`": "default"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(envAPIKey, "secret-key-default")
+	addr := freeAddr(t)
+	up := startUp(t, "--data", t.TempDir(), "--listen", addr, "--api-keys", keys, "--index", repoDir)
+	up.waitFor(t, "indexed line", 3*time.Minute, func() bool { return strings.Contains(up.out.String(), "indexed shop@") })
+	ctx := context.Background()
+	if _, err := (&api.Client{BaseURL: "http://" + addr}).Query(ctx, api.QueryRequest{Repo: "shop", Query: "Cart"}); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("query without a key: %v, want 401", err)
+	}
+	if _, err := (&api.Client{BaseURL: "http://" + addr, Key: "secret-key-default"}).Query(ctx, api.QueryRequest{Tenant: "other", Repo: "shop", Query: "Cart"}); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Errorf("query of another tenant: %v, want 403", err)
+	}
+	out, err := runCLI(t, "query", "--server", "http://"+addr, "--repo", "shop", "--json", "Cart Total")
+	if err != nil || !strings.Contains(out, "cart/cart.go") {
+		t.Errorf("query --server with $%s: %v\n%s", envAPIKey, err, out)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -80,7 +81,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func indexRemote(ctx context.Context, url string, req api.IndexRequest, timeout time.Duration, asJSON bool, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cl := &api.Client{BaseURL: url}
+	cl := &api.Client{BaseURL: url, Key: os.Getenv(envAPIKey)}
 	if !asJSON {
 		return indexAndWait(ctx, cl, req, stdout)
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"codectx/pkg/api"
@@ -64,7 +65,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	var resp *query.Response
 	if *server != "" {
-		cl := &api.Client{BaseURL: *server}
+		cl := &api.Client{BaseURL: *server, Key: os.Getenv(envAPIKey)}
 		resp, err = cl.Query(ctx, api.QueryRequest{Tenant: *tenant, Repo: *repo, Query: strings.Join(fs.Args(), " "), Budget: *budget, Arms: arms, NoRoute: *noRoute})
 		if err != nil {
 			return err

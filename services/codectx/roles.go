@@ -80,6 +80,10 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if r.routes&api.AdminRoutes != 0 {
 		hooks.register(fs)
 	}
+	var keysFile string
+	if r.routes != 0 {
+		fs.StringVar(&keysFile, "api-keys", env(envAPIKeys, ""), "JSON file of API key SHA-256 -> tenant; when set, every API route but health, metrics and webhooks needs a key ($"+envAPIKeys+")")
+	}
 	workers := r.workers
 	if r.workers > 0 {
 		fs.IntVar(&workers, "workers", r.workers, "concurrent handlers")
@@ -103,6 +107,9 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	m := metrics.New()
 	srv := &api.Server{Store: store, Metrics: m, Routes: r.routes, Checks: d.checks(r.use), Notes: r.notes, Log: log}
+	if srv.Keys, err = readKeys(keysFile); err != nil {
+		return err
+	}
 	if r.routes&api.AdminRoutes != 0 {
 		srv.Indexer = lazyIndexer{d}
 		if srv.Webhooks, err = hooks.config(); err != nil {

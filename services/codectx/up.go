@@ -51,6 +51,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	parseWorkers := fs.Int("parse-workers", runtime.GOMAXPROCS(0), "parse handlers")
 	var hooks webhookFlags
 	hooks.register(fs)
+	keysFile := fs.String("api-keys", env(envAPIKeys, ""), "JSON file of API key SHA-256 -> tenant; when set, query, index and status need a key ($"+envAPIKeys+")")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: codectx up [--data DIR] [--listen ADDR] [--index PATH_OR_URL ...]
 
@@ -67,6 +68,10 @@ Stop with SIGINT or SIGTERM.`)
 		return err
 	}
 	webhooks, err := hooks.config()
+	if err != nil {
+		return err
+	}
+	keys, err := readKeys(*keysFile)
 	if err != nil {
 		return err
 	}
@@ -115,7 +120,7 @@ Stop with SIGINT or SIGTERM.`)
 	srv := &api.Server{
 		Store: store, Indexer: temporalIndexer{tc}, Metrics: m, Routes: api.AllRoutes,
 		Checks: d.checks(useTemporal | useNATS), Notes: map[string]string{"embed": embedDisabled}, Log: log,
-		Webhooks: webhooks,
+		Webhooks: webhooks, Keys: keys,
 	}
 	hs, err := startHTTP(c.listen, srv.Handler())
 	if err != nil {
@@ -147,7 +152,7 @@ Stop with SIGINT or SIGTERM.`)
 	var indexing sync.WaitGroup
 	ictx, stopIndexing := context.WithCancel(ctx)
 	defer stopIndexing()
-	cl := &api.Client{BaseURL: hs.URL()}
+	cl := &api.Client{BaseURL: hs.URL(), Key: os.Getenv(envAPIKey)}
 	for _, loc := range locations {
 		indexing.Add(1)
 		go func() {

@@ -143,3 +143,27 @@ func TestWebhookConfig(t *testing.T) {
 		t.Error("accepted a missing secrets file")
 	}
 }
+
+func TestReadKeys(t *testing.T) {
+	dir := t.TempDir()
+	write := func(body string) string {
+		p := filepath.Join(dir, "keys.json")
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if k, err := readKeys(""); err != nil || k != nil {
+		t.Errorf("readKeys(\"\") = %v, %v; want an open API", k, err)
+	}
+	good := `{"` + api.HashKey("k1") + `": "acme", "` + api.HashKey("k2") + `": "*"}`
+	k, err := readKeys(write(good))
+	if err != nil || len(k) != 2 || k[api.HashKey("k1")] != "acme" {
+		t.Errorf("readKeys = %v, %v", k, err)
+	}
+	for _, bad := range []string{`{`, `{}`, `{"k1": "acme"}`, `{"` + api.HashKey("k") + `": "../x"}`} {
+		if _, err := readKeys(write(bad)); err == nil {
+			t.Errorf("readKeys accepted %s", bad)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -60,4 +61,37 @@ func (w *webhookFlags) config() (api.WebhookConfig, error) {
 		}
 	}
 	return cfg, nil
+}
+
+const (
+	envAPIKeys = "CODECTX_API_KEYS_FILE"
+	envAPIKey  = "CODECTX_API_KEY"
+)
+
+// readKeys reads an API key file: a JSON object from the SHA-256 (hex) of
+// each key to its tenant ("*" for every tenant). "" means an open API.
+func readKeys(file string) (api.Keys, error) {
+	if file == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("api keys: %w", err)
+	}
+	var keys api.Keys
+	if err := json.Unmarshal(data, &keys); err != nil {
+		return nil, fmt.Errorf("api keys %s: want a JSON object of key SHA-256 to tenant: %w", file, err)
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("api keys %s: no keys (leave the file unset for an open API)", file)
+	}
+	for h, t := range keys {
+		if b, err := hex.DecodeString(h); err != nil || len(b) != 32 {
+			return nil, fmt.Errorf("api keys %s: %q is not a SHA-256 in hex (printf %%s KEY | sha256sum)", file, h)
+		}
+		if t != api.AllTenants && !index.ValidName(t) {
+			return nil, fmt.Errorf("api keys %s: invalid tenant %q", file, t)
+		}
+	}
+	return keys, nil
 }

@@ -1,0 +1,51 @@
+package api
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// AllTenants in Keys grants a key every tenant (an operator's key).
+const AllTenants = "*"
+
+// Keys maps the SHA-256 (hex) of each API key to the tenant it may act
+// for. Only hashes are kept, so a leaked configuration reveals no key.
+type Keys map[string]string
+
+// HashKey is the form a key is listed under in Keys.
+func HashKey(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(h[:])
+}
+
+// authorize checks the request's bearer key against tenant. With no keys
+// configured the API is open (a single-user `codectx up` on loopback).
+// It writes the error answer and returns false when the request may not
+// proceed: 401 without a known key, 403 for a key of another tenant.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, tenant string) bool {
+	if len(s.Keys) == 0 {
+		return true
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || tok == "" {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="codectx"`)
+		writeError(w, http.StatusUnauthorized, fmt.Errorf("an API key is required (Authorization: Bearer KEY)"))
+		return false
+	}
+	owner, known := s.Keys[HashKey(tok)]
+	switch {
+	case !known:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="codectx", error="invalid_token"`)
+		writeError(w, http.StatusUnauthorized, fmt.Errorf("unknown API key"))
+		return false
+	case owner != AllTenants && owner != tenant:
+		// Say no more than that the key does not reach this tenant: not
+		// whether the tenant or its repositories exist.
+		writeError(w, http.StatusForbidden, fmt.Errorf("this API key is not valid for tenant %q", tenant))
+		return false
+	}
+	return true
+}
