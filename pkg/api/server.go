@@ -52,7 +52,7 @@ type Server struct {
 	// Keys, when set, require an API key (Authorization: Bearer) on the
 	// query, index and status routes, each valid for one tenant.
 	Keys Keys
-	Log      *slog.Logger // default slog.Default()
+	Log  *slog.Logger // default slog.Default()
 
 	segs *segCache
 }
