@@ -305,7 +305,7 @@ func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome
 			case isDead:
 				// Find the poison file: re-send the missing files one by one.
 				out.Split++
-				for i := range t.missing {
+				for _, i := range sortedKeys(t.missing) {
 					s := &tracked{n: t.n, files: t.files[i : i+1], missing: map[int]bool{0: true}, base: t.base + "/f" + strconv.Itoa(i), sent: time.Now()}
 					s.ids = map[string]bool{s.base: true}
 					if err := a.publishBatch(ctx, plan, t.n, s.files, s.base); err != nil {
@@ -318,7 +318,7 @@ func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome
 				out.Resent++
 				id := t.base + "#r" + strconv.Itoa(t.resends)
 				var files []source.File
-				for i := range t.missing {
+				for _, i := range sortedKeys(t.missing) {
 					files = append(files, t.files[i])
 				}
 				if err := a.publishBatch(ctx, plan, t.n, files, id); err != nil {
@@ -346,6 +346,18 @@ func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome
 	sort.Strings(out.Failed)
 	out.Parsed = in.Plan.Changed - len(out.Failed)
 	return out, nil
+}
+
+// sortedKeys returns the indices of a missing set in file order, so that a
+// re-sent batch lists its files as the plan did (map order would make the
+// outcome depend on which file of a batch a worker reaches first).
+func sortedKeys(m map[int]bool) []int {
+	out := make([]int, 0, len(m))
+	for i := range m {
+		out = append(out, i)
+	}
+	sort.Ints(out)
+	return out
 }
 
 func slicesDeleteDone(ts []*tracked) []*tracked {
