@@ -814,3 +814,39 @@ func TestHelmFuncs(t *testing.T) {
 		}
 	}
 }
+
+func TestChartAuth(t *testing.T) {
+	out := mustRender(t, chartDir, testRelease, map[string]any{"auth": map[string]any{"existingSecret": "codectx-auth"}})
+	wantNoErrs(t, checkChart(out))
+	docs := strings.Split(out["deployment.yaml"], "\n---\n")
+	seen := 0
+	for _, d := range docs {
+		var role string
+		for _, r := range roles {
+			if strings.Contains(d, "app.kubernetes.io/component: "+r+"\n") {
+				role = r
+			}
+		}
+		keys := strings.Contains(d, "name: CODECTX_API_KEYS_FILE\n              value: /etc/codectx/auth/api-keys.json")
+		hooks := strings.Contains(d, "name: CODECTX_WEBHOOK_SECRETS_FILE")
+		mounted := strings.Contains(d, "secretName: codectx-auth") && strings.Contains(d, "mountPath: /etc/codectx/auth")
+		switch role {
+		case "query-service", "gateway":
+			seen++
+			if !keys || !mounted || hooks != (role == "gateway") {
+				t.Errorf("%s: api keys %v, webhook secrets %v, secret mounted %v", role, keys, hooks, mounted)
+			}
+		default:
+			if keys || hooks || mounted {
+				t.Errorf("%s gets the auth secret", role)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Errorf("found %d of the query-service and gateway Deployments", seen)
+	}
+	def := mustRender(t, chartDir, testRelease, nil)
+	if strings.Contains(def["deployment.yaml"], "CODECTX_API_KEYS_FILE") {
+		t.Error("the default chart requires API keys")
+	}
+}
