@@ -77,14 +77,26 @@ func fileNames(seg *segment.Segment) *nameIndex {
 	}).(*nameIndex)
 }
 
-// pathArm ranks the files whose name matches query terms: each matched
+// title is the first non-empty line of q. A task's or commit's title names
+// the component it changes; its body names neighbours in passing ("fix
+// flaky retry tests" in the body of a request-construction change), so
+// only the title's words are matched against file names.
+func title(q string) string {
+	q = strings.TrimSpace(q)
+	if i := strings.IndexByte(q, '\n'); i >= 0 {
+		return q[:i]
+	}
+	return q
+}
+
+// pathArm ranks the files whose title words match file names: each matched
 // term adds its inverse file frequency over file names, scaled by how much
 // of the name it covers, so "proxy" ranks proxy.ts above proxy_utils.ts.
 // Terms of the query's scope count double. Each file is represented by its
 // best chunk of the chunk ranking, else its module chunk.
 func (e *Engine) pathArm(q, scope string, chunks []int, keep func(int) bool) []int {
 	seg := e.Seg
-	terms := nameTerms(q)
+	terms := nameTerms(title(q))
 	if len(terms) == 0 {
 		return nil
 	}

@@ -202,3 +202,15 @@ func TestPathArmSkipsClassNamedFiles(t *testing.T) {
 		t.Errorf("pathArm = %v, want only src/selector.ts (a Java file's name is its class's)", got)
 	}
 }
+
+func TestPathArmTitleOnly(t *testing.T) {
+	seg := buildSeg(t, map[string]string{
+		"source/core/request.ts": "export function build() {}\n",
+		"source/types/retry.ts":  "export type Retry = number\n",
+	})
+	e := &Engine{Seg: seg}
+	got := paths(seg, e.pathArm("Improve robustness of request construction\n\n* Fix flaky retry tests", "", nil, nil))
+	if len(got) != 1 || got[0] != "source/core/request.ts" {
+		t.Errorf("pathArm = %v, want only the title's request.ts", got)
+	}
+}
