@@ -60,7 +60,10 @@ func fileNames(seg *segment.Segment) *nameIndex {
 	return seg.Memo("query.fileNames", func() any {
 		ix := &nameIndex{files: map[string][]int{}, parts: make([]int, len(seg.Files))}
 		for i, f := range seg.Files {
-			if classNamed[f.Language] {
+			// A test is named after what it tests: the name points at
+			// the code, not at its test (which the path prior ranks
+			// lower anyway).
+			if classNamed[f.Language] || IsTestPath(f.Path) {
 				continue
 			}
 			stem := fileStem(f.Path)

@@ -214,3 +214,15 @@ func TestPathArmTitleOnly(t *testing.T) {
 		t.Errorf("pathArm = %v, want only the title's request.ts", got)
 	}
 }
+
+func TestPathArmSkipsTests(t *testing.T) {
+	seg := buildSeg(t, map[string]string{
+		"source/hooks.ts":     "export type Hooks = {}\n",
+		"test/hooks.ts":       "import test from 'ava'\n",
+		"tests/test_hooks.py": "def test_x():\n    pass\n",
+	})
+	e := &Engine{Seg: seg}
+	if got := paths(seg, e.pathArm("Fix response body cleanup after hooks", "", nil, nil)); len(got) != 1 || got[0] != "source/hooks.ts" {
+		t.Errorf("pathArm = %v, want only source/hooks.ts", got)
+	}
+}
