@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"codectx/pkg/index"
 	"codectx/pkg/webhook"
@@ -14,6 +15,10 @@ import (
 type WebhookConfig struct {
 	Secrets  map[string]string // tenant -> the secret (GitLab: token) set on the host's webhook
 	Branches []string          // branches to index; empty = each repository's default branch
+	// AllowLocal accepts a clone URL that is a path on this machine (or
+	// file://). Off by default: a delivery names what the server clones,
+	// and a tenant's secret must not reach the server's own files.
+	AllowLocal bool
 }
 
 // WebhookResponse is the answer to a delivery: the index run it started,
@@ -71,6 +76,10 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := validRepo(tenant, push.Repo); err != nil {
 		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if local := !isURL(push.CloneURL) || strings.HasPrefix(strings.ToLower(push.CloneURL), "file:"); local && !s.Webhooks.AllowLocal {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("clone URL %q is not a remote URL", push.CloneURL))
 		return
 	}
 	if s.Indexer == nil {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"codectx/pkg/blob"
@@ -23,6 +24,8 @@ func TestWebhook(t *testing.T) {
 	const after = "2222222222222222222222222222222222222222"
 	push := `{"ref":"refs/heads/main","before":"1111111111111111111111111111111111111111","after":"` + after +
 		`","repository":{"full_name":"acme/shop","clone_url":"https://git.example/acme/shop.git","default_branch":"main"}}`
+	localPush := strings.Replace(push, "https://git.example/acme/shop.git", "/etc", 1)
+	filePush := strings.Replace(push, "https://git.example/acme/shop.git", "file:///etc", 1)
 	fake := &fakeIndexer{}
 	ts, _ := newServer(t, &Server{Store: blob.NewMem(), Indexer: fake, Routes: AllRoutes,
 		Webhooks: WebhookConfig{Secrets: map[string]string{"acme": "a-secret", "other": "o-secret"}}})
@@ -61,6 +64,8 @@ func TestWebhook(t *testing.T) {
 		{"malformed", "/v1/webhooks/github/acme", "push", signed("a-secret", `{"ref":`), `{"ref":`, http.StatusBadRequest, false},
 		{"ping", "/v1/webhooks/github/acme", "ping", signed("a-secret", `{}`), `{}`, http.StatusOK, false},
 		{"unknown host", "/v1/webhooks/svn/acme", "push", signed("a-secret", push), push, http.StatusNotFound, false},
+		{"local clone URL", "/v1/webhooks/github/acme", "push", signed("a-secret", localPush), localPush, http.StatusBadRequest, false},
+		{"file clone URL", "/v1/webhooks/github/acme", "push", signed("a-secret", filePush), filePush, http.StatusBadRequest, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -24,6 +24,7 @@ import (
 func TestUpWebhookPush(t *testing.T) {
 	const secret = "webhook-secret-for-tests"
 	t.Setenv(envWebhookSecret, secret)
+	t.Setenv(envWebhookLocal, "true") // the fixture's clone URL is a local path
 	repoDir, first := gitFixture(t)
 	addr := freeAddr(t)
 	base := "http://" + addr

@@ -16,6 +16,9 @@ const (
 	envWebhookSecret   = "CODECTX_WEBHOOK_SECRET"
 	envWebhookSecrets  = "CODECTX_WEBHOOK_SECRETS_FILE"
 	envWebhookBranches = "CODECTX_WEBHOOK_BRANCHES"
+	// envWebhookLocal lets a delivery name a path on the server as its
+	// clone URL: for a git host on the same machine, and for tests.
+	envWebhookLocal = "CODECTX_WEBHOOK_ALLOW_LOCAL"
 )
 
 // webhookFlags are the push-webhook settings of the roles serving the
@@ -34,7 +37,7 @@ func (w *webhookFlags) register(fs *flag.FlagSet) {
 
 // config reads the secrets. No secrets is valid: webhooks answer 403.
 func (w *webhookFlags) config() (api.WebhookConfig, error) {
-	cfg := api.WebhookConfig{Secrets: map[string]string{}}
+	cfg := api.WebhookConfig{Secrets: map[string]string{}, AllowLocal: envBool(envWebhookLocal, false)}
 	if w.secretsFile != "" {
 		data, err := os.ReadFile(w.secretsFile)
 		if err != nil {
