@@ -49,3 +49,13 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, tenant string
 	}
 	return true
 }
+
+// operator reports whether the request may act beyond one tenant: always
+// on an open API, else only with an AllTenants key.
+func (s *Server) operator(r *http.Request) bool {
+	if len(s.Keys) == 0 {
+		return true
+	}
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return s.Keys[HashKey(tok)] == AllTenants
+}

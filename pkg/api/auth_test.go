@@ -60,8 +60,14 @@ func TestAPIKeys(t *testing.T) {
 	if _, err := client("key-of-acme").Index(ctx, IndexRequest{Tenant: "default", Location: loc}); code(err) != http.StatusForbidden {
 		t.Errorf("acme indexing into default: %v, want 403", err)
 	}
-	if _, err := client("key-of-acme").Index(ctx, IndexRequest{Tenant: "acme", Location: loc}); err != nil {
-		t.Errorf("acme indexing into acme: %v", err)
+	if _, err := client("key-of-acme").Index(ctx, IndexRequest{Tenant: "acme", Location: loc}); code(err) != http.StatusForbidden {
+		t.Errorf("acme indexing a server path: %v, want 403", err)
+	}
+	if _, err := client("key-of-acme").Index(ctx, IndexRequest{Tenant: "acme", Location: "https://git.example/acme/r.git"}); err != nil {
+		t.Errorf("acme indexing a clone URL into acme: %v", err)
+	}
+	if _, err := client("operator").Index(ctx, IndexRequest{Tenant: "acme", Location: loc}); err != nil {
+		t.Errorf("operator indexing a server path: %v", err)
 	}
 	// Health and metrics stay open for probes.
 	for _, p := range []string{"/healthz", "/metrics"} {

@@ -209,6 +209,11 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("location %q: want a clone URL or an absolute path on the server", req.Location))
 		return
 	}
+	if local := !isURL(req.Location) || strings.HasPrefix(strings.ToLower(req.Location), "file:"); local && !s.operator(r) {
+		// A path on the server reaches every tenant's files there.
+		writeError(w, http.StatusForbidden, fmt.Errorf("location %q: a tenant key may index clone URLs only; paths on the server need an operator key", req.Location))
+		return
+	}
 	if req.Repo == "" {
 		req.Repo = pipeline.RepoName(req.Location)
 	}
