@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -74,6 +75,12 @@ Stop with SIGINT or SIGTERM.`)
 	keys, err := readKeys(*keysFile)
 	if err != nil {
 		return err
+	}
+	// up's own --index requests use a key minted for this run, valid for
+	// every tenant and for paths on this machine.
+	selfKey := rand.Text()
+	if keys != nil {
+		keys[api.HashKey(selfKey)] = api.AllTenants
 	}
 	log := newLogger(stderr).With("role", "up")
 	defer log.Info("exited") // after the deferred stops of the servers
@@ -152,7 +159,7 @@ Stop with SIGINT or SIGTERM.`)
 	var indexing sync.WaitGroup
 	ictx, stopIndexing := context.WithCancel(ctx)
 	defer stopIndexing()
-	cl := &api.Client{BaseURL: hs.URL(), Key: os.Getenv(envAPIKey)}
+	cl := &api.Client{BaseURL: hs.URL(), Key: selfKey}
 	for _, loc := range locations {
 		indexing.Add(1)
 		go func() {
