@@ -1,7 +1,6 @@
 package query
 
 import (
-	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,17 +43,7 @@ func isAdditive(q string) bool {
 }
 
 // isIndexFile reports whether p is a directory's index module.
-func isIndexFile(p string) bool {
-	base := path.Base(p)
-	if i := strings.IndexByte(base, '.'); i > 0 {
-		base = base[:i]
-	}
-	switch base {
-	case "index", "mod", "__init__", "lib":
-		return true
-	}
-	return false
-}
+func isIndexFile(p string) bool { return indexStems[baseStem(p)] }
 
 // indexArm ranks the index files that import at least two of the top seed
 // files, by how many they import; each contributes its module chunk.

@@ -20,19 +20,25 @@ import (
 // the word.
 const armBM25Path = "bm25-path"
 
-// indexStems are file stems that name their directory's module.
-var indexStems = map[string]bool{"index": true, "mod": true, "__init__": true, "lib": true, "main": true}
+// indexStems are the stems of a directory's index module, which re-exports
+// its siblings.
+var indexStems = map[string]bool{"index": true, "mod": true, "__init__": true, "lib": true}
+
+// baseStem is a path's base name up to its first dot ("app.test.ts" -> app).
+func baseStem(p string) string {
+	base := path.Base(p)
+	if i := strings.IndexByte(base, '.'); i > 0 {
+		return base[:i]
+	}
+	return base
+}
 
 // fileStem returns the name a file goes by: its base name without the
 // extension ("server_sent_events.ts" -> server_sent_events), or the
-// directory's name for an index file (src/utils/index.ts -> utils).
+// directory's name for an index or main file (src/utils/index.ts -> utils).
 func fileStem(p string) string {
-	base := path.Base(p)
-	stem := base
-	if i := strings.IndexByte(base, '.'); i > 0 {
-		stem = base[:i]
-	}
-	if indexStems[strings.ToLower(stem)] {
+	stem := baseStem(p)
+	if low := strings.ToLower(stem); indexStems[low] || low == "main" {
 		stem = path.Base(path.Dir(p))
 		if stem == "." || stem == "/" {
 			return ""
@@ -118,9 +124,6 @@ func (e *Engine) pathArm(q, scope string, chunks []int, keep func(int) bool) []i
 	var hits []fileHit
 	at := map[int]int{} // file -> position in hits
 	for _, t := range terms {
-		if weight[t] == 0 {
-			continue
-		}
 		for _, f := range names.files[t] {
 			h, ok := at[f]
 			if !ok {
@@ -155,19 +158,11 @@ func (e *Engine) pathArm(q, scope string, chunks []int, keep func(int) bool) []i
 		}
 		return seg.Files[hits[order[a]].file].Path < seg.Files[hits[order[b]].file].Path
 	})
-	best := map[string]int{}
-	for _, id := range chunks {
-		if p := seg.Chunks[id].Path; best[p] == 0 {
-			best[p] = id + 1
-		}
-	}
+	best := bestChunks(seg, chunks)
 	var ids []int
 	for _, o := range order {
-		f := seg.Files[hits[o].file]
-		if id := best[f.Path]; id > 0 {
-			ids = append(ids, id-1)
-		} else if len(f.Chunks) > 0 {
-			ids = append(ids, f.Chunks[0])
+		if id, ok := fileChunk(seg.Files[hits[o].file], best); ok {
+			ids = append(ids, id)
 		}
 		if len(ids) == 50 {
 			break

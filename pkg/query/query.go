@@ -41,15 +41,17 @@ const (
 // module header).
 const armBM25File = "bm25-file"
 
+// subLists are the rankings fused as part of an arm, by the arm they
+// belong to: they share its fusion weight (scaled) and its name in
+// signals.
+var subLists = map[string]string{armBM25File: ArmBM25, armBM25Path: ArmBM25, armGraphIndex: ArmGraph}
+
 // armNames maps internal list names to arm names (bm25-file is part of bm25).
 func armNames(arms []string) []string {
 	out := arms[:0:0]
 	for _, a := range arms {
-		if a == armBM25File || a == armBM25Path {
-			a = ArmBM25
-		}
-		if a == armGraphIndex {
-			a = ArmGraph
+		if arm, ok := subLists[a]; ok {
+			a = arm
 		}
 		if !slices.Contains(out, a) {
 			out = append(out, a)
@@ -240,7 +242,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 	applyPriors(seg, fused)
 	used := make([]string, 0, len(lists))
 	for _, l := range lists {
-		if l.Arm != armBM25File && l.Arm != armBM25Path && l.Arm != armGraphIndex {
+		if _, sub := subLists[l.Arm]; !sub {
 			used = append(used, l.Arm)
 		}
 	}
@@ -461,13 +463,7 @@ func (e *Engine) fileBM25Arm(q string, chunks []int, keep func(int) bool) []int 
 	if len(terms) == 0 {
 		return nil
 	}
-	best := map[string]int{}
-	for _, id := range chunks {
-		p := seg.Chunks[id].Path
-		if _, ok := best[p]; !ok {
-			best[p] = id
-		}
-	}
+	best := bestChunks(seg, chunks)
 	var fileKeep func(int) bool
 	if keep != nil {
 		fileKeep = func(i int) bool {
@@ -478,14 +474,35 @@ func (e *Engine) fileBM25Arm(q string, chunks []int, keep func(int) bool) []int 
 	hits := seg.FileBM25.SearchFilter(terms, 50, FileParams(), fileKeep)
 	ids := make([]int, 0, len(hits))
 	for _, h := range hits {
-		f := seg.Files[h.Doc]
-		if id, ok := best[f.Path]; ok {
+		if id, ok := fileChunk(seg.Files[h.Doc], best); ok {
 			ids = append(ids, id)
-		} else if len(f.Chunks) > 0 {
-			ids = append(ids, f.Chunks[0])
 		}
 	}
 	return ids
+}
+
+// bestChunks maps each file of a chunk ranking to its best chunk.
+func bestChunks(seg *segment.Segment, chunks []int) map[string]int {
+	best := map[string]int{}
+	for _, id := range chunks {
+		p := seg.Chunks[id].Path
+		if _, ok := best[p]; !ok {
+			best[p] = id
+		}
+	}
+	return best
+}
+
+// fileChunk is the chunk that stands for file f in a file ranking: its best
+// chunk of the chunk ranking, else its module chunk.
+func fileChunk(f segment.File, best map[string]int) (int, bool) {
+	if id, ok := best[f.Path]; ok {
+		return id, true
+	}
+	if len(f.Chunks) > 0 {
+		return f.Chunks[0], true
+	}
+	return 0, false
 }
 
 // graphArm expands the top files of the other arms through import, call and

@@ -41,10 +41,8 @@ func nameTerms(q string) []string {
 	for _, w := range strings.FieldsFunc(q, func(r rune) bool {
 		return !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_')
 	}) {
-		// A plain word is lowercase or capitalised; fix_position and
-		// fixHeader are identifiers.
-		plain := !strings.Contains(w, "_") && strings.ToLower(w[1:]) == w[1:]
-		if plain && changeVerbs[strings.ToLower(w)] {
+		// fix_position and fixHeader are identifiers, not the verb.
+		if isPlainWord(w) && changeVerbs[strings.ToLower(w)] {
 			for _, t := range tokenize.Tokens(w) {
 				drop[t] = true
 			}
@@ -72,12 +70,10 @@ func nameTerms(q string) []string {
 // serversentevent. Only joins that ix knows are returned, so prose that
 // names no identifier adds nothing.
 func compoundTerms(q string, ix interface{ DocFreq(string) int }, have []string) []string {
-	var words []string
-	flush := func() []string { return words[:0] }
-	var out []string
-	try := func(run []string) {
+	var run, out []string
+	try := func(ws []string) {
 		for _, sep := range []string{"", "_"} {
-			toks := tokenize.Tokens(strings.Join(run, sep))
+			toks := tokenize.Tokens(strings.Join(ws, sep))
 			if len(toks) == 0 {
 				continue
 			}
@@ -94,18 +90,18 @@ func compoundTerms(q string, ix interface{ DocFreq(string) int }, have []string)
 		w = strings.TrimLeft(w, "(\"'`&*")
 		plain := w != "" && isPlainWord(w)
 		if !plain || tokenize.IsStopword(strings.ToLower(w)) {
-			words = flush()
+			run = run[:0]
 			continue
 		}
-		words = append(words, strings.ToLower(w))
-		if n := len(words); n >= 2 {
-			try(words[n-2:])
+		run = append(run, strings.ToLower(w))
+		if n := len(run); n >= 2 {
+			try(run[n-2:])
 			if n >= 3 {
-				try(words[n-3:])
+				try(run[n-3:])
 			}
 		}
 		if end {
-			words = flush()
+			run = run[:0]
 		}
 	}
 	return out
