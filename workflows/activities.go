@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -272,6 +274,7 @@ func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome
 		}
 		open = append(open, t)
 	}
+	subject := jobSubject(plan.Tenant, plan.Repo, plan.Commit)
 	tick := time.NewTicker(a.poll())
 	defer tick.Stop()
 	for {
@@ -282,7 +285,7 @@ func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome
 		if len(open) == 0 {
 			break
 		}
-		dead, err := a.deadIDs(ctx, jobSubject(plan.Tenant, plan.Repo, plan.Commit))
+		dead, err := a.deadIDs(ctx, subject)
 		if err != nil {
 			return out, err
 		}
@@ -305,7 +308,7 @@ func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome
 			case isDead:
 				// Find the poison file: re-send the missing files one by one.
 				out.Split++
-				for _, i := range sortedKeys(t.missing) {
+				for _, i := range slices.Sorted(maps.Keys(t.missing)) {
 					s := &tracked{n: t.n, files: t.files[i : i+1], missing: map[int]bool{0: true}, base: t.base + "/f" + strconv.Itoa(i), sent: time.Now()}
 					s.ids = map[string]bool{s.base: true}
 					if err := a.publishBatch(ctx, plan, t.n, s.files, s.base); err != nil {
@@ -318,7 +321,9 @@ func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome
 				out.Resent++
 				id := t.base + "#r" + strconv.Itoa(t.resends)
 				var files []source.File
-				for _, i := range sortedKeys(t.missing) {
+				// Plan order, not map order: which file of a re-sent batch a
+				// worker reaches first decides the outcome.
+				for _, i := range slices.Sorted(maps.Keys(t.missing)) {
 					files = append(files, t.files[i])
 				}
 				if err := a.publishBatch(ctx, plan, t.n, files, id); err != nil {
@@ -346,18 +351,6 @@ func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome
 	sort.Strings(out.Failed)
 	out.Parsed = in.Plan.Changed - len(out.Failed)
 	return out, nil
-}
-
-// sortedKeys returns the indices of a missing set in file order, so that a
-// re-sent batch lists its files as the plan did (map order would make the
-// outcome depend on which file of a batch a worker reaches first).
-func sortedKeys(m map[int]bool) []int {
-	out := make([]int, 0, len(m))
-	for i := range m {
-		out = append(out, i)
-	}
-	sort.Ints(out)
-	return out
 }
 
 func slicesDeleteDone(ts []*tracked) []*tracked {

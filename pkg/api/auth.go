@@ -29,13 +29,12 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, tenant string
 	if len(s.Keys) == 0 {
 		return true
 	}
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || tok == "" {
+	owner, known, sent := s.keyOwner(r)
+	if !sent {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="codectx"`)
 		writeError(w, http.StatusUnauthorized, fmt.Errorf("an API key is required (Authorization: Bearer KEY)"))
 		return false
 	}
-	owner, known := s.Keys[HashKey(tok)]
 	switch {
 	case !known:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="codectx", error="invalid_token"`)
@@ -56,6 +55,17 @@ func (s *Server) operator(r *http.Request) bool {
 	if len(s.Keys) == 0 {
 		return true
 	}
-	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return s.Keys[HashKey(tok)] == AllTenants
+	owner, known, _ := s.keyOwner(r)
+	return known && owner == AllTenants
+}
+
+// keyOwner looks up the request's bearer key: the tenant it belongs to,
+// whether it is known, and whether a key was sent at all.
+func (s *Server) keyOwner(r *http.Request) (owner string, known, sent bool) {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || tok == "" {
+		return "", false, false
+	}
+	owner, known = s.Keys[HashKey(tok)]
+	return owner, known, true
 }

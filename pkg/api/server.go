@@ -209,7 +209,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("location %q: want a clone URL or an absolute path on the server", req.Location))
 		return
 	}
-	if local := !isURL(req.Location) || strings.HasPrefix(strings.ToLower(req.Location), "file:"); local && !s.operator(r) {
+	if !isRemote(req.Location) && !s.operator(r) {
 		// A path on the server reaches every tenant's files there.
 		writeError(w, http.StatusForbidden, fmt.Errorf("location %q: a tenant key may index clone URLs only; paths on the server need an operator key", req.Location))
 		return
@@ -299,6 +299,12 @@ func validArms(arms []string) error {
 		}
 	}
 	return nil
+}
+
+// isRemote reports whether a location is fetched over the network: a
+// clone URL other than file://, not a path on this machine.
+func isRemote(loc string) bool {
+	return isURL(loc) && !strings.HasPrefix(strings.ToLower(loc), "file:")
 }
 
 func isURL(s string) bool {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 
 	"codectx/pkg/index"
 	"codectx/pkg/webhook"
@@ -78,7 +77,7 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if local := !isURL(push.CloneURL) || strings.HasPrefix(strings.ToLower(push.CloneURL), "file:"); local && !s.Webhooks.AllowLocal {
+	if !isRemote(push.CloneURL) && !s.Webhooks.AllowLocal {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("clone URL %q is not a remote URL", push.CloneURL))
 		return
 	}

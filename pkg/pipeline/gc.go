@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -19,6 +20,16 @@ type GCStats struct {
 	Deleted int `json:"deleted"` // entries removed (or, with dry run, that would be)
 }
 
+// GCOptions configure CollectParseCache.
+type GCOptions struct {
+	DryRun       bool // count what would be deleted, delete nothing
+	AllowNoRoots bool // empty a cache that no manifest or segment references
+}
+
+// ErrNoRoots is returned by CollectParseCache for a store with cached
+// results and no manifest or segment, unless AllowNoRoots.
+var ErrNoRoots = errors.New("gc: cached parse results but no manifest or segment")
+
 // CollectParseCache deletes the parse-cache entries that no stored
 // manifest or segment references: results of files that no snapshot of
 // any tenant still contains, and results of other parser versions. The
@@ -32,7 +43,11 @@ type GCStats struct {
 // parsed, so an entry written during the pass is either not a candidate or
 // marked by its manifest. A library build (codectx index) keeps its results
 // in memory, so at worst it loses reuse, never correctness.
-func CollectParseCache(ctx context.Context, store *blob.Bucket, dryRun bool) (GCStats, error) {
+//
+// A store that holds cached results but no root at all (codectx eval keeps
+// only a cache) would lose everything: unless opt.AllowNoRoots, nothing is
+// deleted and ErrNoRoots is returned with the counts.
+func CollectParseCache(ctx context.Context, store *blob.Bucket, opt GCOptions) (GCStats, error) {
 	var st GCStats
 	cached, err := store.List(ctx, "parse/")
 	if err != nil {
@@ -83,12 +98,15 @@ func CollectParseCache(ctx context.Context, store *blob.Bucket, dryRun bool) (GC
 		}
 		st.Roots++
 	}
+	if st.Roots == 0 && st.Cached > 0 && !opt.AllowNoRoots {
+		return st, ErrNoRoots
+	}
 	for _, k := range cached {
 		if live[k] {
 			st.Kept++
 			continue
 		}
-		if !dryRun {
+		if !opt.DryRun {
 			if err := store.Delete(ctx, k); err != nil {
 				return st, fmt.Errorf("gc: delete %s: %w", k, err)
 			}

@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -35,7 +36,7 @@ func TestCollectParseCache(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	dry, err := pipeline.CollectParseCache(ctx, store, true)
+	dry, err := pipeline.CollectParseCache(ctx, store, pipeline.GCOptions{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestCollectParseCache(t *testing.T) {
 	if ok, _ := store.Exists(ctx, stale); !ok {
 		t.Fatal("dry run deleted")
 	}
-	got, err := pipeline.CollectParseCache(ctx, store, false)
+	got, err := pipeline.CollectParseCache(ctx, store, pipeline.GCOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func TestCollectParseCache(t *testing.T) {
 	if sum.Parsed != 0 {
 		t.Errorf("rebuild parsed %d files, want 0 (all cached)", sum.Parsed)
 	}
-	again, err := pipeline.CollectParseCache(ctx, store, false)
+	again, err := pipeline.CollectParseCache(ctx, store, pipeline.GCOptions{})
 	if err != nil || again.Deleted != 0 {
 		t.Errorf("second collect = %+v, %v; want nothing deleted", again, err)
 	}
@@ -78,7 +79,7 @@ func TestCollectParseCacheCorruptSegment(t *testing.T) {
 	if err := store.Put(ctx, "segments/default/r/abc.seg", []byte("not a segment")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pipeline.CollectParseCache(ctx, store, false); err == nil {
+	if _, err := pipeline.CollectParseCache(ctx, store, pipeline.GCOptions{}); err == nil {
 		t.Fatal("collected with an unreadable segment")
 	}
 	if ok, _ := store.Exists(ctx, "parse/v1/go/ab/abcdef"); !ok {
@@ -100,7 +101,7 @@ func TestCollectParseCacheKeepsManifestFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st, err := pipeline.CollectParseCache(ctx, store, false)
+	st, err := pipeline.CollectParseCache(ctx, store, pipeline.GCOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,5 +110,23 @@ func TestCollectParseCacheKeepsManifestFiles(t *testing.T) {
 	}
 	if ok, _ := store.Exists(ctx, live); !ok {
 		t.Error("deleted a result the manifest references")
+	}
+}
+
+func TestCollectParseCacheNoRoots(t *testing.T) {
+	ctx := context.Background()
+	store := blob.NewMem()
+	if err := store.Put(ctx, "parse/v1/go/ab/abcdef", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := pipeline.CollectParseCache(ctx, store, pipeline.GCOptions{})
+	if !errors.Is(err, pipeline.ErrNoRoots) || st.Cached != 1 {
+		t.Fatalf("collect = %+v, %v; want ErrNoRoots with the count", st, err)
+	}
+	if ok, _ := store.Exists(ctx, "parse/v1/go/ab/abcdef"); !ok {
+		t.Fatal("deleted without roots")
+	}
+	if st, err := pipeline.CollectParseCache(ctx, store, pipeline.GCOptions{AllowNoRoots: true}); err != nil || st.Deleted != 1 {
+		t.Errorf("collect with AllowNoRoots = %+v, %v; want 1 deleted", st, err)
 	}
 }

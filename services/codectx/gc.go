@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -32,17 +33,12 @@ func runGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	st, err := pipeline.CollectParseCache(ctx, store, true)
-	if err != nil {
-		return err
-	}
-	if st.Roots == 0 && st.Cached > 0 && !*all {
+	st, err := pipeline.CollectParseCache(ctx, store, pipeline.GCOptions{DryRun: *dry, AllowNoRoots: *all})
+	if errors.Is(err, pipeline.ErrNoRoots) {
 		return fmt.Errorf("gc: %s holds %d cached parse results and no manifest or segment, so all would go (codectx eval keeps only a cache); pass --all to empty it", where, st.Cached)
 	}
-	if !*dry {
-		if st, err = pipeline.CollectParseCache(ctx, store, false); err != nil {
-			return err
-		}
+	if err != nil {
+		return err
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
