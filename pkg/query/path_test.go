@@ -191,38 +191,47 @@ func TestCompoundTerms(t *testing.T) {
 	}
 }
 
-func TestPathArmSkipsClassNamedFiles(t *testing.T) {
-	seg := buildSeg(t, map[string]string{
-		"src/main/java/org/x/Selector.java": "package org.x;\npublic class Selector { void select() {} }\n",
-		"src/selector.ts":                   "export function select() {}\n",
-	})
-	e := &Engine{Seg: seg}
-	got := paths(seg, e.pathArm("consecutive combinators in CSS selectors", "", nil, nil))
-	if len(got) != 1 || got[0] != "src/selector.ts" {
-		t.Errorf("pathArm = %v, want only src/selector.ts (a Java file's name is its class's)", got)
+// The files a name is matched against, and the words matched.
+func TestPathArmNames(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		q     string
+		want  string // the only file listed
+	}{
+		{
+			name: "a Java file's name is its class's",
+			files: map[string]string{
+				"src/main/java/org/x/Selector.java": "package org.x;\npublic class Selector { void select() {} }\n",
+				"src/selector.ts":                   "export function select() {}\n",
+			},
+			q: "consecutive combinators in CSS selectors", want: "src/selector.ts",
+		},
+		{
+			name: "only the title's words",
+			files: map[string]string{
+				"source/core/request.ts": "export function build() {}\n",
+				"source/types/retry.ts":  "export type Retry = number\n",
+			},
+			q: "Improve robustness of request construction\n\n* Fix flaky retry tests", want: "source/core/request.ts",
+		},
+		{
+			name: "tests are named after what they test",
+			files: map[string]string{
+				"source/hooks.ts":     "export type Hooks = {}\n",
+				"test/hooks.ts":       "import test from 'ava'\n",
+				"tests/test_hooks.py": "def test_x():\n    pass\n",
+			},
+			q: "Fix response body cleanup after hooks", want: "source/hooks.ts",
+		},
 	}
-}
-
-func TestPathArmTitleOnly(t *testing.T) {
-	seg := buildSeg(t, map[string]string{
-		"source/core/request.ts": "export function build() {}\n",
-		"source/types/retry.ts":  "export type Retry = number\n",
-	})
-	e := &Engine{Seg: seg}
-	got := paths(seg, e.pathArm("Improve robustness of request construction\n\n* Fix flaky retry tests", "", nil, nil))
-	if len(got) != 1 || got[0] != "source/core/request.ts" {
-		t.Errorf("pathArm = %v, want only the title's request.ts", got)
-	}
-}
-
-func TestPathArmSkipsTests(t *testing.T) {
-	seg := buildSeg(t, map[string]string{
-		"source/hooks.ts":     "export type Hooks = {}\n",
-		"test/hooks.ts":       "import test from 'ava'\n",
-		"tests/test_hooks.py": "def test_x():\n    pass\n",
-	})
-	e := &Engine{Seg: seg}
-	if got := paths(seg, e.pathArm("Fix response body cleanup after hooks", "", nil, nil)); len(got) != 1 || got[0] != "source/hooks.ts" {
-		t.Errorf("pathArm = %v, want only source/hooks.ts", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			seg := buildSeg(t, tt.files)
+			e := &Engine{Seg: seg}
+			if got := paths(seg, e.pathArm(tt.q, "", nil, nil)); len(got) != 1 || got[0] != tt.want {
+				t.Errorf("pathArm = %v, want only %s", got, tt.want)
+			}
+		})
 	}
 }
