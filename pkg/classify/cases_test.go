@@ -28,6 +28,8 @@ var cases = []tcase{
 	{q: "Raise InvalidURL for hosts starting with a dot", want: ExplicitSymbol, syms: []string{"InvalidURL"}},
 	{q: "Use `urllib3.util.Retry` for the default retry policy", want: ExplicitSymbol, syms: []string{"urllib3.util.Retry"}},
 	{q: "fix typo in HTTPServer docstring", want: ExplicitSymbol, syms: []string{"HTTPServer"}},
+	{q: "Support deserializing map key as &RawValue", want: ExplicitSymbol, syms: []string{"RawValue"}},
+	{q: "take &mut fmt::Formatter instead of *io.Writer", want: ExplicitSymbol, syms: []string{"fmt::Formatter", "io.Writer"}},
 	{q: "Deprecate Flask.add_url_rule provide_automatic_options argument", want: ExplicitSymbol, syms: []string{"Flask.add_url_rule", "provide_automatic_options"}},
 	{q: "Call self.close() in __exit__", want: ExplicitSymbol, syms: []string{"self.close", "__exit__"}},
 	{q: "MAX_REDIRECTS should be configurable", want: ExplicitSymbol, syms: []string{"MAX_REDIRECTS"}},

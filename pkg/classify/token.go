@@ -128,7 +128,7 @@ func makeToken(f string) (token, bool) {
 			return t, true
 		}
 	}
-	f = strings.TrimLeft(f, "\"'([{<*@“‘")
+	f = strings.TrimLeft(f, "\"'([{<*&@“‘")
 	// call: name(...) — also "foo()" and "requests.get(url,".
 	if k := strings.IndexByte(f, '('); k > 0 {
 		name, rest := f[:k], f[k:]

@@ -59,6 +59,63 @@ var classNamed = map[codectx.Language]bool{codectx.Java: true}
 type nameIndex struct {
 	files map[string][]int
 	parts []int
+	abbrs []abbr
+}
+
+// abbr is a file-name part that abbreviates a word the file's symbols
+// spell out: src/de.rs declares Deserializer and deserialize_any, so "de"
+// stands for "deserializer" and the query word "deserialization" names it.
+type abbr struct {
+	file        int
+	short, long string
+}
+
+// Abbreviation limits: a name part of at most maxAbbr bytes expands to the
+// commonest longer word (at least minExpand bytes more) that starts with
+// it among the parts of the file's symbol names, if at least minAbbrUses
+// symbols use it.
+const (
+	maxAbbr     = 4
+	minExpand   = 3
+	minAbbrUses = 3
+)
+
+// expand returns the word that abbreviation s stands for in file f, or "".
+func expand(seg *segment.Segment, f segment.File, s string) string {
+	count := map[string]int{}
+	for _, id := range f.Chunks {
+		var seen []string
+		for _, t := range tokenize.Split(seg.Chunks[id].Name) {
+			if len(t) >= len(s)+minExpand && strings.HasPrefix(t, s) && !slices.Contains(seen, t) {
+				seen = append(seen, t)
+				count[t]++
+			}
+		}
+	}
+	best, n := "", 0
+	for t, c := range count {
+		if c > n || c == n && t < best {
+			best, n = t, c
+		}
+	}
+	if n < minAbbrUses {
+		return ""
+	}
+	return best
+}
+
+// abbreviates reports whether query term t is the word a.long stands for:
+// it starts with the abbreviation and agrees with the expansion up to the
+// last few letters (deserializ-ation, -ing, -er).
+func (a abbr) abbreviates(t string) bool {
+	if !strings.HasPrefix(t, a.short) {
+		return false
+	}
+	n := 0
+	for n < len(t) && n < len(a.long) && t[n] == a.long[n] {
+		n++
+	}
+	return n >= len(a.short)+minExpand && n >= len(a.long)-2
 }
 
 // fileNames returns the segment's name index, built once per segment.
@@ -79,6 +136,11 @@ func fileNames(seg *segment.Segment) *nameIndex {
 				if !slices.Contains(seen, t) {
 					seen = append(seen, t)
 					ix.files[t] = append(ix.files[t], i)
+					if len(t) <= maxAbbr {
+						if long := expand(seg, f, t); long != "" {
+							ix.abbrs = append(ix.abbrs, abbr{file: i, short: t, long: long})
+						}
+					}
 				}
 			}
 		}
@@ -122,9 +184,17 @@ func (e *Engine) pathArm(q, scope string, chunks []int, keep func(int) bool) []i
 		terms []string
 	}
 	var hits []fileHit
-	at := map[int]int{} // file -> position in hits
+	at := map[int]int{}       // file -> position in hits
+	named := map[string]int{} // term -> files it names
 	for _, t := range terms {
-		for _, f := range names.files[t] {
+		fs := names.files[t]
+		for _, a := range names.abbrs {
+			if a.abbreviates(t) && !slices.Contains(fs, a.file) {
+				fs = append(fs[:len(fs):len(fs)], a.file)
+			}
+		}
+		named[t] = len(fs)
+		for _, f := range fs {
 			h, ok := at[f]
 			if !ok {
 				h = len(hits)
@@ -143,7 +213,7 @@ func (e *Engine) pathArm(q, scope string, chunks []int, keep func(int) bool) []i
 	score := make([]float64, len(hits))
 	for h, fh := range hits {
 		for _, t := range fh.terms {
-			score[h] += weight[t] * math.Log(1+n/float64(len(names.files[t])))
+			score[h] += weight[t] * math.Log(1+n/float64(named[t]))
 		}
 		cover := math.Min(1, float64(len(fh.terms))/float64(names.parts[fh.file]))
 		score[h] *= cover * cover

@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -233,5 +234,41 @@ func TestPathArmNames(t *testing.T) {
 				t.Errorf("pathArm = %v, want only %s", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestAbbreviatedFileNames(t *testing.T) {
+	seg := buildSeg(t, map[string]string{
+		// de.rs spells its name out in its symbols; ser.rs does not use
+		// "de..." words, and dep.rs has too few of them.
+		"src/de.rs":  "pub struct Deserializer {}\nimpl Deserializer {\n    pub fn deserialize_any() {}\n    pub fn deserialize_map() {}\n}\npub fn from_str() {}\n",
+		"src/ser.rs": "pub struct Serializer {}\nimpl Serializer {\n    pub fn serialize_map() {}\n    pub fn serialize_seq() {}\n}\n",
+		"src/dep.rs": "pub fn dependency() {}\npub fn other() {}\n",
+		"src/lib.rs": "pub mod de;\npub mod ser;\npub mod dep;\n",
+	})
+	e := &Engine{Seg: seg}
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"tweak f64 deserialization for round trips", []string{"src/de.rs"}},
+		{"faster serializing of maps", []string{"src/ser.rs"}},
+		{"dependency resolution", nil}, // one symbol is not enough
+		{"deprecate the old API", nil}, // agrees with no expansion
+		{"describe the deserializer", []string{"src/de.rs"}},
+	}
+	for _, tt := range tests {
+		got := paths(seg, e.pathArm(tt.q, "", nil, nil))
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("pathArm(%q) = %v, want %v", tt.q, got, tt.want)
+		}
+	}
+	var pairs []string
+	for _, a := range fileNames(seg).abbrs {
+		pairs = append(pairs, seg.Files[a.file].Path+":"+a.short+"="+a.long)
+	}
+	slices.Sort(pairs)
+	if want := []string{"src/de.rs:de=deserializer", "src/ser.rs:ser=serializer"}; !slices.Equal(pairs, want) {
+		t.Errorf("abbreviations = %v, want %v", pairs, want)
 	}
 }
