@@ -230,6 +230,19 @@ func (ix *Index) term(i int) []byte {
 	return ix.terms[ix.termOff[i]:ix.termOff[i+1]]
 }
 
+// Prefixed calls f for each term that starts with prefix, in sorted order,
+// with its document frequency, until f returns false.
+func (ix *Index) Prefixed(prefix string, f func(term string, df int) bool) {
+	i, _ := ix.find(prefix)
+	p := []byte(prefix)
+	for ; i < len(ix.df); i++ {
+		t := ix.term(i)
+		if !bytes.HasPrefix(t, p) || !f(string(t), int(ix.df[i])) {
+			return
+		}
+	}
+}
+
 // find returns the index of term in the sorted term table.
 func (ix *Index) find(term string) (int, bool) {
 	t := []byte(term)

@@ -373,3 +373,26 @@ func TestConcurrentSearch(t *testing.T) {
 		}
 	}
 }
+
+func TestPrefixed(t *testing.T) {
+	ix := build(doc("", "", "", "serialize serializer serial", ""), doc("", "", "", "serialize series", ""))
+	type hit struct {
+		term string
+		df   int
+	}
+	var got []hit
+	ix.Prefixed("serial", func(term string, df int) bool {
+		got = append(got, hit{term, df})
+		return true
+	})
+	want := []hit{{"serial", 1}, {"serialize", 2}, {"serializer", 1}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Prefixed(serial) = %v, want %v", got, want)
+	}
+	n := 0
+	ix.Prefixed("ser", func(string, int) bool { n++; return false })
+	if n != 1 {
+		t.Errorf("Prefixed did not stop when f returned false: %d calls", n)
+	}
+	ix.Prefixed("zzz", func(string, int) bool { t.Error("no term starts with zzz"); return true })
+}

@@ -13,6 +13,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -64,10 +65,49 @@ func ReadTasks(r io.Reader) ([]Task, error) {
 
 // Config is one arm configuration of the table.
 type Config struct {
-	Name     string
-	Baseline bool     // whole-file BM25, greedy whole-file packing
-	Arms     []string // query arms
-	Route    bool     // classifier routing (per-trigger weights)
+	Name     string             `json:"name"`
+	Baseline bool               `json:"baseline,omitempty"` // whole-file BM25, greedy whole-file packing
+	Arms     []string           `json:"arms,omitempty"`     // query arms; empty = all
+	Route    bool               `json:"route,omitempty"`    // classifier routing (per-trigger weights)
+	Scale    map[string]float64 `json:"scale,omitempty"`    // fusion weight multipliers (query.Request.Scale)
+}
+
+// ReadConfigs reads a JSON array of configurations (the Config fields by
+// their JSON names) and checks names, arms and scale keys.
+func ReadConfigs(r io.Reader) ([]Config, error) {
+	var cs []Config
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cs); err != nil {
+		return nil, fmt.Errorf("eval: configs: %w", err)
+	}
+	if len(cs) == 0 {
+		return nil, fmt.Errorf("eval: configs: none given")
+	}
+	seen := map[string]bool{}
+	for i, c := range cs {
+		switch {
+		case c.Name == "":
+			return nil, fmt.Errorf("eval: configs[%d]: no name", i)
+		case seen[c.Name]:
+			return nil, fmt.Errorf("eval: configs[%d]: name %q used twice", i, c.Name)
+		}
+		seen[c.Name] = true
+		for _, a := range c.Arms {
+			if !slices.Contains(query.AllArms, a) {
+				return nil, fmt.Errorf("eval: config %q: unknown arm %q", c.Name, a)
+			}
+		}
+		for k, v := range c.Scale {
+			if !query.IsList(k) {
+				return nil, fmt.Errorf("eval: config %q: unknown ranking %q in scale", c.Name, k)
+			}
+			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("eval: config %q: scale %s = %v, want a finite number >= 0", c.Name, k, v)
+			}
+		}
+	}
+	return cs, nil
 }
 
 // DefaultConfigs is the ablation table: the baseline, chunked BM25, arms
@@ -101,6 +141,7 @@ type Options struct {
 	GitDirs  map[string]string // repo (owner/name) -> git dir or clone
 	Store    *blob.Bucket      // parse cache
 	Budgets  []int
+	RankOnly bool // file ranking only (R@k, MRR): no packing, no budgets
 	Configs  []Config
 	Progress io.Writer
 }
@@ -147,7 +188,9 @@ type Report struct {
 
 // Run evaluates every task under every configuration.
 func Run(ctx context.Context, tasks []Task, opt Options) (*Report, error) {
-	if len(opt.Budgets) == 0 {
+	if opt.RankOnly {
+		opt.Budgets = nil
+	} else if len(opt.Budgets) == 0 {
 		opt.Budgets = []int{2000, 4000, 8000, 16000}
 	}
 	if len(opt.Configs) == 0 {
@@ -268,12 +311,13 @@ func runQuery(ctx context.Context, seg *segment.Segment, t Task, c Config, budge
 	eng := &query.Engine{Seg: seg}
 	res := TaskResult{Task: t.ID, Repo: t.Repo, Language: t.Language, Recall: map[int]float64{}, Tokens: map[int]int{}, PackFiles: map[int]int{}}
 	start := time.Now()
-	req := query.Request{Query: t.Query, Arms: c.Arms, Route: c.Route, Languages: Languages(t.Language)}
+	req := query.Request{Query: t.Query, Arms: c.Arms, Route: c.Route, Languages: Languages(t.Language), Scale: c.Scale}
 	rk, err := eng.Search(ctx, req)
 	if err != nil {
 		return res, err
 	}
 	res.Trigger = string(rk.Class.Trigger)
+	res.LatencyUS = int(time.Since(start).Microseconds())
 	for i, b := range budgets {
 		req.Budget = b
 		resp := eng.Pack(rk, req)

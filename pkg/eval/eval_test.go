@@ -112,3 +112,29 @@ func TestRunSkipsBrokenTask(t *testing.T) {
 		t.Errorf("results = %+v", got)
 	}
 }
+
+func TestReadConfigs(t *testing.T) {
+	good := `[{"name":"more graph","route":true,"scale":{"graph":2,"graph-index":2}},{"name":"bm25","arms":["bm25"]}]`
+	cs, err := eval.ReadConfigs(strings.NewReader(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 2 || cs[0].Scale["graph"] != 2 || !cs[0].Route || cs[1].Arms[0] != "bm25" {
+		t.Errorf("ReadConfigs = %+v", cs)
+	}
+	bad := map[string]string{
+		"not json":      `{`,
+		"empty":         `[]`,
+		"no name":       `[{"route":true}]`,
+		"same name":     `[{"name":"a"},{"name":"a"}]`,
+		"unknown arm":   `[{"name":"a","arms":["bm26"]}]`,
+		"unknown list":  `[{"name":"a","scale":{"grpah":2}}]`,
+		"negative":      `[{"name":"a","scale":{"graph":-1}}]`,
+		"unknown field": `[{"name":"a","weights":{}}]`,
+	}
+	for what, in := range bad {
+		if _, err := eval.ReadConfigs(strings.NewReader(in)); err == nil {
+			t.Errorf("%s: ReadConfigs(%s) succeeded", what, in)
+		}
+	}
+}

@@ -2,8 +2,10 @@ package query
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"codectx/pkg/blob"
@@ -270,5 +272,37 @@ func TestAbbreviatedFileNames(t *testing.T) {
 	slices.Sort(pairs)
 	if want := []string{"src/de.rs:de=deserializer", "src/ser.rs:ser=serializer"}; !slices.Equal(pairs, want) {
 		t.Errorf("abbreviations = %v, want %v", pairs, want)
+	}
+}
+
+// dfs is a vocabulary with document frequencies.
+type dfs map[string]int
+
+func (v dfs) DocFreq(t string) int { return v[t] }
+
+func (v dfs) Prefixed(p string, f func(string, int) bool) {
+	for _, t := range slices.Sorted(maps.Keys(v)) {
+		if strings.HasPrefix(t, p) && !f(t, v[t]) {
+			return
+		}
+	}
+}
+
+func TestRootTerms(t *testing.T) {
+	ix := dfs{"deserialize": 40, "deserializer": 90, "deserializing": 2, "validate": 12, "serializationerror": 50, "format": 30, "formatting": 20}
+	tests := []struct {
+		terms, want []string
+	}{
+		{[]string{"deserializing", "map"}, []string{"deserializer"}}, // rare form -> the common one
+		{[]string{"validation"}, []string{"validate"}},               // unseen -> same root
+		{[]string{"formatting"}, nil},                                // common enough as it is
+		{[]string{"serialization"}, nil},                             // serializationerror runs on past the root
+		{[]string{"deserializer"}, nil},                              // already the common form
+		{[]string{"maps", "route"}, nil},                             // too short to conflate
+	}
+	for _, tt := range tests {
+		if got := rootTerms(ix, tt.terms); !slices.Equal(got, tt.want) {
+			t.Errorf("rootTerms(%v) = %v, want %v", tt.terms, got, tt.want)
+		}
 	}
 }

@@ -46,6 +46,13 @@ const armBM25File = "bm25-file"
 // signals.
 var subLists = map[string]string{armBM25File: ArmBM25, armBM25Path: ArmBM25, armGraphIndex: ArmGraph}
 
+// IsList reports whether name is a ranking that Request.Scale can weigh:
+// an arm or a sub-list of one.
+func IsList(name string) bool {
+	_, sub := subLists[name]
+	return sub || slices.Contains(AllArms, name)
+}
+
 // armNames maps internal list names to arm names (bm25-file is part of bm25).
 func armNames(arms []string) []string {
 	out := arms[:0:0]
@@ -80,6 +87,11 @@ type Request struct {
 	Route     bool               // use the classifier's per-trigger weights (default on via NewRequest)
 	Languages []codectx.Language // restrict results to these languages; nil = all
 	RRFK      float64            // default 60
+	// Scale multiplies the fusion weight of the named rankings (arms or
+	// the bm25 and graph sub-lists: bm25-file, bm25-path, graph-index)
+	// after routing. It exists to measure and tune weights: codectx eval
+	// --configs. Nil leaves the built-in weights.
+	Scale map[string]float64
 }
 
 // Engine answers queries over one segment.
@@ -225,6 +237,13 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 	weights[armBM25File] = bw
 	weights[armBM25Path] = bw * pathWeight
 	weights[armGraphIndex] = bw * indexWeight
+	for name, f := range req.Scale {
+		w, ok := weights[name]
+		if !ok {
+			w = 1 // unrouted: every list weighs 1
+		}
+		weights[name] = w * f
+	}
 	if want[ArmGraph] && seg.Graph != nil {
 		t := time.Now()
 		// Seeds are the other arms' fused ranking, priors applied, as the
@@ -436,6 +455,7 @@ func (e *Engine) byQualifier(ids []int, quals []string) []int {
 func (e *Engine) bm25Arm(q string, k int, keep func(int) bool) []int {
 	terms := tokenize.QueryTokens(q)
 	terms = append(terms, compoundTerms(q, e.Seg.BM25, terms)...)
+	terms = append(terms, rootTerms(e.Seg.BM25, terms)...)
 	if len(terms) == 0 {
 		return nil
 	}

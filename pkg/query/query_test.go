@@ -2,6 +2,7 @@ package query_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -170,5 +171,46 @@ func TestPathPrior(t *testing.T) {
 		if got := query.PathPrior(tt.path); got != tt.want {
 			t.Errorf("PathPrior(%q) = %v, want %v", tt.path, got, tt.want)
 		}
+	}
+}
+
+// Scale reweighs one ranking: at zero the ranking no longer votes, and the
+// fused ranking is the other arms' alone.
+func TestScale(t *testing.T) {
+	eng := &query.Engine{Seg: fixture(t)}
+	ctx := context.Background()
+	q := "Cart.Total price"
+	only, err := eng.Search(ctx, query.Request{Query: q, Arms: []string{query.ArmBM25}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	muted, err := eng.Search(ctx, query.Request{Query: q, Arms: []string{query.ArmBM25, query.ArmSymbol}, Scale: map[string]float64{query.ArmSymbol: 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(rk *query.Ranking) []string {
+		var out []string
+		for _, s := range rk.Fused {
+			out = append(out, fmt.Sprintf("%s:%.6f", s.ID, s.Score))
+		}
+		return out
+	}
+	if !slices.Equal(ids(only), ids(muted)) {
+		t.Errorf("symbol scaled to 0: fused %v, want the bm25-only ranking %v", ids(muted), ids(only))
+	}
+	both, err := eng.Search(ctx, query.Request{Query: q, Arms: []string{query.ArmBM25, query.ArmSymbol}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(ids(only), ids(both)) {
+		t.Fatalf("the symbol arm changes nothing for %q: the test cannot tell scaling from no scaling", q)
+	}
+	for _, name := range []string{"bm25", "bm25-file", "bm25-path", "graph-index", "history"} {
+		if !query.IsList(name) {
+			t.Errorf("IsList(%q) = false", name)
+		}
+	}
+	if query.IsList("bogus") {
+		t.Error(`IsList("bogus") = true`)
 	}
 }

@@ -117,3 +117,55 @@ func isPlainWord(w string) bool {
 	}
 	return true
 }
+
+// Root conflation limits: a query word of at least minRootWord bytes that
+// the index never saw is matched to the index's commonest word sharing all
+// but its last rootSlack bytes (and at least minRoot bytes).
+const (
+	minRootWord = 7
+	minRoot     = 5
+	rootSlack   = 3
+	rootRatio   = 8
+)
+
+// rootTerms returns, for each word of terms the index does not hold, the
+// index's commonest word with the same root: "deserializing" ->
+// deserialize, "validation" -> validate. The index tokenizer only folds
+// plurals, so prose inflections of an identifier's words ("-ing", "-ion",
+// "-ed") would otherwise match nothing. Words the index holds are left
+// alone: a general suffix stripper was tried and lowered MRR.
+func rootTerms(ix interface {
+	DocFreq(string) int
+	Prefixed(string, func(string, int) bool)
+}, terms []string) []string {
+	var out []string
+	for _, t := range terms {
+		df := ix.DocFreq(t)
+		if len(t) < minRootWord || !isASCIILower(t) {
+			continue
+		}
+		root := t[:max(minRoot, len(t)-rootSlack)]
+		best, n := "", 0
+		ix.Prefixed(root, func(w string, df int) bool {
+			// The index word must not run on much past the root:
+			// "serializ" names serialize, not serializationerror.
+			if len(w) <= len(t)+1 && df > n {
+				best, n = w, df
+			}
+			return true
+		})
+		if best != "" && best != t && n > rootRatio*df && !slices.Contains(terms, best) && !slices.Contains(out, best) {
+			out = append(out, best)
+		}
+	}
+	return out
+}
+
+func isASCIILower(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return true
+}

@@ -26,6 +26,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Var(&gitDirs, "git-dir", "owner/name=PATH of a git directory or clone (repeatable)")
 	budgetList := fs.String("budgets", "2000,4000,8000,16000", "comma-separated token budgets")
 	armList := fs.String("arms", "", "evaluate only this arm set (plus the baseline) instead of the ablation table")
+	configFile := fs.String("configs", "", "evaluate the configurations of this JSON file (plus the baseline): [{name, arms, route, scale}], see docs/benchmarks.md")
+	rankOnly := fs.Bool("rank-only", false, "score the file ranking only (R@k, MRR), without packing: fast, for weight sweeps")
 	out := fs.String("json", "", "write the full report (per task) as JSON to this file")
 	only := fs.String("only", "", "only tasks whose id contains this string")
 	if err := fs.Parse(args); err != nil {
@@ -70,6 +72,21 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		budgets = append(budgets, n)
 	}
 	configs := eval.DefaultConfigs()
+	if *armList != "" && *configFile != "" {
+		return fmt.Errorf("eval: --arms and --configs exclude each other")
+	}
+	if *configFile != "" {
+		f, err := os.Open(*configFile)
+		if err != nil {
+			return fmt.Errorf("eval: %w", err)
+		}
+		cs, err := eval.ReadConfigs(f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		configs = append(configs[:1], cs...)
+	}
 	if *armList != "" {
 		arms, err := parseArms(*armList)
 		if err != nil {
@@ -81,10 +98,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	rep, err := eval.Run(ctx, tasks, eval.Options{GitDirs: dirs, Store: store, Budgets: budgets, Configs: configs, Progress: stderr})
+	rep, err := eval.Run(ctx, tasks, eval.Options{GitDirs: dirs, Store: store, Budgets: budgets, RankOnly: *rankOnly, Configs: configs, Progress: stderr})
 	if err != nil {
 		return err
 	}
+	budgets = rep.Budgets
 	fmt.Fprintf(stdout, "## overall (%d tasks)\n\n%s\n", len(tasks), eval.FormatTable(rep.Overall, budgets))
 	if len(rep.Failed) > 0 {
 		fmt.Fprintf(stdout, "%d tasks failed and are scored zero:\n", len(rep.Failed))
