@@ -24,9 +24,9 @@ import sys
 
 # Each knob scales the rankings named by it; values are multipliers.
 KNOBS = {
-    "symbol": (["symbol"], [0.5, 1, 2]),
-    "graph": (["graph", "graph-index"], [0.5, 1, 2]),
-    "history": (["history"], [0, 1, 2]),
+    "symbol": (["symbol"], [0.25, 0.5, 1, 2]),
+    "graph": (["graph", "graph-index"], [0.25, 0.5, 1, 2]),
+    "history": (["history"], [0, 1, 2, 4]),
     "bm25-file": (["bm25-file"], [0.5, 1, 2]),
     "bm25-path": (["bm25-path"], [0.5, 1, 2]),
 }
@@ -101,7 +101,7 @@ def cv(paths):
     allt = sorted(tasks)
     best_in = max(cfgs, key=lambda c: mean([pooled[c][t]["mrr"] for t in allt]))
     print()
-    print("| weights | MRR | R@5 | R@2k |")
+    print("| weights | MRR | R@1 | R@5 |")
     print("|---|---|---|---|")
     for label, res in (
         ("built-in", [tasks[t] for t in allt]),
@@ -109,8 +109,8 @@ def cv(paths):
         ("best in-sample: " + best_in, [pooled[best_in][t] for t in allt]),
     ):
         print("| %s | %.3f | %.3f | %.3f |" % (
-            label, mean([r["mrr"] for r in res]), mean([r["r5"] for r in res]),
-            mean([r["recall"]["2000"] for r in res])))
+            label, mean([r["mrr"] for r in res]), mean([r["r1"] for r in res]),
+            mean([r["r5"] for r in res])))
     langs = sorted({r["language"] for r in tasks.values()})
     print()
     print("| language | built-in | held-out tuned |")

@@ -274,6 +274,16 @@ type scratch struct {
 // true; a nil keep keeps all. keep is called only for matching documents
 // that would enter the current top k, so it may be skipped for most.
 func (ix *Index) SearchFilter(query []string, k int, p Params, keep func(doc int) bool) []Hit {
+	return ix.SearchWeighted(query, nil, k, p, keep)
+}
+
+// SearchWeighted is SearchFilter with a weight per query term: term i's
+// contribution is multiplied by weights[i]. A nil weights weighs every
+// term 1; otherwise it must be as long as query.
+func (ix *Index) SearchWeighted(query []string, weights []float64, k int, p Params, keep func(doc int) bool) []Hit {
+	if weights != nil && len(weights) != len(query) {
+		panic("bm25: SearchWeighted: len(weights) != len(query)")
+	}
 	if k <= 0 || ix.n == 0 || len(query) == 0 {
 		return nil
 	}
@@ -285,13 +295,16 @@ func (ix *Index) SearchFilter(query []string, k int, p Params, keep func(doc int
 
 	nt := ix.norms(p)
 	N := float64(ix.n)
-	for _, q := range query {
+	for j, q := range query {
 		i, ok := ix.find(q)
 		if !ok {
 			continue
 		}
 		df := float64(ix.df[i])
 		idf := math.Log(1 + (N-df+0.5)/(df+0.5))
+		if weights != nil {
+			idf *= weights[j]
+		}
 		if !(idf > 0) {
 			continue // only a corrupt df > N gets here
 		}

@@ -396,3 +396,29 @@ func TestPrefixed(t *testing.T) {
 	}
 	ix.Prefixed("zzz", func(string, int) bool { t.Error("no term starts with zzz"); return true })
 }
+
+func TestSearchWeighted(t *testing.T) {
+	ix := build(doc("", "", "", "alpha alpha", ""), doc("", "", "", "beta beta", ""), doc("", "", "", "gamma", ""))
+	q := []string{"alpha", "beta"}
+	plain := ix.Search(q, 3, DefaultParams())
+	same := ix.SearchWeighted(q, []float64{1, 1}, 3, DefaultParams(), nil)
+	if !reflect.DeepEqual(plain, same) {
+		t.Errorf("weights of 1 = %v, want Search's %v", same, plain)
+	}
+	got := ix.SearchWeighted(q, []float64{0.25, 1}, 3, DefaultParams(), nil)
+	if len(got) != 2 || got[0].Doc != 1 || got[1].Doc != 0 {
+		t.Fatalf("alpha weighed 0.25: %v, want beta's doc first", got)
+	}
+	if math.Abs(float64(got[1].Score)-0.25*float64(plain[0].Score)) > 1e-5 && math.Abs(float64(got[1].Score)-0.25*float64(plain[1].Score)) > 1e-5 {
+		t.Errorf("a 0.25 weight should scale the term's score: %v vs %v", got, plain)
+	}
+	if got := ix.SearchWeighted(q, []float64{0, 0}, 3, DefaultParams(), nil); len(got) != 0 {
+		t.Errorf("zero weights matched %v", got)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("mismatched weights did not panic")
+		}
+	}()
+	ix.SearchWeighted(q, []float64{1}, 3, DefaultParams(), nil)
+}

@@ -269,7 +269,9 @@ func TestPlans(t *testing.T) {
 		lead  string
 		depth int
 	}{
-		{ExplicitSymbol, ArmSymbol, 1},
+		// The symbol arm's list is short and exact; tuned against BM25 it
+		// weighs a little less (PlanFor), but more than in any other plan.
+		{ExplicitSymbol, ArmBM25, 1},
 		{SemanticConcept, ArmDense, 0},
 		{ImplicitContext, ArmGraph, 2},
 		{TemporalHistory, ArmHistory, 1},
@@ -286,10 +288,16 @@ func TestPlans(t *testing.T) {
 			t.Errorf("%s: lead arm %s depth %d, want %s depth %d", tt.tr, lead, p.GraphDepth, tt.lead, tt.depth)
 		}
 	}
+	sym := PlanFor(ExplicitSymbol).Weights[ArmSymbol]
+	for _, tr := range []Trigger{SemanticConcept, ImplicitContext, TemporalHistory} {
+		if w := PlanFor(tr).Weights[ArmSymbol]; w >= sym {
+			t.Errorf("%s weighs the symbol arm %.2f, not less than EXPLICIT_SYMBOL's %.2f", tr, w, sym)
+		}
+	}
 	// Plans are copies: changing one result does not change the next.
 	a := Classify("parse_url", nil)
 	a.Plan.Weights[ArmSymbol] = 0
-	if b := Classify("parse_url", nil); b.Plan.Weights[ArmSymbol] != 1 {
+	if b := Classify("parse_url", nil); b.Plan.Weights[ArmSymbol] != sym {
 		t.Errorf("plan weights shared between results")
 	}
 }

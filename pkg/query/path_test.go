@@ -306,3 +306,26 @@ func TestRootTerms(t *testing.T) {
 		}
 	}
 }
+
+func TestAbbrevTerms(t *testing.T) {
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"Format f64 in error messages using ryu", []string{"fmt", "err", "msg"}},
+		{"formatting of initialized buffers", []string{"fmt", "init", "buf"}},
+		{"bad cfg in ctx", []string{"config", "configuration", "context"}}, // short forms map back
+		// Identifiers are the code's own spelling.
+		{"Use Map::with_capacity in value::Serializer::serialize_map", nil},
+		{"Avoid BufferedInputStream reads", nil},
+		{"nothing to expand here", nil},
+	}
+	for _, tt := range tests {
+		if got := abbrevTerms(tt.q, nil); !slices.Equal(got, tt.want) {
+			t.Errorf("abbrevTerms(%q) = %v, want %v", tt.q, got, tt.want)
+		}
+	}
+	if got := abbrevTerms("error handling", []string{"err"}); len(got) != 0 {
+		t.Errorf("abbrevTerms repeated a term the query has: %v", got)
+	}
+}

@@ -459,16 +459,17 @@ func (e *Engine) bm25Arm(q string, k int, keep func(int) bool) []int {
 	if len(terms) == 0 {
 		return nil
 	}
-	p := Params()
+	weights := make([]float64, len(terms), 2*len(terms))
+	for i := range weights {
+		weights[i] = 1
+	}
+	for _, a := range abbrevTerms(q, terms) {
+		terms = append(terms, a)
+		weights = append(weights, abbrevWeight)
+	}
 	var hits []int
-	if keep == nil {
-		for _, h := range e.Seg.BM25.Search(terms, k, p) {
-			hits = append(hits, h.Doc)
-		}
-	} else {
-		for _, h := range e.Seg.BM25.SearchFilter(terms, k, p, keep) {
-			hits = append(hits, h.Doc)
-		}
+	for _, h := range e.Seg.BM25.SearchWeighted(terms, weights, k, Params(), keep) {
+		hits = append(hits, h.Doc)
 	}
 	return hits
 }
