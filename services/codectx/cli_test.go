@@ -175,3 +175,58 @@ func TestUpAPIKeys(t *testing.T) {
 		t.Errorf("query --server with $%s: %v\n%s", envAPIKey, err, out)
 	}
 }
+
+func TestEvalConfigs(t *testing.T) {
+	r := testrepo.New(t)
+	base := r.Commit("initial", testrepo.Small)
+	dir := t.TempDir()
+	tasks := filepath.Join(dir, "tasks.jsonl")
+	task := `{"id":"shop-1","repo":"acme/shop","base_commit":"` + base + `","query":"Fix Cart.Total for empty carts","gold_files":["cart/cart.go"],"language":"go"}`
+	configs := filepath.Join(dir, "configs.json")
+	for name, text := range map[string]string{tasks: task + "\n", configs: `[{"name":"plain","route":true},{"name":"no symbol","route":true,"scale":{"symbol":0}}]`} {
+		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report := filepath.Join(dir, "report.json")
+	args := []string{"eval", "--data", t.TempDir(), "--tasks", tasks, "--git-dir", "acme/shop=" + r.Bare()}
+	out, err := runCLI(t, append(args, "--rank-only", "--configs", configs, "--json", report)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| plain |", "| no symbol |", "baseline"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("eval output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "R@2k") {
+		t.Errorf("--rank-only output has budget columns:\n%s", out)
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Budgets []int                        `json:"budgets"`
+		Tasks   map[string][]json.RawMessage `json:"tasks"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Budgets) != 0 || len(rep.Tasks["plain"]) != 1 || len(rep.Tasks["no symbol"]) != 1 {
+		t.Errorf("report budgets %v, tasks %v", rep.Budgets, rep.Tasks)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`[{"name":"x","scale":{"grpah":2}}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, extra := range [][]string{
+		{"--configs", bad},
+		{"--configs", filepath.Join(dir, "missing.json")},
+		{"--configs", configs, "--arms", "bm25"},
+	} {
+		if _, err := runCLI(t, append(args, extra...)...); err == nil {
+			t.Errorf("eval %v succeeded, want an error", extra)
+		}
+	}
+}
