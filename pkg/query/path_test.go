@@ -329,3 +329,27 @@ func TestAbbrevTerms(t *testing.T) {
 		t.Errorf("abbrevTerms repeated a term the query has: %v", got)
 	}
 }
+
+func TestDeclarationOnlyPrior(t *testing.T) {
+	seg := buildSeg(t, map[string]string{
+		"source/types/hooks.ts": "/** Hooks run after the response body is read and cleaned up. */\nexport type Hooks = {\n  afterResponse: AfterResponseHook[]\n  beforeRetry: BeforeRetryHook[]\n}\nexport interface AfterResponseHook { (response: Response): void }\n",
+		"source/core/ky.ts":     "export class Ky {\n  cleanup(response: Response) {\n    // run the hooks after the body\n    return response\n  }\n}\n",
+	})
+	if got := declOnly(seg); !got["source/types/hooks.ts"] || got["source/core/ky.ts"] || len(got) != 1 {
+		t.Fatalf("declOnly = %v, want only source/types/hooks.ts", got)
+	}
+	e := &Engine{Seg: seg}
+	top := func(q string) string {
+		rk, err := e.Search(context.Background(), Request{Query: q, Arms: []string{ArmBM25}})
+		if err != nil || len(rk.Files) == 0 {
+			t.Fatalf("Search(%q) = %v, %v", q, rk, err)
+		}
+		return rk.Files[0].Path
+	}
+	if got := top("Fix response body cleanup after hooks"); got != "source/core/ky.ts" {
+		t.Errorf("behaviour query: top file %s, want the code, source/core/ky.ts", got)
+	}
+	if got := top("Improve documentation of the hooks response types"); got != "source/types/hooks.ts" {
+		t.Errorf("types query: top file %s, want source/types/hooks.ts", got)
+	}
+}

@@ -2,12 +2,15 @@ package query
 
 import (
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"codectx/pkg/codectx"
 	"codectx/pkg/fusion"
 	"codectx/pkg/segment"
+	"codectx/pkg/tokenize"
 )
 
 // Path priors. A query names behaviour; the code that implements it lives
@@ -20,7 +23,38 @@ const (
 	priorExample = 0.6
 	priorVendor  = 0.4
 	priorStub    = 0.7 // type stubs: .pyi, .d.ts
+	priorDecl    = 0.7 // files that declare types only (see declOnly)
 )
+
+// declOnly returns the files (positions in seg.Files) that declare types
+// and nothing else: no function, method or class. A query about behaviour
+// ("fix response body cleanup after hooks") is answered by the code that
+// runs, not by the file that types its options (source/types/hooks.ts),
+// though the type file repeats the same words in its field names and docs.
+func declOnly(seg *segment.Segment) map[string]bool {
+	return seg.Memo("query.declOnly", func() any {
+		m := map[string]bool{}
+		for _, f := range seg.Files {
+			decl, code := false, false
+			for _, id := range f.Chunks {
+				switch seg.Chunks[id].Kind {
+				case codectx.KindInterface, codectx.KindType, codectx.KindStruct:
+					decl = true
+				case codectx.KindFunction, codectx.KindMethod, codectx.KindClass, codectx.KindWindow:
+					code = true
+				}
+			}
+			if decl && !code {
+				m[f.Path] = true
+			}
+		}
+		return m
+	}).(map[string]bool)
+}
+
+// typeWords are the words of a query about declarations, for which a
+// declaration-only file is no less likely than code.
+var typeWords = words("type typing interface declaration signature doc documentation docstring comment jsdoc tsdoc")
 
 // PathPrior is the score multiplier for a file path.
 func PathPrior(p string) float64 {
@@ -92,14 +126,21 @@ func IsTestPath(p string) bool {
 
 // applyPriors scales fused chunk scores by their file's path prior and
 // re-sorts them.
-func applyPriors(seg *segment.Segment, fused []fusion.Scored) {
+func applyPriors(seg *segment.Segment, fused []fusion.Scored, q string) {
 	cache := map[string]float64{}
+	var decl map[string]bool
+	if !slices.ContainsFunc(tokenize.QueryTokens(title(q)), func(t string) bool { return typeWords[t] }) {
+		decl = declOnly(seg)
+	}
 	for i := range fused {
 		id, _ := strconv.Atoi(fused[i].ID)
 		p := seg.Chunks[id].Path
 		w, ok := cache[p]
 		if !ok {
 			w = PathPrior(p)
+			if decl[p] {
+				w *= priorDecl
+			}
 			cache[p] = w
 		}
 		fused[i].Score *= w

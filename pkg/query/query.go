@@ -249,7 +249,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 		// Seeds are the other arms' fused ranking, priors applied, as the
 		// final ranking would show it.
 		seeds := fusion.RRF(lists, weights, req.RRFK)
-		applyPriors(seg, seeds)
+		applyPriors(seg, seeds, q)
 		add(ArmGraph, e.graphArm(seeds, cls, keep))
 		add(armGraphIndex, e.indexArm(q, seeds, keep))
 		tm[ArmGraph] = int(time.Since(t).Microseconds())
@@ -258,7 +258,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 	for i := range fused {
 		fused[i].Arms = armNames(fused[i].Arms)
 	}
-	applyPriors(seg, fused)
+	applyPriors(seg, fused, q)
 	used := make([]string, 0, len(lists))
 	for _, l := range lists {
 		if _, sub := subLists[l.Arm]; !sub {
