@@ -29,8 +29,8 @@ race:
 # A short coverage-guided run of the packer's budget invariant (its seed
 # corpus and property test already run in test).
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzPack$$' -fuzztime 10s ./pkg/pack/
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 5s ./pkg/webhook/
+	$(GO) test -run '^$$' -fuzz '^FuzzPack$$' -fuzztime 10s -fuzzminimizetime 1s ./pkg/pack/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 5s -fuzzminimizetime 1s ./pkg/webhook/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./pkg/...
