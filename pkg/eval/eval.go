@@ -311,7 +311,7 @@ func runQuery(ctx context.Context, seg *segment.Segment, t Task, c Config, budge
 	eng := &query.Engine{Seg: seg}
 	res := TaskResult{Task: t.ID, Repo: t.Repo, Language: t.Language, Recall: map[int]float64{}, Tokens: map[int]int{}, PackFiles: map[int]int{}}
 	start := time.Now()
-	req := query.Request{Query: t.Query, Arms: c.Arms, Route: c.Route, Languages: Languages(t.Language), Scale: c.Scale}
+	req := query.Request{Query: t.Query, Arms: c.Arms, Route: c.Route, Languages: Languages(t.Language), Scale: c.Scale, Paths: Candidate(t.Language)}
 	rk, err := eng.Search(ctx, req)
 	if err != nil {
 		return res, err
@@ -428,6 +428,19 @@ func LanguageFile(lang, path string) bool {
 		}
 	}
 	return ok
+}
+
+// Candidate returns the benchmark's rule for files that can be gold for a
+// task of lang: the language's files, without .d.ts declarations and
+// node_modules. Both the baseline and the pipeline rank only these. An
+// unknown or empty language accepts every path.
+func Candidate(lang string) func(string) bool {
+	if _, ok := langExt[lang]; !ok {
+		return nil
+	}
+	return func(p string) bool {
+		return LanguageFile(lang, p) && !strings.Contains(p, "node_modules/")
+	}
 }
 
 func newBaseline(snap *source.Snapshot, lang string) (*baseline, error) {

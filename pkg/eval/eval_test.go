@@ -138,3 +138,27 @@ func TestReadConfigs(t *testing.T) {
 		}
 	}
 }
+
+func TestCandidate(t *testing.T) {
+	tests := []struct {
+		lang, path string
+		want       bool
+	}{
+		{"typescript", "source/core/Ky.ts", true},
+		{"typescript", "index.d.ts", false},
+		{"typescript", "index.test-d.ts", true},
+		{"typescript", "node_modules/x/index.ts", false},
+		{"javascript", "lib/router/index.js", true},
+		{"python", "src/werkzeug/datastructures.pyi", false},
+		{"rust", "src/de.rs", true},
+		{"go", "README.md", false},
+	}
+	for _, tt := range tests {
+		if got := eval.Candidate(tt.lang)(tt.path); got != tt.want {
+			t.Errorf("Candidate(%s)(%s) = %v, want %v", tt.lang, tt.path, got, tt.want)
+		}
+	}
+	if eval.Candidate("") != nil || eval.Candidate("cobol") != nil {
+		t.Error("an unknown language should accept every path (nil)")
+	}
+}

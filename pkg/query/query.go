@@ -86,6 +86,7 @@ type Request struct {
 	Arms      []string           // arms to run; nil = all available
 	Route     bool               // use the classifier's per-trigger weights (default on via NewRequest)
 	Languages []codectx.Language // restrict results to these languages; nil = all
+	Paths     func(string) bool  // restrict results to the paths it accepts; nil = all
 	RRFK      float64            // default 60
 	// Scale multiplies the fusion weight of the named rankings (arms or
 	// the bm25 and graph sub-lists: bm25-file, bm25-path, graph-index)
@@ -179,7 +180,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 	if e.Dense == nil {
 		delete(want, ArmDense)
 	}
-	keep := e.keepFunc(req.Languages)
+	keep := e.keepFunc(req.Languages, req.Paths)
 
 	var lists []fusion.Ranked
 	add := func(arm string, ids []int) {
@@ -335,15 +336,30 @@ func (e *Engine) Pack(rk *Ranking, req Request) *Response {
 	return out
 }
 
-func (e *Engine) keepFunc(langs []codectx.Language) func(int) bool {
-	if len(langs) == 0 {
+func (e *Engine) keepFunc(langs []codectx.Language, paths func(string) bool) func(int) bool {
+	if len(langs) == 0 && paths == nil {
 		return nil
 	}
 	ok := map[codectx.Language]bool{}
 	for _, l := range langs {
 		ok[l] = true
 	}
-	return func(id int) bool { return ok[e.Seg.Chunks[id].Language] }
+	memo := map[string]bool{}
+	return func(id int) bool {
+		c := e.Seg.Chunks[id]
+		if len(langs) > 0 && !ok[c.Language] {
+			return false
+		}
+		if paths == nil {
+			return true
+		}
+		keep, seen := memo[c.Path]
+		if !seen {
+			keep = paths(c.Path)
+			memo[c.Path] = keep
+		}
+		return keep
+	}
 }
 
 func filterIDs(ids []int, keep func(int) bool) []int {

@@ -128,6 +128,21 @@ func TestArmsAndFilters(t *testing.T) {
 			t.Errorf("python-only query returned %s", c.Path)
 		}
 	}
+	noCart := func(p string) bool { return !strings.HasPrefix(p, "cart/") }
+	resp, err = eng.Query(context.Background(), query.Request{Query: "Cart.Total price", Paths: noCart})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range resp.Chunks {
+		if !noCart(c.Path) {
+			t.Errorf("path-filtered query returned %s", c.Path)
+		}
+	}
+	for _, f := range resp.Files {
+		if !noCart(f.Path) {
+			t.Errorf("path-filtered query ranked %s", f.Path)
+		}
+	}
 	// No dense embedder configured: the arm is absent, never faked.
 	resp, err = eng.Query(context.Background(), query.Request{Query: "cart", Arms: []string{query.ArmDense}})
 	if err != nil {
