@@ -353,3 +353,44 @@ func TestDeclarationOnlyPrior(t *testing.T) {
 		t.Errorf("types query: top file %s, want source/types/hooks.ts", got)
 	}
 }
+
+func TestLiterals(t *testing.T) {
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"Restore 'Stack backtrace:' above the backtrace", []string{"Stack backtrace:"}},
+		{`Fix erroneous use of 'schema' instead of 'scheme'`, []string{"schema", "scheme"}},
+		{`only set "Handle the request" once`, []string{"Handle the request"}},
+		{"don't split on the user's apostrophes", nil},
+		{"“smart quotes” work", []string{"smart quotes"}},
+		{"'ab' is too short, 'unclosed", nil},
+		{"' padded ' spans are not literals", nil},
+	}
+	for _, tt := range tests {
+		if got := literals(tt.q); !slices.Equal(got, tt.want) {
+			t.Errorf("literals(%q) = %q, want %q", tt.q, got, tt.want)
+		}
+	}
+}
+
+func TestLiteralArm(t *testing.T) {
+	files := map[string]string{
+		"src/fmt.rs":       "fn debug(f: &mut Formatter) {\n    write!(f, \"\\n\\nStack backtrace:\\n{}\", bt)\n}\n",
+		"src/backtrace.rs": "// The backtrace, captured above the error.\nfn capture() -> Backtrace { Backtrace::capture() }\n",
+	}
+	for i := range 40 { // enough chunks that "fn" is common
+		files["src/m"+strconv.Itoa(i)+".rs"] = "fn f" + strconv.Itoa(i) + "() {}\n"
+	}
+	seg := buildSeg(t, files)
+	e := &Engine{Seg: seg}
+	if got := paths(seg, e.literalArm("Restore 'Stack backtrace:' above the backtrace", nil)); !slices.Equal(got, []string{"src/fmt.rs"}) {
+		t.Errorf("literalArm = %v, want [src/fmt.rs]", got)
+	}
+	if got := e.literalArm("'fn f' everywhere", nil); len(got) != 0 {
+		t.Errorf("a quoted span in most chunks should say nothing, got %v", paths(seg, got))
+	}
+	if got := e.literalArm("no quotes here", nil); got != nil {
+		t.Errorf("literalArm without quotes = %v", got)
+	}
+}

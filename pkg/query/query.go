@@ -44,7 +44,7 @@ const armBM25File = "bm25-file"
 // subLists are the rankings fused as part of an arm, by the arm they
 // belong to: they share its fusion weight (scaled) and its name in
 // signals.
-var subLists = map[string]string{armBM25File: ArmBM25, armBM25Path: ArmBM25, armGraphIndex: ArmGraph}
+var subLists = map[string]string{armBM25File: ArmBM25, armBM25Path: ArmBM25, armBM25Literal: ArmBM25, armGraphIndex: ArmGraph}
 
 // IsList reports whether name is a ranking that Request.Scale can weigh:
 // an arm or a sub-list of one.
@@ -205,6 +205,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 		add(ArmBM25, chunks)
 		add(armBM25File, e.fileBM25Arm(q, chunks, keep))
 		add(armBM25Path, e.pathArm(q, cls.Scope, chunks, keep))
+		add(armBM25Literal, e.literalArm(q, keep))
 		tm[ArmBM25] = int(time.Since(t).Microseconds())
 	}
 	if want[ArmDense] {
@@ -237,6 +238,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 	}
 	weights[armBM25File] = bw
 	weights[armBM25Path] = bw * pathWeight
+	weights[armBM25Literal] = bw
 	weights[armGraphIndex] = bw * indexWeight
 	for name, f := range req.Scale {
 		w, ok := weights[name]
