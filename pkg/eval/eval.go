@@ -317,11 +317,10 @@ func runQuery(ctx context.Context, seg *segment.Segment, t Task, c Config, budge
 		return res, err
 	}
 	res.Trigger = string(rk.Class.Trigger)
-	res.LatencyUS = int(time.Since(start).Microseconds())
 	for i, b := range budgets {
 		req.Budget = b
 		resp := eng.Pack(rk, req)
-		if i == 0 {
+		if i == 0 { // one query: search and its first pack
 			res.LatencyUS = int(time.Since(start).Microseconds())
 		}
 		files := map[string]bool{}
@@ -331,6 +330,9 @@ func runQuery(ctx context.Context, seg *segment.Segment, t Task, c Config, budge
 		res.Recall[b] = recall(t.GoldFiles, files)
 		res.Tokens[b] = resp.Tokens
 		res.PackFiles[b] = len(files)
+	}
+	if len(budgets) == 0 { // --rank-only: search alone
+		res.LatencyUS = int(time.Since(start).Microseconds())
 	}
 	ranked := make([]string, len(rk.Files))
 	for i, f := range rk.Files {
@@ -446,8 +448,9 @@ func Candidate(lang string) func(string) bool {
 func newBaseline(snap *source.Snapshot, lang string) (*baseline, error) {
 	b := &baseline{}
 	bld := bm25.NewBuilder()
+	candidate := Candidate(lang)
 	for _, f := range snap.Files {
-		if !LanguageFile(lang, f.Path) || strings.Contains(f.Path, "node_modules/") {
+		if candidate == nil || !candidate(f.Path) {
 			continue
 		}
 		data, err := snap.Read(f)

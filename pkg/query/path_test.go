@@ -67,14 +67,7 @@ func TestNameTerms(t *testing.T) {
 		{"fix", "fix"}, // nothing left: keep all
 	}
 	for _, tt := range tests {
-		got := ""
-		for i, w := range nameTerms(tt.q) {
-			if i > 0 {
-				got += " "
-			}
-			got += w
-		}
-		if got != tt.want {
+		if got := strings.Join(nameTerms(tt.q), " "); got != tt.want {
 			t.Errorf("nameTerms(%q) = %q, want %q", tt.q, got, tt.want)
 		}
 	}
@@ -91,7 +84,7 @@ func TestPathArm(t *testing.T) {
 	e := &Engine{Seg: seg}
 	got := paths(seg, e.pathArm("fix(proxy): respect the incoming method", "proxy", nil, nil))
 	want := []string{"src/proxy.ts", "src/proxy_utils.ts"}
-	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+	if !slices.Equal(got, want) {
 		t.Errorf("pathArm = %v, want %v (fix.ts is a change verb, not a name)", got, want)
 	}
 	if got := e.pathArm("unrelated words", "", nil, nil); len(got) != 0 {

@@ -26,8 +26,8 @@ const (
 	priorDecl    = 0.7 // files that declare types only (see declOnly)
 )
 
-// declOnly returns the files (positions in seg.Files) that declare types
-// and nothing else: no function, method or class. A query about behaviour
+// declOnly returns the paths of the files that declare types and nothing
+// else: no function, method or class. A query about behaviour
 // ("fix response body cleanup after hooks") is answered by the code that
 // runs, not by the file that types its options (source/types/hooks.ts),
 // though the type file repeats the same words in its field names and docs.
@@ -124,14 +124,19 @@ func IsTestPath(p string) bool {
 	return false
 }
 
-// applyPriors scales fused chunk scores by their file's path prior and
-// re-sorts them.
-func applyPriors(seg *segment.Segment, fused []fusion.Scored, q string) {
-	cache := map[string]float64{}
-	var decl map[string]bool
-	if !slices.ContainsFunc(tokenize.QueryTokens(title(q)), func(t string) bool { return typeWords[t] }) {
-		decl = declOnly(seg)
+// declPrior returns the declaration-only files that q's ranking should
+// rank lower: none when q's title is about types or docs.
+func declPrior(seg *segment.Segment, q string) map[string]bool {
+	if slices.ContainsFunc(tokenize.QueryTokens(title(q)), func(t string) bool { return typeWords[t] }) {
+		return nil
 	}
+	return declOnly(seg)
+}
+
+// applyPriors scales fused chunk scores by their file's path prior (and
+// priorDecl for the files of decl, from declPrior) and re-sorts them.
+func applyPriors(seg *segment.Segment, fused []fusion.Scored, decl map[string]bool) {
+	cache := map[string]float64{}
 	for i := range fused {
 		id, _ := strconv.Atoi(fused[i].ID)
 		p := seg.Chunks[id].Path

@@ -89,8 +89,8 @@ type Request struct {
 	Paths     func(string) bool  // restrict results to the paths it accepts; nil = all
 	RRFK      float64            // default 60
 	// Scale multiplies the fusion weight of the named rankings (arms or
-	// the bm25 and graph sub-lists: bm25-file, bm25-path, graph-index)
-	// after routing. It exists to measure and tune weights: codectx eval
+	// their sub-lists: bm25-file, bm25-path, bm25-literal, graph-index;
+	// see IsList) after routing. It exists to measure and tune weights: codectx eval
 	// --configs. Nil leaves the built-in weights.
 	Scale map[string]float64
 }
@@ -247,12 +247,13 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 		}
 		weights[name] = w * f
 	}
+	decl := declPrior(seg, q)
 	if want[ArmGraph] && seg.Graph != nil {
 		t := time.Now()
 		// Seeds are the other arms' fused ranking, priors applied, as the
 		// final ranking would show it.
 		seeds := fusion.RRF(lists, weights, req.RRFK)
-		applyPriors(seg, seeds, q)
+		applyPriors(seg, seeds, decl)
 		add(ArmGraph, e.graphArm(seeds, cls, keep))
 		add(armGraphIndex, e.indexArm(q, seeds, keep))
 		tm[ArmGraph] = int(time.Since(t).Microseconds())
@@ -261,7 +262,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 	for i := range fused {
 		fused[i].Arms = armNames(fused[i].Arms)
 	}
-	applyPriors(seg, fused, q)
+	applyPriors(seg, fused, decl)
 	used := make([]string, 0, len(lists))
 	for _, l := range lists {
 		if _, sub := subLists[l.Arm]; !sub {

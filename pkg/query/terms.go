@@ -118,9 +118,10 @@ func isPlainWord(w string) bool {
 	return true
 }
 
-// Root conflation limits: a query word of at least minRootWord bytes that
-// the index never saw is matched to the index's commonest word sharing all
-// but its last rootSlack bytes (and at least minRoot bytes).
+// Root conflation limits: a query word of at least minRootWord bytes is
+// matched to the index's commonest word sharing all but its last rootSlack
+// bytes (and at least minRoot bytes) when that word is more than rootRatio
+// times as frequent as the query word itself.
 const (
 	minRootWord = 7
 	minRoot     = 5
@@ -128,33 +129,33 @@ const (
 	rootRatio   = 8
 )
 
-// rootTerms returns, for each word of terms the index does not hold, the
-// index's commonest word with the same root: "deserializing" ->
-// deserialize, "validation" -> validate. The index tokenizer only folds
+// rootTerms returns, for each word of terms that the index holds rarely or
+// never, the index's commonest word with the same root: "deserializing" ->
+// deserializer, "validation" -> validate. The index tokenizer only folds
 // plurals, so prose inflections of an identifier's words ("-ing", "-ion",
-// "-ed") would otherwise match nothing. Words the index holds are left
-// alone: a general suffix stripper was tried and lowered MRR.
+// "-ed") would otherwise match little or nothing. Words the index holds
+// often are left alone: a general suffix stripper was tried and lowered
+// MRR.
 func rootTerms(ix interface {
 	DocFreq(string) int
 	Prefixed(string, func(string, int) bool)
 }, terms []string) []string {
 	var out []string
 	for _, t := range terms {
-		df := ix.DocFreq(t)
 		if len(t) < minRootWord || !isASCIILower(t) {
 			continue
 		}
 		root := t[:max(minRoot, len(t)-rootSlack)]
 		best, n := "", 0
-		ix.Prefixed(root, func(w string, df int) bool {
+		ix.Prefixed(root, func(w string, wdf int) bool {
 			// The index word must not run on much past the root:
 			// "serializ" names serialize, not serializationerror.
-			if len(w) <= len(t)+1 && df > n {
-				best, n = w, df
+			if len(w) <= len(t)+1 && wdf > n {
+				best, n = w, wdf
 			}
 			return true
 		})
-		if best != "" && best != t && n > rootRatio*df && !slices.Contains(terms, best) && !slices.Contains(out, best) {
+		if best != "" && best != t && n > rootRatio*ix.DocFreq(t) && !slices.Contains(terms, best) && !slices.Contains(out, best) {
 			out = append(out, best)
 		}
 	}
