@@ -1,0 +1,36 @@
+// Package embed is the port for text embedders: a model that turns text
+// into a dense vector. Drivers live in subpackages (onnx: a local ONNX
+// model; openai: any OpenAI-compatible /v1/embeddings server). The query
+// engine and the embed workers speak only this package.
+package embed
+
+import (
+	"context"
+	"errors"
+)
+
+// Kind says what a text is, for models that embed queries and passages
+// differently (prefixes such as "query: " / "passage: ").
+type Kind int
+
+const (
+	Passage Kind = iota // a chunk of code or docs being indexed
+	Query               // a user's query
+)
+
+// Embedder turns texts into vectors. Implementations are safe for
+// concurrent use.
+type Embedder interface {
+	// Embed returns one vector per text, in order, each of length Dim().
+	// Texts longer than the model's limit are truncated by the driver.
+	Embed(ctx context.Context, texts []string, kind Kind) ([][]float32, error)
+	// Dim is the length of every vector Embed returns.
+	Dim() int
+	// Model names the model; with Dim it keys the embedding cache and the
+	// vector collection, so two different models never share vectors.
+	Model() string
+}
+
+// ErrDim is returned (wrapped) when a driver receives vectors of another
+// length than it announced.
+var ErrDim = errors.New("embed: vector dimension mismatch")
