@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 # Pure-Go packages that run under the race detector in check.
-RACE_PKGS := ./pkg/blob/... ./pkg/queue/... ./pkg/fusion ./pkg/pack ./pkg/segment ./pkg/query ./pkg/index
+RACE_PKGS := ./pkg/blob/... ./pkg/queue/... ./pkg/fusion ./pkg/pack ./pkg/segment ./pkg/query ./pkg/index ./pkg/embed/...
 
 .PHONY: check fmt vet test race fuzz tidy build bench
 

@@ -7,6 +7,7 @@ package embed
 import (
 	"context"
 	"errors"
+	"io"
 )
 
 // Kind says what a text is, for models that embed queries and passages
@@ -34,3 +35,19 @@ type Embedder interface {
 // ErrDim is returned (wrapped) when a driver receives vectors of another
 // length than it announced.
 var ErrDim = errors.New("embed: vector dimension mismatch")
+
+// Limiter is implemented by embedders that know their model's input limit
+// in tokens; callers may use it to size the text they send (the driver
+// truncates anyway).
+type Limiter interface {
+	MaxTokens() int
+}
+
+// Close releases what an embedder holds (an ONNX session, idle HTTP
+// connections) if it implements io.Closer, and is a no-op otherwise.
+func Close(e Embedder) error {
+	if c, ok := e.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
