@@ -4,9 +4,15 @@ PKGS := ./...
 # Pure-Go packages that run under the race detector in check.
 RACE_PKGS := ./pkg/blob/... ./pkg/queue/... ./pkg/fusion ./pkg/pack ./pkg/segment ./pkg/query ./pkg/index ./pkg/embed/...
 
-.PHONY: check fmt vet test race fuzz tidy build bench
+.PHONY: check fmt vet test race fuzz tidy build bench model
 
 check: fmt vet tidy test race fuzz
+
+# The default embedding model (bge-small-en-v1.5-q) and ONNX Runtime into
+# .cache/; MODELS="all-minilm-l6-v2-q e5-small-v2-q" fetches others
+# (scripts/fetch-model.sh --list).
+model:
+	./scripts/fetch-model.sh $(MODELS)
 
 build:
 	$(GO) build -o bin/codectx ./services/codectx

@@ -8,4 +8,10 @@ if [ -x scripts/minio.sh ] && [ "${CODECTX_SKIP_MINIO:-}" = "" ]; then
   eval "$(scripts/minio.sh start)"
   trap 'scripts/minio.sh stop >/dev/null 2>&1 || true' EXIT
 fi
+# The default embedding model and the ONNX Runtime library (cached under
+# .cache; about 20-35 s on a fresh clone) so the ONNX driver's conformance
+# test and the tokenizer's reference check run for real.
+if [ "${CODECTX_SKIP_MODEL:-}" = "" ]; then
+  scripts/fetch-model.sh
+fi
 go test -count=1 ./...

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"codectx/pkg/embed"
+	"codectx/pkg/embed/onnx"
 	"codectx/pkg/embed/openai"
 )
 
@@ -112,7 +113,23 @@ func openOpenAI(ctx context.Context, rest string) (embed.Embedder, error) {
 	return openai.New(ctx, o)
 }
 
-// openONNX is replaced when the onnx driver lands.
-func openONNX(dir string) (embed.Embedder, error) {
-	return nil, fmt.Errorf("embedder onnx:%s: the onnx driver is not in this build yet", dir)
+func openONNX(rest string) (embed.Embedder, error) {
+	dir, rawQuery, _ := strings.Cut(rest, "?")
+	if dir == "" {
+		return nil, fmt.Errorf("embedder onnx:%s: want onnx:MODEL_DIR", rest)
+	}
+	p, left, err := params(rawQuery, "threads", "parallel", "batch", "max_tokens", "lib")
+	if err != nil {
+		return nil, fmt.Errorf("embedder onnx:%s: %w", rest, err)
+	}
+	if left != "" {
+		return nil, fmt.Errorf("embedder onnx:%s: unknown options %s (want threads, parallel, batch, max_tokens, lib)", rest, left)
+	}
+	o := onnx.Options{Library: p["lib"]}
+	for k, dst := range map[string]*int{"threads": &o.Threads, "parallel": &o.Parallel, "batch": &o.MaxBatch, "max_tokens": &o.MaxTokens} {
+		if err := atoi(p, k, dst); err != nil {
+			return nil, fmt.Errorf("embedder onnx: %w", err)
+		}
+	}
+	return onnx.Open(dir, o)
 }

@@ -2,11 +2,14 @@ package embedders
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"codectx/pkg/embed"
 	"codectx/pkg/embed/embedtest"
+	"codectx/pkg/embed/onnx"
 	"codectx/pkg/embed/openai"
 )
 
@@ -57,6 +60,9 @@ func TestOpenErrors(t *testing.T) {
 		"openai:http://h:1":                   "want openai:URL#MODEL",
 		"openai:http://h:1?batch=x#m":         "option batch",
 		"openai:http://h:1?timeout=forever#m": "option timeout",
+		"onnx:":                               "want onnx:MODEL_DIR",
+		"onnx:/nonexistent?threads=2":         "tokenizer.json",
+		"onnx:/nonexistent?color=red":         "unknown options",
 	} {
 		_, err := Open(context.Background(), spec)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -65,5 +71,24 @@ func TestOpenErrors(t *testing.T) {
 	}
 	if e, err := Open(context.Background(), "none"); e != nil || err != nil {
 		t.Errorf("none: %v %v", e, err)
+	}
+}
+
+func TestOpenONNX(t *testing.T) {
+	dir, _ := filepath.Abs("../../../.cache/models/bge-small-en-v1.5-q")
+	if _, err := os.Stat(filepath.Join(dir, "model.onnx")); err != nil {
+		t.Skip("model not fetched: run `make model`")
+	}
+	if _, ok := onnx.FindLibrary(dir); !ok {
+		t.Skip("no ONNX Runtime library: run `make model`")
+	}
+	e, err := Open(context.Background(), "onnx:"+dir+"?threads=1&max_tokens=128")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer embed.Close(e)
+	l, ok := e.(embed.Limiter)
+	if e.Dim() != 384 || e.Model() != "bge-small-en-v1.5-q" || !ok || l.MaxTokens() != 128 {
+		t.Fatalf("Dim %d Model %q MaxTokens %v", e.Dim(), e.Model(), l)
 	}
 }

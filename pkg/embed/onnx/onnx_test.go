@@ -1,0 +1,221 @@
+package onnx
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"codectx/pkg/embed"
+	"codectx/pkg/embed/embedtest"
+)
+
+// Default is the model make model fetches.
+const Default = "bge-small-en-v1.5-q"
+
+// modelDir returns a fetched model's directory, or skips.
+func modelDir(t testing.TB, name string) string {
+	t.Helper()
+	dir, _ := os.Getwd()
+	for ; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+	}
+	m := filepath.Join(dir, ".cache", "models", name)
+	if _, err := os.Stat(filepath.Join(m, "model.onnx")); err != nil {
+		t.Skipf("model %s not fetched: run `make model` (scripts/fetch-model.sh %s)", name, name)
+	}
+	if _, ok := FindLibrary(m); !ok {
+		t.Skipf("no ONNX Runtime library: run `make model` or set %s", LibEnv)
+	}
+	return m
+}
+
+var (
+	openMu sync.Mutex
+	opened = map[string]*Embedder{}
+)
+
+// open opens a model once per test binary.
+func open(t testing.TB, name string) *Embedder {
+	dir := modelDir(t, name)
+	openMu.Lock()
+	defer openMu.Unlock()
+	if e := opened[name]; e != nil {
+		return e
+	}
+	e, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened[name] = e
+	return e
+}
+
+// models returns the default model and, with CODECTX_ONNX_ALL=1, every
+// other fetched one.
+func models(t *testing.T) []string {
+	names := []string{Default}
+	if os.Getenv("CODECTX_ONNX_ALL") == "" {
+		return names
+	}
+	dirs, _ := filepath.Glob(filepath.Join(filepath.Dir(modelDir(t, Default)), "*", "model.onnx"))
+	for _, d := range dirs {
+		if n := filepath.Base(filepath.Dir(d)); n != Default {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+func TestConformance(t *testing.T) {
+	for _, name := range models(t) {
+		t.Run(name, func(t *testing.T) {
+			e := open(t, name)
+			if e.Dim() != 384 {
+				t.Errorf("Dim = %d, want 384", e.Dim())
+			}
+			embedtest.Run(t, e)
+		})
+	}
+}
+
+// TestRetrieval: each natural-language query must find its own code chunk
+// first among unrelated ones, which fails with the wrong pooling, a broken
+// tokenizer or mixed-up batch rows.
+func TestRetrieval(t *testing.T) {
+	chunks := []string{
+		"func (c *Client) Retry(ctx context.Context, req *Request) (*Response, error) {\n\tfor attempt := 0; attempt < c.maxRetries; attempt++ {\n\t\tresp, err := c.Do(req)\n\t\tif err == nil { return resp, nil }\n\t\ttime.Sleep(backoff(attempt))\n\t}\n}",
+		"def read_csv_rows(path):\n    with open(path, newline='') as f:\n        for row in csv.reader(f):\n            yield row",
+		"func HashPassword(pw string) (string, error) {\n\th, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.DefaultCost)\n\treturn string(h), err\n}",
+		"SELECT customer_id, SUM(amount) AS total FROM orders GROUP BY customer_id ORDER BY total DESC LIMIT 10",
+		"function debounce(fn, wait) {\n  let timer;\n  return (...args) => { clearTimeout(timer); timer = setTimeout(() => fn(...args), wait); };\n}",
+		"fn parse_args() -> Config {\n    let matches = Command::new(\"tool\").arg(Arg::new(\"verbose\").short('v')).get_matches();\n    Config { verbose: matches.get_flag(\"verbose\") }\n}",
+	}
+	queries := []string{
+		"retry an HTTP request with exponential backoff",
+		"iterate over the rows of a CSV file",
+		"hash a user's password with bcrypt",
+		"top ten customers by total order amount",
+		"delay calling a function until input stops",
+		"parse command line flags",
+	}
+	for _, name := range models(t) {
+		t.Run(name, func(t *testing.T) {
+			e := open(t, name)
+			ctx := context.Background()
+			cv, err := e.Embed(ctx, chunks, embed.Passage)
+			if err != nil {
+				t.Fatal(err)
+			}
+			qv, err := e.Embed(ctx, queries, embed.Query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, q := range qv {
+				best, bestScore := -1, -2.0
+				for j, c := range cv {
+					if s := embedtest.Cosine(q, c); s > bestScore {
+						best, bestScore = j, s
+					}
+				}
+				if best != i {
+					t.Errorf("query %q found chunk %d first, want %d", queries[i], best, i)
+				}
+			}
+		})
+	}
+}
+
+func TestTruncation(t *testing.T) {
+	e := open(t, Default)
+	long := strings.Repeat("word ", 2000)
+	if n := len(e.Tokens(long, embed.Passage)); n != e.MaxTokens() {
+		t.Errorf("%d ids for a long text, want the limit %d", n, e.MaxTokens())
+	}
+	q := e.Tokens("x", embed.Query)
+	p := e.Tokens("x", embed.Passage)
+	if e.Config().QueryPrefix != "" && len(q) <= len(p) {
+		t.Errorf("the query prefix is not applied: %d ids vs %d", len(q), len(p))
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Open(dir, Options{}); err == nil || !strings.Contains(err.Error(), "tokenizer.json") {
+		t.Errorf("empty dir: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "embedder.json"), []byte(`{"pooling": "max"}`), 0o644)
+	if _, err := ReadConfig(dir); err == nil {
+		t.Error("pooling max accepted")
+	}
+	os.WriteFile(filepath.Join(dir, "embedder.json"), []byte(`{}`), 0o644)
+	c, err := ReadConfig(dir)
+	if err != nil || c.Pooling != "mean" || !*c.Normalize || c.MaxTokens != 512 || c.Name != filepath.Base(dir) {
+		t.Errorf("defaults: %+v %v", c, err)
+	}
+}
+
+func benchTexts() []string {
+	// Chunks of typical length: this package's own source in 25-line pieces.
+	data, _ := os.ReadFile("onnx.go")
+	lines := strings.Split(string(data), "\n")
+	var out []string
+	for i := 0; i+25 <= len(lines); i += 25 {
+		out = append(out, strings.Join(lines[i:i+25], "\n"))
+	}
+	return out
+}
+
+// BenchmarkEmbed reports chunks/s with one intra-op thread and one run at a
+// time, i.e. per core.
+func BenchmarkEmbed(b *testing.B) {
+	for _, name := range []string{Default, "bge-small-en-v1.5", "all-minilm-l6-v2-q", "e5-small-v2-q"} {
+		b.Run(name, func(b *testing.B) {
+			dir := modelDir(b, name)
+			e, err := Open(dir, Options{Threads: 1, Parallel: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			texts := benchTexts()
+			tokens := 0
+			for _, t := range texts {
+				tokens += len(e.Tokens(t, embed.Passage))
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := e.Embed(context.Background(), texts, embed.Passage); err != nil {
+					b.Fatal(err)
+				}
+			}
+			s := b.Elapsed().Seconds()
+			b.ReportMetric(float64(len(texts)*b.N)/s, "chunks/s")
+			b.ReportMetric(float64(tokens)/float64(len(texts)), "tokens/chunk")
+		})
+	}
+}
+
+// BenchmarkQuery is the latency of embedding one short query.
+func BenchmarkQuery(b *testing.B) {
+	for _, th := range []int{1, 2} {
+		for _, name := range []string{Default, "bge-small-en-v1.5", "all-minilm-l6-v2-q", "e5-small-v2-q"} {
+			b.Run(fmt.Sprintf("%s/threads=%d", name, th), func(b *testing.B) {
+				e, err := Open(modelDir(b, name), Options{Threads: th})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer e.Close()
+				for b.Loop() {
+					if _, err := e.Embed(context.Background(), []string{"where is the retry backoff computed"}, embed.Query); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
