@@ -11,6 +11,7 @@
 //	GET  /readyz                            200 when every dependency answers, else 503
 //	GET  /metrics                           Prometheus text format
 //	POST /v1/query                          QueryRequest -> query.Response (docs/query-json.md)
+//	POST /v1/mcp                            MCP over Streamable HTTP (stateless): the tools of MCPServer
 //	POST /v1/index                          IndexRequest -> IndexResponse
 //	GET  /v1/repos/{tenant}/{repo...}/status -> RepoStatus
 package api
@@ -25,12 +26,14 @@ import (
 // QueryRequest is the body of POST /v1/query.
 type QueryRequest struct {
 	Tenant    string   `json:"tenant,omitempty"` // default "default"
-	Repo      string   `json:"repo"`
+	Repo      string   `json:"repo,omitempty"`   // one repository; or use Repos
+	Repos     []string `json:"repos,omitempty"`  // several, fused into one ranking and one budget; "*" = all of the tenant's
 	Query     string   `json:"query"`
 	Budget    int      `json:"budget,omitempty"`    // o200k tokens; default 8000
 	Arms      []string `json:"arms,omitempty"`      // default: all available
 	NoRoute   bool     `json:"no_route,omitempty"`  // ignore the classifier's per-trigger weights
 	Languages []string `json:"languages,omitempty"` // restrict to these languages
+	Session   string   `json:"session,omitempty"`   // chunks earlier queries of this session were sent are named, not resent
 }
 
 // IndexRequest is the body of POST /v1/index.

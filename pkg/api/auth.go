@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"codectx/pkg/index"
 )
 
 // AllTenants in Keys grants a key every tenant (an operator's key).
@@ -68,4 +70,27 @@ func (s *Server) keyOwner(r *http.Request) (owner string, known, sent bool) {
 	}
 	owner, known = s.Keys[HashKey(tok)]
 	return owner, known, true
+}
+
+// principal authenticates a request that acts for the tenant of its key
+// (MCP): with no keys configured, an operator of the default tenant. It
+// writes the 401 answer and returns false without a known key.
+func (s *Server) principal(w http.ResponseWriter, r *http.Request) (Principal, bool) {
+	if len(s.Keys) == 0 {
+		return Principal{Tenant: index.DefaultTenant, Operator: true}, true
+	}
+	owner, known, sent := s.keyOwner(r)
+	switch {
+	case !sent:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="codectx"`)
+		writeError(w, http.StatusUnauthorized, fmt.Errorf("an API key is required (Authorization: Bearer KEY)"))
+		return Principal{}, false
+	case !known:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="codectx", error="invalid_token"`)
+		writeError(w, http.StatusUnauthorized, fmt.Errorf("unknown API key"))
+		return Principal{}, false
+	case owner == AllTenants:
+		return Principal{Tenant: index.DefaultTenant, Operator: true}, true
+	}
+	return Principal{Tenant: owner}, true
 }

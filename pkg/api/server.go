@@ -10,14 +10,15 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"codectx/pkg/blob"
-	"codectx/pkg/codectx"
 	"codectx/pkg/index"
 	"codectx/pkg/metrics"
 	"codectx/pkg/pipeline"
 	"codectx/pkg/query"
+	"codectx/pkg/session"
 )
 
 // Routes selects which API routes a Server serves besides /healthz,
@@ -53,21 +54,34 @@ type Server struct {
 	// query, index and status routes, each valid for one tenant.
 	Keys Keys
 	Log  *slog.Logger // default slog.Default()
+	// Sessions keeps what each query session was sent; nil: in memory.
+	Sessions session.Store
 
+	once sync.Once
 	segs *segCache
 }
 
 const maxBody = 1 << 20
 
+// init fills in the defaults, once.
+func (s *Server) init() {
+	s.once.Do(func() {
+		if s.Metrics == nil {
+			s.Metrics = metrics.New()
+		}
+		if s.Log == nil {
+			s.Log = slog.Default()
+		}
+		if s.Sessions == nil {
+			s.Sessions = &session.Mem{}
+		}
+		s.segs = newSegCache(s.Store, s.CacheSize)
+	})
+}
+
 // Handler returns the HTTP handler of the server's routes.
 func (s *Server) Handler() http.Handler {
-	if s.Metrics == nil {
-		s.Metrics = metrics.New()
-	}
-	if s.Log == nil {
-		s.Log = slog.Default()
-	}
-	s.segs = newSegCache(s.Store, s.CacheSize)
+	s.init()
 	mux := http.NewServeMux()
 	handle := func(pattern, route string, h http.HandlerFunc) {
 		mux.Handle(pattern, s.Metrics.Middleware(route, h))
@@ -77,6 +91,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /metrics", s.Metrics.Handler())
 	if s.Routes&QueryRoutes != 0 {
 		handle("POST /v1/query", "query", s.query)
+		handle("/v1/mcp", "mcp", s.mcpHandler().ServeHTTP)
 	}
 	if s.Routes&AdminRoutes != 0 {
 		handle("POST /v1/index", "index", s.index)
@@ -134,9 +149,26 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 	if req.Tenant == "" {
 		req.Tenant = index.DefaultTenant
 	}
-	if err := validRepo(req.Tenant, req.Repo); err != nil {
-		writeError(w, http.StatusBadRequest, err)
+	repos := req.Repos
+	if req.Repo != "" {
+		repos = append([]string{req.Repo}, repos...)
+	}
+	if !index.ValidName(req.Tenant) {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("invalid tenant %q", req.Tenant))
 		return
+	}
+	if len(repos) == 0 {
+		writeError(w, http.StatusBadRequest, errors.New("no repo: name one in repo, several in repos, or \"*\" for all"))
+		return
+	}
+	for _, name := range repos {
+		if name == AllRepos {
+			continue
+		}
+		if err := validRepo(req.Tenant, name); err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
 	}
 	if !s.authorize(w, r, req.Tenant) {
 		return
@@ -153,32 +185,27 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	ctx := r.Context()
-	head, err := index.ReadHead(ctx, s.Store, req.Tenant, req.Repo)
-	if errors.Is(err, blob.ErrNotFound) {
-		writeError(w, http.StatusNotFound, fmt.Errorf("repository %s/%s is not indexed", req.Tenant, req.Repo))
-		return
-	}
+	resp, err := s.search(r.Context(), Search{Tenant: req.Tenant, Repos: repos, Query: req.Query, Budget: req.Budget, Arms: req.Arms, NoRoute: req.NoRoute, Languages: req.Languages, Session: req.Session})
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, err)
-		return
-	}
-	seg, err := s.segs.get(ctx, head.Segment)
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, err)
-		return
-	}
-	langs := make([]codectx.Language, 0, len(req.Languages))
-	for _, l := range req.Languages {
-		langs = append(langs, codectx.Language(l))
-	}
-	eng := &query.Engine{Seg: seg}
-	resp, err := eng.Query(ctx, query.Request{Query: req.Query, Budget: req.Budget, Arms: req.Arms, Route: !req.NoRoute, Languages: langs})
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err)
+		writeError(w, searchCode(err), err)
 		return
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// searchCode is the HTTP status of a failed search.
+func searchCode(err error) int {
+	switch {
+	case errors.Is(err, errNotIndexed):
+		return http.StatusNotFound
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable
+	}
+	var be badRequest
+	if errors.As(err, &be) {
+		return http.StatusBadRequest
+	}
+	return http.StatusServiceUnavailable
 }
 
 func (s *Server) index(w http.ResponseWriter, r *http.Request) {

@@ -105,6 +105,10 @@ var cueTable = []cue{
 	{"commits", temporal, medium},
 	{"commit", temporal, weak},
 	{"old|previous|original|earlier|prior behaviour|behavior|implementation", temporal, 0.8},
+	// A session's own past: "the function we looked at before" (the API
+	// answers it from the session's earlier packs).
+	{"we|i|you looked|saw|viewed|read|opened|discussed|found|checked|showed at? before|earlier|previously|already", temporal, strong},
+	{"looked at before|earlier|previously", temporal, strong},
 	{"no longer", temporal, weak},
 	{"stopped|started working|failing|crashing|breaking", temporal, weak},
 	{"upgrade|upgrading|merged|landed|changed", temporal, weak},

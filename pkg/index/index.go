@@ -81,6 +81,21 @@ func ParseKey(lang codectx.Language, blobHash string) string {
 	return "parse/v" + chunk.Version + "/" + string(lang) + "/" + blobHash[:2] + "/" + blobHash
 }
 
+// ContentKey is where the text of a parsed file is kept, by its git blob
+// hash: what `read` (MCP, the API) serves at the indexed commit. It lives
+// under parse/ so the store-wide parse-cache GC collects it with the rest.
+func ContentKey(blobHash string) string {
+	return "parse/content/" + blobHash[:2] + "/" + blobHash
+}
+
+// ReadContent returns the text of an indexed file.
+func ReadContent(ctx context.Context, store *blob.Bucket, blobHash string) ([]byte, error) {
+	if len(blobHash) < 3 {
+		return nil, fmt.Errorf("index: bad blob hash %q", blobHash)
+	}
+	return store.Get(ctx, ContentKey(blobHash))
+}
+
 // SegmentKey is where the segment of tenant/repo at commit is stored.
 func SegmentKey(tenant, repo, commit string) string {
 	return "segments/" + tenant + "/" + repo + "/" + commit + ".seg"
@@ -485,6 +500,16 @@ func ParseFile(ctx context.Context, store *blob.Bucket, f source.File, read func
 		var p Parsed
 		if json.Unmarshal(data, &p.Result) == nil {
 			p.Reused = true
+			// Results cached before file texts were kept have no text yet.
+			if p.Result.Skip == "" && len(f.Blob) > 2 {
+				if ok, err := store.Exists(ctx, ContentKey(f.Blob)); err == nil && !ok {
+					if content, err := read(); err == nil {
+						if err := store.Put(ctx, ContentKey(f.Blob), content); err != nil {
+							return Parsed{}, fmt.Errorf("index: keep text of %s: %w", f.Path, err)
+						}
+					}
+				}
+			}
 			return p, nil
 		}
 	}
@@ -496,6 +521,12 @@ func ParseFile(ctx context.Context, store *blob.Bucket, f source.File, read func
 	if err := ctx.Err(); err != nil {
 		// A cancelled parse degrades to windows: never cache that.
 		return Parsed{}, err
+	}
+	if res.Skip == "" && len(f.Blob) > 2 {
+		// The text first: a cached result promises its text is there.
+		if err := store.Put(ctx, ContentKey(f.Blob), content); err != nil {
+			return Parsed{}, fmt.Errorf("index: keep text of %s: %w", f.Path, err)
+		}
 	}
 	for i := range res.Chunks {
 		res.Chunks[i].Path = "" // cached by content: the path is set on use

@@ -57,6 +57,9 @@ func CollectParseCache(ctx context.Context, store *blob.Bucket, opt GCOptions) (
 	live := map[string]bool{}
 	mark := func(path, blobHash string) {
 		live[index.ParseKey(chunk.Detect(path, nil), blobHash)] = true
+		if len(blobHash) > 2 {
+			live[index.ContentKey(blobHash)] = true
+		}
 	}
 	manifests, err := store.List(ctx, "manifests/")
 	if err != nil {

@@ -40,8 +40,8 @@ func TestCollectParseCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dry.Deleted != 2 || dry.Roots != 1 {
-		t.Fatalf("dry run = %+v, want 2 to delete (old price.go, old version) from 1 root", dry)
+	if dry.Deleted != 3 || dry.Roots != 1 {
+		t.Fatalf("dry run = %+v, want 3 to delete (old price.go's result and text, old version) from 1 root", dry)
 	}
 	if ok, _ := store.Exists(ctx, stale); !ok {
 		t.Fatal("dry run deleted")

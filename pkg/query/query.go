@@ -10,6 +10,7 @@
 package query
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -93,6 +94,21 @@ type Request struct {
 	// see IsList) after routing. It exists to measure and tune weights: codectx eval
 	// --configs. Nil leaves the built-in weights.
 	Scale map[string]float64
+	// Sent are chunks the caller already has (a session's earlier packs):
+	// Pack leaves out every candidate overlapping one of them in the same
+	// file at the same commit, and names them in AlreadySent instead.
+	Sent []Sent
+}
+
+// Sent is a chunk an earlier pack of a session emitted.
+type Sent struct {
+	Repo      string `json:"repo"`
+	Commit    string `json:"commit"`
+	Path      string `json:"path"`
+	StartLine int    `json:"start_line"`
+	EndLine   int    `json:"end_line"`
+	Symbol    string `json:"symbol,omitempty"`
+	Tokens    int    `json:"tokens"`
 }
 
 // Engine answers queries over one segment.
@@ -104,6 +120,7 @@ type Engine struct {
 
 // File is one ranked file of a response.
 type File struct {
+	Repo    string   `json:"repo,omitempty"` // set in answers over several repositories
 	Path    string   `json:"path"`
 	Score   float64  `json:"score"`
 	Signals []string `json:"signals"`
@@ -130,8 +147,9 @@ type Chunk struct {
 // Response is the answer to a Request.
 type Response struct {
 	Query      string         `json:"query"`
-	Repo       string         `json:"repo"`
-	Commit     string         `json:"commit"`
+	Repo       string         `json:"repo"`            // "" when several repositories answered
+	Commit     string         `json:"commit"`          // "" when several repositories answered
+	Repos      []string       `json:"repos,omitempty"` // the repositories searched, when several
 	Trigger    string         `json:"trigger"`
 	Confidence float64        `json:"confidence"`
 	Symbols    []string       `json:"symbols,omitempty"`
@@ -143,6 +161,11 @@ type Response struct {
 	Dropped    int            `json:"dropped"`
 	Timings    map[string]int `json:"timings_us"`
 	Context    string         `json:"context"`
+	// AlreadySent names (by provenance) the chunks of the request's Sent
+	// that this pack found relevant again and left out; TokensSaved is
+	// what they cost when they were sent.
+	AlreadySent []string `json:"already_sent,omitempty"`
+	TokensSaved int      `json:"tokens_saved,omitempty"`
 }
 
 // Ranking is the fused ranking before packing: what eval measures.
@@ -289,44 +312,96 @@ func (e *Engine) Query(ctx context.Context, req Request) (*Response, error) {
 // Pack packs a ranking from Search into req.Budget (default 8000). One
 // ranking can be packed at several budgets without searching again.
 func (e *Engine) Pack(rk *Ranking, req Request) *Response {
+	out := PackAll([]Part{{Seg: e.Seg, Ranking: rk}}, req, e.Count)
+	out.Repo, out.Commit = e.Seg.Meta.Repo, e.Seg.Meta.Commit
+	out.Repos = nil
+	return out
+}
+
+// Part is one repository's ranking in a query over several repositories.
+type Part struct {
+	Seg     *segment.Segment
+	Ranking *Ranking
+}
+
+// PackAll fuses the rankings of several repositories (each from Search
+// over its own segment) into one ranking and packs it into one budget:
+// candidates are merged by their fused score, so every repository's
+// chunks compete for the same tokens, and each packed chunk names its
+// repository. count is the token counter (nil: o200k). With one part it
+// is exactly Pack. The trigger and symbols are those of the first part
+// (the classifier sees the same text everywhere; only its symbol lookups
+// differ).
+func PackAll(parts []Part, req Request, count func(string) int) *Response {
 	if req.Budget <= 0 {
 		req.Budget = 8000
 	}
 	t := time.Now()
-	seg := e.Seg
 	// The packer counts every candidate's tokens; beyond this many it could
 	// only add stubs of files far down the ranking.
 	limit := max(100, req.Budget/20)
-	fused := rk.Fused
-	if len(fused) > limit {
-		fused = fused[:limit]
+	var all []pack.Candidate
+	var files []File
+	var arms []string
+	seenArm := map[string]bool{}
+	timings := map[string]int{}
+	for _, p := range parts {
+		seg, rk := p.Seg, p.Ranking
+		fused := rk.Fused
+		if len(fused) > limit {
+			fused = fused[:limit]
+		}
+		for _, s := range fused {
+			id, _ := strconv.Atoi(s.ID)
+			c := seg.Chunks[id]
+			all = append(all, pack.Candidate{
+				Repo: seg.Meta.Repo, Commit: seg.Meta.Commit, Path: c.Path,
+				StartLine: c.StartLine, EndLine: c.EndLine, Symbol: c.Name, Kind: string(c.Kind),
+				Signature: c.Signature, Doc: c.Doc, Body: c.Body, Score: s.Score, Signals: s.Arms,
+				Outline: c.EndByte-c.StartByte != len(c.Body),
+			})
+		}
+		for _, f := range rk.Files {
+			if len(parts) > 1 {
+				f.Repo = seg.Meta.Repo
+			}
+			files = append(files, f)
+		}
+		for _, a := range rk.Arms {
+			if !seenArm[a] {
+				seenArm[a] = true
+				arms = append(arms, a)
+			}
+		}
+		for k, v := range rk.Timings {
+			timings[k] += v
+		}
 	}
-	cands := make([]pack.Candidate, 0, len(fused))
-	for _, s := range fused {
-		id, _ := strconv.Atoi(s.ID)
-		c := seg.Chunks[id]
-		cands = append(cands, pack.Candidate{
-			Repo: seg.Meta.Repo, Commit: seg.Meta.Commit, Path: c.Path,
-			StartLine: c.StartLine, EndLine: c.EndLine, Symbol: c.Name, Kind: string(c.Kind),
-			Signature: c.Signature, Doc: c.Doc, Body: c.Body, Score: s.Score, Signals: s.Arms,
-			Outline: c.EndByte-c.StartByte != len(c.Body),
-		})
+	all, already, saved := leaveOutSent(all, req.Sent)
+	if len(parts) > 1 {
+		slices.SortStableFunc(all, func(a, b pack.Candidate) int { return cmp.Compare(b.Score, a.Score) })
+		if len(all) > limit {
+			all = all[:limit]
+		}
+		slices.SortStableFunc(files, func(a, b File) int { return cmp.Compare(b.Score, a.Score) })
 	}
 	opt := pack.Options{Budget: req.Budget, FileFirst: true}
-	if e.Count != nil {
-		opt.Count = e.Count
+	if count != nil {
+		opt.Count = count
 	}
-	res := pack.Pack(cands, opt)
-	timings := make(map[string]int, len(rk.Timings)+1)
-	for k, v := range rk.Timings {
-		timings[k] = v
-	}
+	res := pack.Pack(all, opt)
 	timings["pack"] = int(time.Since(t).Microseconds())
-	out := &Response{
-		Query: req.Query, Repo: seg.Meta.Repo, Commit: seg.Meta.Commit,
-		Trigger: string(rk.Class.Trigger), Confidence: rk.Class.Confidence, Symbols: rk.Class.Symbols,
-		Arms: rk.Arms, Budget: req.Budget, Tokens: res.Tokens, Files: rk.Files, Dropped: res.Dropped,
-		Timings: timings, Context: res.Render(),
+	out := &Response{Query: req.Query, Arms: arms, Budget: req.Budget, Tokens: res.Tokens, Files: files, Dropped: res.Dropped, Timings: timings, Context: res.Render(),
+		AlreadySent: already, TokensSaved: saved}
+	if len(parts) > 0 {
+		rk := parts[0].Ranking
+		out.Trigger, out.Confidence, out.Symbols = string(rk.Class.Trigger), rk.Class.Confidence, rk.Class.Symbols
+	}
+	for _, p := range parts {
+		out.Repos = append(out.Repos, p.Seg.Meta.Repo)
+	}
+	if len(parts) == 1 {
+		out.Repo, out.Commit = parts[0].Seg.Meta.Repo, parts[0].Seg.Meta.Commit
 	}
 	out.Chunks = make([]Chunk, 0, len(res.Chunks))
 	for _, p := range res.Chunks {
@@ -337,6 +412,44 @@ func (e *Engine) Pack(rk *Ranking, req Request) *Response {
 		})
 	}
 	return out
+}
+
+// leaveOutSent drops the candidates that overlap a chunk already sent (same
+// repository, commit and file) and returns the provenance of the sent
+// chunks that were hit, each once, and the tokens they cost.
+func leaveOutSent(cands []pack.Candidate, sent []Sent) ([]pack.Candidate, []string, int) {
+	if len(sent) == 0 {
+		return cands, nil, 0
+	}
+	type fileKey struct{ repo, commit, path string }
+	byFile := map[fileKey][]int{}
+	for i, s := range sent {
+		k := fileKey{s.Repo, s.Commit, s.Path}
+		byFile[k] = append(byFile[k], i)
+	}
+	hit := make([]bool, len(sent))
+	var already []string
+	saved := 0
+	kept := cands[:0:0]
+	for _, c := range cands {
+		drop := false
+		for _, i := range byFile[fileKey{c.Repo, c.Commit, c.Path}] {
+			s := sent[i]
+			if c.StartLine > s.EndLine || c.EndLine < s.StartLine {
+				continue
+			}
+			drop = true
+			if !hit[i] {
+				hit[i] = true
+				already = append(already, pack.Provenance(pack.Candidate{Repo: s.Repo, Commit: s.Commit, Path: s.Path, StartLine: s.StartLine, EndLine: s.EndLine}))
+				saved += s.Tokens
+			}
+		}
+		if !drop {
+			kept = append(kept, c)
+		}
+	}
+	return kept, already, saved
 }
 
 func (e *Engine) keepFunc(langs []codectx.Language, paths func(string) bool) func(int) bool {

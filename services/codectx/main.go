@@ -37,6 +37,7 @@ Usage:
   codectx query [--data DIR | --server URL] --repo NAME [--budget 8000] [--arms LIST] [--json] "text"
   codectx eval  --tasks FILE.jsonl --git-dir owner/name=PATH ... [--budgets LIST] [--json OUT]
   codectx gc    [--data DIR | --s3-endpoint HOST:PORT] [--dry-run] [--json]
+  codectx mcp   [--data DIR | --server URL]    MCP server over stdio for a coding agent
 
 Roles (one part each, configured by flags or CODECTX_* environment variables):
   codectx orchestrator    Temporal worker of the indexing workflows
@@ -66,6 +67,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runUp(ctx, args[1:], stdout, stderr)
 	case "gc":
 		return runGC(ctx, args[1:], stdout, stderr)
+	case "mcp":
+		return runMCP(ctx, args[1:], stdout, stderr)
 	case "orchestrator":
 		return orchestratorRole().run(ctx, args[1:], stdout, stderr)
 	case "parse-worker":

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"time"
 
 	"codectx/pkg/api"
@@ -17,6 +18,8 @@ import (
 	"codectx/pkg/pipeline"
 	"codectx/pkg/queue"
 	"codectx/pkg/queue/natsq"
+	"codectx/pkg/session"
+	"codectx/pkg/session/natskv"
 	"codectx/workflows"
 
 	"go.temporal.io/sdk/client"
@@ -27,7 +30,8 @@ import (
 type role struct {
 	name    string
 	help    string // first line of -h
-	use     int    // useTemporal | useNATS
+	use     int    // useTemporal | useNATS: needed, checked by /readyz
+	soft    int    // connected too, but not needed to be ready (the query service's sessions)
 	routes  api.Routes
 	notes   map[string]string
 	workers int // default of --workers (concurrent handlers); 0 = no such flag
@@ -75,7 +79,7 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := flag.NewFlagSet(r.name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c config
-	c.flags(fs, r.use|useStore)
+	c.flags(fs, r.use|r.soft|useStore)
 	var hooks webhookFlags
 	if r.routes&api.AdminRoutes != 0 {
 		hooks.register(fs)
@@ -107,6 +111,9 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	m := metrics.New()
 	srv := &api.Server{Store: store, Metrics: m, Routes: r.routes, Checks: d.checks(r.use), Notes: r.notes, Log: log}
+	if r.routes&api.QueryRoutes != 0 && (r.use|r.soft)&useNATS != 0 {
+		srv.Sessions = &lazySessions{d: d}
+	}
 	if srv.Keys, err = readKeys(keysFile); err != nil {
 		return err
 	}
@@ -146,7 +153,7 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		d.temporal.Store(tc)
 	}
-	if r.use&useNATS != 0 {
+	if (r.use|r.soft)&useNATS != 0 {
 		q, err := connectNATS(ctx, log, c.nats)
 		if err != nil {
 			return ignoreCancel(ctx, err)
@@ -241,7 +248,8 @@ func embedWorkerRole() role {
 func queryServiceRole() role {
 	return role{
 		name:   "query-service",
-		help:   "Serves POST /v1/query over the published index in the blob store (stateless; segments\nare cached in memory) and GET /v1/repos/{tenant}/{repo}/status (published HEAD).",
+		help:   "Serves POST /v1/query and MCP (Streamable HTTP at /v1/mcp) over the published index in the\nblob store (stateless; segments are cached in memory, query sessions kept in NATS KV so\nreplicas share them) and GET /v1/repos/{tenant}/{repo}/status (published HEAD).",
+		soft:   useNATS,
 		routes: api.QueryRoutes,
 		body:   waitDone,
 	}
@@ -255,4 +263,47 @@ func gatewayRole() role {
 		routes: api.AdminRoutes,
 		body:   waitDone,
 	}
+}
+
+// lazySessions is the session store of a role whose NATS connection may
+// still be coming up: session queries fail until it is there, then the
+// key-value bucket is opened once.
+type lazySessions struct {
+	d  *deps
+	mu sync.Mutex
+	st *natskv.Store
+}
+
+func (l *lazySessions) store(ctx context.Context) (*natskv.Store, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.st != nil {
+		return l.st, nil
+	}
+	q := l.d.queue.Load()
+	if q == nil {
+		return nil, errors.New("sessions: NATS not connected yet")
+	}
+	st, err := natskv.Open(ctx, q.JetStream(), session.DefaultTTL)
+	if err != nil {
+		return nil, err
+	}
+	l.st = st
+	return st, nil
+}
+
+func (l *lazySessions) Load(ctx context.Context, key string) (*session.Session, error) {
+	st, err := l.store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.Load(ctx, key)
+}
+
+func (l *lazySessions) Save(ctx context.Context, key string, s *session.Session) error {
+	st, err := l.store(ctx)
+	if err != nil {
+		return err
+	}
+	return st.Save(ctx, key, s)
 }

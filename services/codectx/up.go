@@ -19,6 +19,8 @@ import (
 	"codectx/pkg/pipeline"
 	"codectx/pkg/queue"
 	"codectx/pkg/queue/natsq"
+	"codectx/pkg/session"
+	"codectx/pkg/session/natskv"
 	"codectx/pkg/temporalserver"
 )
 
@@ -59,8 +61,8 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 Runs all of codectx in one process on embedded defaults: a Temporal server
 (SQLite under the data dir, so unfinished indexing resumes after a restart),
 a NATS JetStream server, the local blob store, the orchestrator, parse and
-graph workers, and the HTTP API (query, index, status, /healthz, /readyz,
-/metrics). The embed stage is disabled (no embedder yet). With --index, each
+graph workers, and the HTTP API (query, MCP at /v1/mcp, index, status,
+/healthz, /readyz, /metrics). The embed stage is disabled (no embedder yet). With --index, each
 location is indexed on start and progress is printed; the API keeps serving.
 Stop with SIGINT or SIGTERM.`)
 		fs.PrintDefaults()
@@ -119,6 +121,10 @@ Stop with SIGINT or SIGTERM.`)
 	}
 	defer tc.Close()
 
+	sessions, err := natskv.Open(sctx, q.JetStream(), session.DefaultTTL)
+	if err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
 	d := &deps{log: log}
 	d.temporal.Store(tc)
 	d.queue.Store(q)
@@ -127,7 +133,7 @@ Stop with SIGINT or SIGTERM.`)
 	srv := &api.Server{
 		Store: store, Indexer: temporalIndexer{tc}, Metrics: m, Routes: api.AllRoutes,
 		Checks: d.checks(useTemporal | useNATS), Notes: map[string]string{"embed": embedDisabled}, Log: log,
-		Webhooks: webhooks, Keys: keys,
+		Webhooks: webhooks, Keys: keys, Sessions: sessions,
 	}
 	hs, err := startHTTP(c.listen, srv.Handler())
 	if err != nil {

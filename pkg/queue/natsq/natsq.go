@@ -76,6 +76,10 @@ func Connect(ctx context.Context, url string) (*Queue, error) {
 	return q, nil
 }
 
+// JetStream is the queue's JetStream context, for other users of the
+// same server (the session store's key-value bucket).
+func (q *Queue) JetStream() jetstream.JetStream { return q.js }
+
 // Close closes the connection; running Consume calls return.
 func (q *Queue) Close() { q.nc.Close() }
 

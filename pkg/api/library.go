@@ -1,0 +1,293 @@
+package api
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/classify"
+	"codectx/pkg/codectx"
+	"codectx/pkg/fusion"
+	"codectx/pkg/index"
+	"codectx/pkg/query"
+	"codectx/pkg/segment"
+	"codectx/pkg/session"
+)
+
+// AllRepos in a query's repos stands for every repository of the tenant.
+const AllRepos = "*"
+
+// maxRepos caps the repositories one query may search.
+const maxRepos = 1000
+
+// errNotIndexed is wrapped by loads of a repository with no HEAD.
+var errNotIndexed = errors.New("not indexed")
+
+// badRequest marks an error of the request itself (HTTP 400).
+type badRequest struct{ err error }
+
+func (e badRequest) Error() string { return e.err.Error() }
+func (e badRequest) Unwrap() error { return e.err }
+
+// repoNames lists the repositories of a tenant that have a published
+// HEAD, sorted.
+func (s *Server) repoNames(ctx context.Context, tenant string) ([]string, error) {
+	prefix := "heads/" + tenant + "/"
+	keys, err := s.Store.List(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("list repositories of %s: %w", tenant, err)
+	}
+	names := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if name := strings.TrimPrefix(k, prefix); index.ValidName(name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// resolveRepos turns a query's repos (names, or "*" for all of the
+// tenant's) into the sorted, distinct names to search. An empty list is
+// an error: the caller says which repositories it means.
+func (s *Server) resolveRepos(ctx context.Context, tenant string, repos []string) ([]string, error) {
+	if len(repos) == 0 {
+		return nil, badRequest{errors.New("no repo")}
+	}
+	if slices.Contains(repos, AllRepos) {
+		names, err := s.repoNames(ctx, tenant)
+		if err != nil {
+			return nil, err
+		}
+		if len(names) == 0 {
+			return nil, fmt.Errorf("tenant %s has no indexed repository: %w", tenant, errNotIndexed)
+		}
+		if len(names) > maxRepos {
+			names = names[:maxRepos]
+		}
+		return names, nil
+	}
+	if len(repos) > maxRepos {
+		return nil, badRequest{fmt.Errorf("%d repositories: at most %d per query", len(repos), maxRepos)}
+	}
+	out := make([]string, 0, len(repos))
+	for _, r := range repos {
+		if err := validRepo(tenant, r); err != nil {
+			return nil, badRequest{err}
+		}
+		out = append(out, r)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// load returns the published segment of a repository. A repository with
+// no HEAD gives an error wrapping errNotIndexed.
+func (s *Server) load(ctx context.Context, tenant, repo string) (*segment.Segment, error) {
+	head, err := index.ReadHead(ctx, s.Store, tenant, repo)
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, fmt.Errorf("repository %s/%s is %w", tenant, repo, errNotIndexed)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.segs.get(ctx, head.Segment)
+}
+
+// loadAll loads the segments of repos concurrently, in the order given.
+func (s *Server) loadAll(ctx context.Context, tenant string, repos []string) ([]*segment.Segment, error) {
+	segs := make([]*segment.Segment, len(repos))
+	err := forEach(len(repos), func(i int) error {
+		seg, err := s.load(ctx, tenant, repos[i])
+		segs[i] = seg
+		return err
+	})
+	return segs, err
+}
+
+// forEach runs fn(0..n-1) on up to GOMAXPROCS goroutines and returns the
+// first error.
+func forEach(n int, fn func(i int) error) error {
+	if n == 1 {
+		return fn(0)
+	}
+	errs := make([]error, n)
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = fn(i)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Search is one query over one or more repositories of a tenant.
+type Search struct {
+	Tenant    string
+	Repos     []string // names, or "*" for all of the tenant's
+	Query     string
+	Budget    int
+	Arms      []string
+	NoRoute   bool
+	Languages []string
+	Session   string // id of the caller's session; "" = none
+}
+
+// search answers a query over several repositories: each is searched on
+// its own segment, then the candidates of all are fused into one ranking
+// and packed into one budget (query.PackAll). With a session, chunks it
+// was already sent are left out and named; a TEMPORAL_HISTORY query ("the
+// function we looked at before") instead puts the session's chunks first.
+func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) {
+	repos, err := s.resolveRepos(ctx, q.Tenant, q.Repos)
+	if err != nil {
+		return nil, err
+	}
+	var sess *session.Session
+	var skey string
+	if q.Session != "" {
+		if skey, err = session.Key(q.Tenant, q.Session); err != nil {
+			return nil, badRequest{err}
+		}
+		if sess, err = s.Sessions.Load(ctx, skey); err != nil {
+			return nil, err
+		}
+	}
+	segs, err := s.loadAll(ctx, q.Tenant, repos)
+	if err != nil {
+		return nil, err
+	}
+	langs := make([]codectx.Language, 0, len(q.Languages))
+	for _, l := range q.Languages {
+		langs = append(langs, codectx.Language(l))
+	}
+	req := query.Request{Query: q.Query, Budget: q.Budget, Arms: q.Arms, Route: !q.NoRoute, Languages: langs}
+	parts := make([]query.Part, len(segs))
+	err = forEach(len(segs), func(i int) error {
+		rk, err := (&query.Engine{Seg: segs[i]}).Search(ctx, req)
+		parts[i] = query.Part{Seg: segs[i], Ranking: rk}
+		if err != nil && ctx.Err() == nil {
+			return badRequest{err}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if sess != nil && len(sess.Sent) > 0 {
+		if parts[0].Ranking.Class.Trigger == classify.TemporalHistory {
+			recall(parts, sess, q.Query)
+		} else {
+			req.Sent = sess.Sent
+		}
+	}
+	resp := query.PackAll(parts, req, nil)
+	if sess != nil {
+		for _, c := range resp.Chunks {
+			sess.Add(query.Sent{Repo: c.Repo, Commit: c.Commit, Path: c.Path, StartLine: c.StartLine, EndLine: c.EndLine, Symbol: c.Symbol, Tokens: c.Tokens})
+		}
+		if err := s.Sessions.Save(ctx, skey, sess); err != nil {
+			return nil, err
+		}
+	}
+	return resp, nil
+}
+
+// recall puts the chunks a session was sent at the top of each
+// repository's ranking, newest first, those whose symbol or path the
+// query names before the others. A chunk of an older commit is found
+// again by its symbol in the same file.
+func recall(parts []query.Part, sess *session.Session, q string) {
+	var words []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(q), func(r rune) bool {
+		return !(r == '_' || r == '.' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+	}) {
+		if len(w) >= 4 {
+			words = append(words, w)
+		}
+	}
+	for i, p := range parts {
+		seg := p.Seg
+		var picked []fusion.Scored
+		seen := map[int]bool{}
+		for j := len(sess.Sent) - 1; j >= 0; j-- {
+			sent := sess.Sent[j]
+			if sent.Repo != seg.Meta.Repo {
+				continue
+			}
+			id, ok := findSent(seg, sent)
+			if !ok || seen[id] {
+				continue
+			}
+			seen[id] = true
+			score := 1.0 / float64(len(picked)+2) // newest first
+			text := strings.ToLower(sent.Symbol + " " + sent.Path)
+			for _, w := range words {
+				if strings.Contains(text, w) {
+					score += 1
+					break
+				}
+			}
+			picked = append(picked, fusion.Scored{ID: strconv.Itoa(id), Score: score, Arms: []string{"session"}})
+		}
+		if len(picked) == 0 {
+			continue
+		}
+		slices.SortStableFunc(picked, func(a, b fusion.Scored) int { return cmp.Compare(b.Score, a.Score) })
+		top := 0.0
+		if len(p.Ranking.Fused) > 0 {
+			top = p.Ranking.Fused[0].Score
+		}
+		fused := make([]fusion.Scored, 0, len(picked)+len(p.Ranking.Fused))
+		for _, s := range picked {
+			s.Score += top + 1 // above anything the arms found
+			fused = append(fused, s)
+		}
+		for _, s := range p.Ranking.Fused {
+			if !seen[atoi(s.ID)] {
+				fused = append(fused, s)
+			}
+		}
+		rk := *p.Ranking
+		rk.Fused = fused
+		rk.Arms = append([]string{"session"}, rk.Arms...)
+		parts[i].Ranking = &rk
+	}
+}
+
+// findSent finds a sent chunk in a segment: by its lines at the same
+// commit, else by its symbol in the same file.
+func findSent(seg *segment.Segment, s query.Sent) (int, bool) {
+	f, ok := seg.File(s.Path)
+	if !ok {
+		return 0, false
+	}
+	for _, id := range f.Chunks {
+		c := seg.Chunks[id]
+		if seg.Meta.Commit == s.Commit && c.StartLine == s.StartLine && c.EndLine == s.EndLine {
+			return id, true
+		}
+	}
+	if s.Symbol == "" {
+		return 0, false
+	}
+	for _, id := range f.Chunks {
+		if seg.Chunks[id].Name == s.Symbol {
+			return id, true
+		}
+	}
+	return 0, false
+}

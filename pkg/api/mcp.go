@@ -1,0 +1,684 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"codectx/pkg/codectx"
+	"codectx/pkg/graph"
+	"codectx/pkg/index"
+	"codectx/pkg/pack"
+	"codectx/pkg/segment"
+)
+
+// Version is the program version the MCP server and /v1/openapi.json
+// report; the binary sets it at start.
+var Version = "dev"
+
+// Principal is who calls the tools: the tenant of the API key, and
+// whether the key reaches every tenant (an operator's key, or an API
+// without keys).
+type Principal struct {
+	Tenant   string
+	Operator bool
+}
+
+// tenantFor returns the tenant a tool call acts for: the one asked (only
+// an operator may name another than its own) or the caller's.
+func (p Principal) tenantFor(asked string) (string, error) {
+	if asked == "" || asked == p.Tenant {
+		return p.Tenant, nil
+	}
+	if !p.Operator {
+		return "", fmt.Errorf("this API key is not valid for tenant %q", asked)
+	}
+	if !index.ValidName(asked) {
+		return "", fmt.Errorf("invalid tenant %q", asked)
+	}
+	return asked, nil
+}
+
+// Limits of the MCP tools' answers.
+const (
+	mcpDefaultBudget = 6000
+	maxDefinitions   = 20
+	maxReferences    = 200
+	maxImpact        = 500
+	maxImpactDepth   = 6
+	maxReadLines     = 2000
+	defaultReadLines = 400
+)
+
+// mcpHandler serves MCP over Streamable HTTP at /v1/mcp. Every request is
+// authenticated with the tenant keys (Bearer), like the other routes; the
+// server is stateless (no Mcp-Session-Id), so each request gets a server
+// bound to its own key's tenant and a session can never outlive or cross
+// a key. codectx's own sessions (the session argument) are not MCP
+// sessions.
+func (s *Server) mcpHandler() http.Handler {
+	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		p, ok := r.Context().Value(principalKey{}).(Principal)
+		if !ok {
+			return nil
+		}
+		return s.MCPServer(p)
+	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, MaxRequestBodyBytes: maxBody, Logger: s.Log})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := s.principal(w, r)
+		if !ok {
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
+}
+
+type principalKey struct{}
+
+// MCPServer returns an MCP server whose tools read the published indexes
+// of the store on behalf of p. `codectx mcp --data` runs it over stdio;
+// /v1/mcp builds one per request.
+func (s *Server) MCPServer(p Principal) *mcp.Server {
+	s.init()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "codectx", Title: "codectx code context", Version: Version}, &mcp.ServerOptions{
+		Instructions: "codectx indexes the tenant's git repositories (symbols, BM25, an import/call/type graph). " +
+			"Start with `search` for a task or question; use `symbol`, `references` and `impact` for exact navigation, " +
+			"`read` for a file or line range at the indexed commit, `repos` to see what is indexed. " +
+			"Every result names its source as repo@commit:path#Lstart-Lend.",
+	})
+	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(bool)}
+	mcp.AddTool(srv, &mcp.Tool{Name: "search", Annotations: ro, Description: "Find the code relevant to a task or question and return it packed into a token budget. " +
+		"Give the task in natural language, identifiers, or both (\"where is the retry backoff computed\", \"Router.Mount\"). " +
+		"Searches one repository, a list, or all of the tenant's (\"*\", the default) in one ranking. " +
+		"Returns the context text (chunks headed by repo@commit:path#Lstart-Lend) and the list of chunks. " +
+		"Pass the same session id on later calls to get only chunks you were not already sent."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in SearchInput) (*mcp.CallToolResult, SearchOutput, error) {
+			out, err := s.toolSearch(ctx, p, in)
+			if err != nil {
+				return nil, SearchOutput{}, err
+			}
+			return textResult(out.Context), out, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "symbol", Annotations: ro, Description: "Look up the definition of a symbol by name: a function, method, type, class or interface. " +
+		"Accepts a short name (\"Mount\") or a qualified one (\"Router.Mount\", \"(*Router).Mount\", \"Flask.add_url_rule\"). " +
+		"Returns each definition with its signature, doc comment, body and provenance."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in SymbolInput) (*mcp.CallToolResult, SymbolOutput, error) {
+			out, err := s.toolSymbol(ctx, p, in)
+			if err != nil {
+				return nil, SymbolOutput{}, err
+			}
+			return textResult(out.text()), out, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "references", Annotations: ro, Description: "Find who uses a symbol or a file: the functions that call it or reference its type, " +
+		"and for a file the files that import it. Give name (a symbol) or path (a file). " +
+		"Resolved from the code graph; a name that is ambiguous in a repository gives no edge there."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in ReferencesInput) (*mcp.CallToolResult, ReferencesOutput, error) {
+			out, err := s.toolReferences(ctx, p, in)
+			if err != nil {
+				return nil, ReferencesOutput{}, err
+			}
+			return textResult(out.text()), out, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "impact", Annotations: ro, Description: "List the files that depend on a file or symbol, directly or transitively (imports, calls, type references): " +
+		"what a change there may break, nearest first. Give path (a file) or name (a symbol), and optionally depth (hops, default 3)."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in ImpactInput) (*mcp.CallToolResult, ImpactOutput, error) {
+			out, err := s.toolImpact(ctx, p, in)
+			if err != nil {
+				return nil, ImpactOutput{}, err
+			}
+			return textResult(out.text()), out, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "read", Annotations: ro, Description: "Read an indexed file, or a line range of it, exactly as it is at the indexed commit. " +
+		"path is relative to the repository root, as search results name it. " +
+		"Without a range, the first 400 lines; at most 2000 lines per call."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, ReadOutput, error) {
+			out, err := s.toolRead(ctx, p, in)
+			if err != nil {
+				return nil, ReadOutput{}, err
+			}
+			return textResult(out.Provenance + "\n" + out.Text), out, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "repos", Annotations: ro, Description: "List the indexed repositories of the tenant with the commit each is indexed at, " +
+		"when it was indexed and how many files it has. Use the names in the repos argument of the other tools."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in ReposInput) (*mcp.CallToolResult, ReposOutput, error) {
+			out, err := s.toolRepos(ctx, p, in)
+			if err != nil {
+				return nil, ReposOutput{}, err
+			}
+			return nil, out, nil
+		})
+	return srv
+}
+
+func textResult(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// SearchInput is the argument of the search tool.
+type SearchInput struct {
+	Query     string   `json:"query" jsonschema:"the task or question, in natural language and/or identifiers"`
+	Repos     []string `json:"repos,omitempty" jsonschema:"repositories to search, as the repos tool names them; [\"*\"] (the default) searches all of the tenant's"`
+	Budget    int      `json:"budget,omitempty" jsonschema:"token budget of the packed context (o200k tokens), default 6000, at most 100000"`
+	Languages []string `json:"languages,omitempty" jsonschema:"only chunks in these languages: go, python, typescript, tsx, javascript, java, rust, markdown, text"`
+	Session   string   `json:"session,omitempty" jsonschema:"an id you choose for this conversation: later searches with it do not resend chunks already sent and name them instead"`
+	Tenant    string   `json:"tenant,omitempty" jsonschema:"tenant to act for; only an operator key may name another than its own"`
+}
+
+// ChunkRef is one chunk of a tool's answer.
+type ChunkRef struct {
+	Provenance string `json:"provenance" jsonschema:"repo@commit:path#Lstart-Lend"`
+	Repo       string `json:"repo"`
+	Path       string `json:"path"`
+	StartLine  int    `json:"start_line"`
+	EndLine    int    `json:"end_line"`
+	Symbol     string `json:"symbol,omitempty"`
+	Kind       string `json:"kind"`
+	Tokens     int    `json:"tokens,omitempty"`
+}
+
+// SearchOutput is the structured answer of the search tool.
+type SearchOutput struct {
+	Context     string     `json:"context" jsonschema:"the packed context: chunks headed by their provenance"`
+	Chunks      []ChunkRef `json:"chunks"`
+	Tokens      int        `json:"tokens"`
+	Budget      int        `json:"budget"`
+	Trigger     string     `json:"trigger" jsonschema:"how the query was read: EXPLICIT_SYMBOL, SEMANTIC_CONCEPT, TEMPORAL_HISTORY or IMPLICIT_CONTEXT"`
+	Repos       []string   `json:"repos"`
+	AlreadySent []string   `json:"already_sent,omitempty" jsonschema:"provenance of relevant chunks left out because this session was already sent them"`
+	TokensSaved int        `json:"tokens_saved,omitempty" jsonschema:"tokens those chunks would have cost"`
+}
+
+func (s *Server) toolSearch(ctx context.Context, p Principal, in SearchInput) (SearchOutput, error) {
+	tenant, err := p.tenantFor(in.Tenant)
+	if err != nil {
+		return SearchOutput{}, err
+	}
+	if strings.TrimSpace(in.Query) == "" {
+		return SearchOutput{}, errors.New("empty query")
+	}
+	if in.Budget < 0 || in.Budget > 100_000 {
+		return SearchOutput{}, fmt.Errorf("budget %d out of range (1..100000)", in.Budget)
+	}
+	if in.Budget == 0 {
+		in.Budget = mcpDefaultBudget
+	}
+	repos := in.Repos
+	if len(repos) == 0 {
+		repos = []string{AllRepos}
+	}
+	resp, err := s.search(ctx, Search{Tenant: tenant, Repos: repos, Query: in.Query, Budget: in.Budget, Languages: in.Languages, Session: in.Session})
+	if err != nil {
+		return SearchOutput{}, err
+	}
+	out := SearchOutput{Context: resp.Context, Tokens: resp.Tokens, Budget: resp.Budget, Trigger: resp.Trigger, Repos: resp.Repos, Chunks: []ChunkRef{},
+		AlreadySent: resp.AlreadySent, TokensSaved: resp.TokensSaved}
+	if out.Repos == nil {
+		out.Repos = []string{resp.Repo}
+	}
+	for _, c := range resp.Chunks {
+		out.Chunks = append(out.Chunks, ChunkRef{Provenance: c.Provenance, Repo: c.Repo, Path: c.Path, StartLine: c.StartLine, EndLine: c.EndLine, Symbol: c.Symbol, Kind: c.Kind, Tokens: c.Tokens})
+	}
+	return out, nil
+}
+
+// SymbolInput is the argument of the symbol tool.
+type SymbolInput struct {
+	Name   string   `json:"name" jsonschema:"symbol name, short (Mount) or qualified (Router.Mount)"`
+	Repos  []string `json:"repos,omitempty" jsonschema:"repositories to look in; default all of the tenant's"`
+	Tenant string   `json:"tenant,omitempty" jsonschema:"tenant to act for; only an operator key may name another than its own"`
+}
+
+// Definition is one definition found by the symbol tool.
+type Definition struct {
+	ChunkRef
+	Signature string `json:"signature,omitempty"`
+	Doc       string `json:"doc,omitempty"`
+	Body      string `json:"body"`
+}
+
+// SymbolOutput is the answer of the symbol tool.
+type SymbolOutput struct {
+	Definitions []Definition `json:"definitions"`
+	More        int          `json:"more,omitempty" jsonschema:"definitions left out beyond the first 20"`
+}
+
+func (o SymbolOutput) text() string {
+	if len(o.Definitions) == 0 {
+		return "no definition found"
+	}
+	var b strings.Builder
+	for _, d := range o.Definitions {
+		fmt.Fprintf(&b, "%s  %s %s\n%s\n\n", d.Provenance, d.Kind, d.Symbol, d.Body)
+	}
+	if o.More > 0 {
+		fmt.Fprintf(&b, "(%d more definitions)\n", o.More)
+	}
+	return b.String()
+}
+
+// repoSegs resolves the repos of a tool call (default: all of the
+// tenant's) and loads their segments.
+func (s *Server) repoSegs(ctx context.Context, p Principal, tenant string, repos []string) ([]*segment.Segment, error) {
+	tenant, err := p.tenantFor(tenant)
+	if err != nil {
+		return nil, err
+	}
+	if len(repos) == 0 {
+		repos = []string{AllRepos}
+	}
+	names, err := s.resolveRepos(ctx, tenant, repos)
+	if err != nil {
+		return nil, err
+	}
+	return s.loadAll(ctx, tenant, names)
+}
+
+func chunkRef(seg *segment.Segment, id int) ChunkRef {
+	c := seg.Chunks[id]
+	return ChunkRef{
+		Provenance: provenance(seg, c.Path, c.StartLine, c.EndLine),
+		Repo:       seg.Meta.Repo, Path: c.Path, StartLine: c.StartLine, EndLine: c.EndLine, Symbol: c.Name, Kind: string(c.Kind),
+	}
+}
+
+func provenance(seg *segment.Segment, path string, start, end int) string {
+	return pack.Provenance(pack.Candidate{Repo: seg.Meta.Repo, Commit: seg.Meta.Commit, Path: path, StartLine: start, EndLine: end})
+}
+
+// isDecl reports whether a chunk declares something a name can refer to.
+func isDecl(k codectx.Kind) bool { return k != codectx.KindModule && k != codectx.KindWindow }
+
+func (s *Server) toolSymbol(ctx context.Context, p Principal, in SymbolInput) (SymbolOutput, error) {
+	if strings.TrimSpace(in.Name) == "" {
+		return SymbolOutput{}, errors.New("no name")
+	}
+	segs, err := s.repoSegs(ctx, p, in.Tenant, in.Repos)
+	if err != nil {
+		return SymbolOutput{}, err
+	}
+	out := SymbolOutput{Definitions: []Definition{}}
+	for _, seg := range segs {
+		for _, id := range seg.Lookup(strings.TrimSpace(in.Name)) {
+			c := seg.Chunks[id]
+			if !isDecl(c.Kind) {
+				continue
+			}
+			if len(out.Definitions) == maxDefinitions {
+				out.More++
+				continue
+			}
+			out.Definitions = append(out.Definitions, Definition{ChunkRef: chunkRef(seg, id), Signature: c.Signature, Doc: c.Doc, Body: c.Body})
+		}
+	}
+	return out, nil
+}
+
+// ReferencesInput is the argument of the references tool.
+type ReferencesInput struct {
+	Name   string   `json:"name,omitempty" jsonschema:"symbol whose callers and users to find"`
+	Path   string   `json:"path,omitempty" jsonschema:"file whose importers and users to find (relative to the repository root)"`
+	Repos  []string `json:"repos,omitempty" jsonschema:"repositories to look in; default all of the tenant's"`
+	Tenant string   `json:"tenant,omitempty" jsonschema:"tenant to act for; only an operator key may name another than its own"`
+}
+
+// Reference is one use of the symbol or file asked about.
+type Reference struct {
+	ChunkRef
+	Via    string `json:"via" jsonschema:"call, type or import"`
+	Target string `json:"target" jsonschema:"the symbol or file it uses"`
+}
+
+// ReferencesOutput is the answer of the references tool.
+type ReferencesOutput struct {
+	References []Reference `json:"references"`
+	More       int         `json:"more,omitempty"`
+}
+
+func (o ReferencesOutput) text() string {
+	if len(o.References) == 0 {
+		return "no references found"
+	}
+	var b strings.Builder
+	for _, r := range o.References {
+		name := r.Symbol
+		if name == "" {
+			name = r.Path
+		}
+		fmt.Fprintf(&b, "%s  %s %s -> %s\n", r.Provenance, name, r.Via, r.Target)
+	}
+	if o.More > 0 {
+		fmt.Fprintf(&b, "(%d more)\n", o.More)
+	}
+	return b.String()
+}
+
+func (s *Server) toolReferences(ctx context.Context, p Principal, in ReferencesInput) (ReferencesOutput, error) {
+	if (in.Name == "") == (in.Path == "") {
+		return ReferencesOutput{}, errors.New("give exactly one of name and path")
+	}
+	segs, err := s.repoSegs(ctx, p, in.Tenant, in.Repos)
+	if err != nil {
+		return ReferencesOutput{}, err
+	}
+	out := ReferencesOutput{References: []Reference{}}
+	add := func(r Reference) {
+		if len(out.References) == maxReferences {
+			out.More++
+			return
+		}
+		out.References = append(out.References, r)
+	}
+	for _, seg := range segs {
+		if seg.Graph == nil {
+			continue
+		}
+		if in.Name != "" {
+			for _, id := range seg.Lookup(in.Name) {
+				c := seg.Chunks[id]
+				if !isDecl(c.Kind) {
+					continue
+				}
+				for _, n := range seg.Graph.SymbolNeighbors(id) {
+					if n.Out || n.ID < 0 || n.ID >= len(seg.Chunks) {
+						continue
+					}
+					add(Reference{ChunkRef: chunkRef(seg, n.ID), Via: n.Kind.String(), Target: c.Name})
+				}
+			}
+			continue
+		}
+		clean, err := cleanPath(in.Path)
+		if err != nil {
+			return ReferencesOutput{}, err
+		}
+		for _, n := range seg.Graph.FileNeighbors(clean) {
+			if n.Out {
+				continue
+			}
+			add(Reference{ChunkRef: fileRef(seg, n.Path), Via: n.Kind.String(), Target: clean})
+		}
+	}
+	return out, nil
+}
+
+// fileRef is a ChunkRef naming a whole file.
+func fileRef(seg *segment.Segment, path string) ChunkRef {
+	end := 1
+	if f, ok := seg.File(path); ok {
+		for _, id := range f.Chunks {
+			end = max(end, seg.Chunks[id].EndLine)
+		}
+	}
+	return ChunkRef{Provenance: provenance(seg, path, 1, end), Repo: seg.Meta.Repo, Path: path, StartLine: 1, EndLine: end, Kind: "file"}
+}
+
+// ImpactInput is the argument of the impact tool.
+type ImpactInput struct {
+	Path   string   `json:"path,omitempty" jsonschema:"file that would change (relative to the repository root)"`
+	Name   string   `json:"name,omitempty" jsonschema:"symbol that would change"`
+	Depth  int      `json:"depth,omitempty" jsonschema:"hops to follow, 1..6, default 3"`
+	Repos  []string `json:"repos,omitempty" jsonschema:"repositories to look in; default all of the tenant's"`
+	Tenant string   `json:"tenant,omitempty" jsonschema:"tenant to act for; only an operator key may name another than its own"`
+}
+
+// Impacted is one file that depends on the target.
+type Impacted struct {
+	Repo       string `json:"repo"`
+	Path       string `json:"path"`
+	Provenance string `json:"provenance"`
+	Depth      int    `json:"depth" jsonschema:"hops from the target: 1 = uses it directly"`
+	Via        string `json:"via" jsonschema:"kind of the edge that reached it: import, call or type"`
+	From       string `json:"from" jsonschema:"the file (or symbol, at depth 1 for a symbol target) it depends on"`
+}
+
+// ImpactOutput is the answer of the impact tool.
+type ImpactOutput struct {
+	Targets []string   `json:"targets" jsonschema:"provenance of what was found to change"`
+	Files   []Impacted `json:"files"`
+	More    int        `json:"more,omitempty"`
+}
+
+func (o ImpactOutput) text() string {
+	if len(o.Targets) == 0 {
+		return "target not found"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "changing %s affects %d files\n", strings.Join(o.Targets, ", "), len(o.Files)+o.More)
+	for _, f := range o.Files {
+		fmt.Fprintf(&b, "  %d  %s  (%s %s)\n", f.Depth, f.Provenance, f.Via, f.From)
+	}
+	return b.String()
+}
+
+func (s *Server) toolImpact(ctx context.Context, p Principal, in ImpactInput) (ImpactOutput, error) {
+	if (in.Name == "") == (in.Path == "") {
+		return ImpactOutput{}, errors.New("give exactly one of name and path")
+	}
+	if in.Depth < 0 || in.Depth > maxImpactDepth {
+		return ImpactOutput{}, fmt.Errorf("depth %d out of range (1..%d)", in.Depth, maxImpactDepth)
+	}
+	if in.Depth == 0 {
+		in.Depth = 3
+	}
+	segs, err := s.repoSegs(ctx, p, in.Tenant, in.Repos)
+	if err != nil {
+		return ImpactOutput{}, err
+	}
+	out := ImpactOutput{Targets: []string{}, Files: []Impacted{}}
+	for _, seg := range segs {
+		if seg.Graph == nil {
+			continue
+		}
+		impact(seg, in, &out)
+	}
+	slices.SortStableFunc(out.Files, func(a, b Impacted) int { return a.Depth - b.Depth })
+	if len(out.Files) > maxImpact {
+		out.More = len(out.Files) - maxImpact
+		out.Files = out.Files[:maxImpact]
+	}
+	return out, nil
+}
+
+// impact walks the reverse edges of one segment's graph from the target,
+// breadth first, and appends the files reached.
+func impact(seg *segment.Segment, in ImpactInput, out *ImpactOutput) {
+	seen := map[string]bool{}
+	var frontier []string
+	visit := func(path, via, from string, depth int) {
+		if seen[path] {
+			return
+		}
+		seen[path] = true
+		frontier = append(frontier, path)
+		out.Files = append(out.Files, Impacted{Repo: seg.Meta.Repo, Path: path, Provenance: fileRef(seg, path).Provenance, Depth: depth, Via: via, From: from})
+	}
+	if in.Path != "" {
+		clean, err := cleanPath(in.Path)
+		if _, ok := seg.File(clean); err != nil || !ok {
+			return
+		}
+		seen[clean] = true
+		frontier = []string{clean}
+		out.Targets = append(out.Targets, fileRef(seg, clean).Provenance)
+	} else {
+		// Depth 1: the files whose symbols call or name the target; the
+		// target's own file changes too and is where the walk goes on.
+		var own []string
+		for _, id := range seg.Lookup(in.Name) {
+			c := seg.Chunks[id]
+			if !isDecl(c.Kind) {
+				continue
+			}
+			out.Targets = append(out.Targets, chunkRef(seg, id).Provenance)
+			if !seen[c.Path] {
+				seen[c.Path] = true
+				own = append(own, c.Path)
+			}
+			for _, n := range seg.Graph.SymbolNeighbors(id) {
+				if !n.Out && n.Path != c.Path {
+					visit(n.Path, n.Kind.String(), c.Name, 1)
+				}
+			}
+		}
+		if len(own) == 0 {
+			return
+		}
+		// The declaring files' importers depend on the target too.
+		next := frontier
+		frontier = nil
+		for _, f := range own {
+			for _, n := range seg.Graph.FileNeighbors(f) {
+				if !n.Out && n.Kind == graph.EdgeImport {
+					visit(n.Path, n.Kind.String(), f, 1)
+				}
+			}
+		}
+		frontier = append(next, frontier...)
+		in.Depth--
+	}
+	for d := 1; d <= in.Depth && len(frontier) > 0; d++ {
+		depth := d
+		if in.Name != "" {
+			depth = d + 1
+		}
+		cur := frontier
+		frontier = nil
+		for _, f := range cur {
+			for _, n := range seg.Graph.FileNeighbors(f) {
+				if !n.Out {
+					visit(n.Path, n.Kind.String(), f, depth)
+				}
+			}
+		}
+	}
+}
+
+// ReadInput is the argument of the read tool.
+type ReadInput struct {
+	Repo      string `json:"repo" jsonschema:"repository, as the repos tool or a provenance names it"`
+	Path      string `json:"path" jsonschema:"file path relative to the repository root"`
+	StartLine int    `json:"start_line,omitempty" jsonschema:"first line, 1-based (default 1)"`
+	EndLine   int    `json:"end_line,omitempty" jsonschema:"last line, inclusive (default start_line+399)"`
+	Tenant    string `json:"tenant,omitempty" jsonschema:"tenant to act for; only an operator key may name another than its own"`
+}
+
+// ReadOutput is the answer of the read tool.
+type ReadOutput struct {
+	Provenance string `json:"provenance"`
+	Text       string `json:"text"`
+	StartLine  int    `json:"start_line"`
+	EndLine    int    `json:"end_line"`
+	TotalLines int    `json:"total_lines"`
+}
+
+// cleanPath checks a repository-relative path. Files are only ever found
+// by exact lookup in the segment's file list and read by their blob hash,
+// never by joining the path to a directory, so a path cannot leave the
+// repository; this only turns nonsense into a clear error.
+func cleanPath(p string) (string, error) {
+	p = strings.TrimPrefix(p, "./")
+	c := path.Clean(p)
+	if p == "" || c == "." || strings.HasPrefix(p, "/") || c == ".." || strings.HasPrefix(c, "../") || strings.Contains(p, "\x00") || strings.Contains(p, "\\") {
+		return "", fmt.Errorf("path %q: want a path relative to the repository root", p)
+	}
+	return c, nil
+}
+
+func (s *Server) toolRead(ctx context.Context, p Principal, in ReadInput) (ReadOutput, error) {
+	tenant, err := p.tenantFor(in.Tenant)
+	if err != nil {
+		return ReadOutput{}, err
+	}
+	if err := validRepo(tenant, in.Repo); err != nil {
+		return ReadOutput{}, err
+	}
+	clean, err := cleanPath(in.Path)
+	if err != nil {
+		return ReadOutput{}, err
+	}
+	if in.StartLine < 0 || in.EndLine < 0 || (in.EndLine > 0 && in.EndLine < in.StartLine) {
+		return ReadOutput{}, fmt.Errorf("bad line range %d-%d", in.StartLine, in.EndLine)
+	}
+	seg, err := s.load(ctx, tenant, in.Repo)
+	if err != nil {
+		return ReadOutput{}, err
+	}
+	f, ok := seg.File(clean)
+	if !ok {
+		return ReadOutput{}, fmt.Errorf("no file %q in %s at %.12s", clean, in.Repo, seg.Meta.Commit)
+	}
+	data, err := index.ReadContent(ctx, s.Store, f.Blob)
+	if err != nil {
+		return ReadOutput{}, fmt.Errorf("text of %s is not stored (indexed without it, or skipped: binary or too large): %w", clean, err)
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if n := len(lines); n > 0 && len(lines[n-1]) == 0 {
+		lines = lines[:n-1]
+	}
+	start := max(in.StartLine, 1)
+	end := in.EndLine
+	if end == 0 {
+		end = start + defaultReadLines - 1
+	}
+	end = min(end, start+maxReadLines-1, len(lines))
+	if start > len(lines) {
+		return ReadOutput{}, fmt.Errorf("%s has %d lines; start_line %d is past the end", clean, len(lines), start)
+	}
+	text := string(bytes.Join(lines[start-1:end], nil))
+	return ReadOutput{Provenance: provenance(seg, clean, start, end), Text: text, StartLine: start, EndLine: end, TotalLines: len(lines)}, nil
+}
+
+// ReposInput is the argument of the repos tool.
+type ReposInput struct {
+	Tenant string `json:"tenant,omitempty" jsonschema:"tenant to act for; only an operator key may name another than its own"`
+}
+
+// RepoSummary is one indexed repository as the repos tool lists it.
+type RepoSummary struct {
+	Repo      string `json:"repo"`
+	Commit    string `json:"commit"`
+	IndexedAt string `json:"indexed_at" jsonschema:"RFC 3339"`
+	Files     int    `json:"files"`
+}
+
+// ReposOutput is the answer of the repos tool.
+type ReposOutput struct {
+	Tenant string        `json:"tenant"`
+	Repos  []RepoSummary `json:"repos"`
+}
+
+func (s *Server) toolRepos(ctx context.Context, p Principal, in ReposInput) (ReposOutput, error) {
+	tenant, err := p.tenantFor(in.Tenant)
+	if err != nil {
+		return ReposOutput{}, err
+	}
+	names, err := s.repoNames(ctx, tenant)
+	if err != nil {
+		return ReposOutput{}, err
+	}
+	out := ReposOutput{Tenant: tenant, Repos: make([]RepoSummary, len(names))}
+	err = forEach(len(names), func(i int) error {
+		head, err := index.ReadHead(ctx, s.Store, tenant, names[i])
+		if err != nil {
+			return err
+		}
+		rs := RepoSummary{Repo: names[i], Commit: head.Commit, IndexedAt: head.Built}
+		if seg, err := s.segs.get(ctx, head.Segment); err == nil {
+			rs.Files = len(seg.Files)
+		}
+		out.Repos[i] = rs
+		return nil
+	})
+	return out, err
+}
+
+// atoi is strconv.Atoi for ids known to be decimal.
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }

@@ -1,0 +1,70 @@
+// Package natskv is the session.Store driver on a NATS JetStream
+// key-value bucket: stateless query replicas share sessions through it,
+// and the bucket's TTL expires them.
+package natskv
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"codectx/pkg/session"
+)
+
+// Bucket is the key-value bucket sessions are kept in.
+const Bucket = "CODECTX_SESSIONS"
+
+// Store is a session.Store on a JetStream key-value bucket.
+type Store struct{ kv jetstream.KeyValue }
+
+// Open creates or updates the bucket with the TTL (default
+// session.DefaultTTL) and returns its store.
+func Open(ctx context.Context, js jetstream.JetStream, ttl time.Duration) (*Store, error) {
+	if ttl <= 0 {
+		ttl = session.DefaultTTL
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: Bucket, Description: "codectx query sessions: chunks already sent", TTL: ttl, History: 1,
+		Storage: jetstream.FileStorage, MaxValueSize: 1 << 20,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("natskv: open %s: %w", Bucket, err)
+	}
+	return &Store{kv: kv}, nil
+}
+
+// kvKey makes any session key a valid key-value key.
+func kvKey(key string) string { return "s" + base64.RawURLEncoding.EncodeToString([]byte(key)) }
+
+// Load implements session.Store.
+func (s *Store) Load(ctx context.Context, key string) (*session.Session, error) {
+	e, err := s.kv.Get(ctx, kvKey(key))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return &session.Session{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("natskv: load session: %w", err)
+	}
+	var out session.Session
+	if err := json.Unmarshal(e.Value(), &out); err != nil {
+		return nil, fmt.Errorf("natskv: decode session: %w", err)
+	}
+	return &out, nil
+}
+
+// Save implements session.Store. The bucket's TTL runs from this write.
+func (s *Store) Save(ctx context.Context, key string, sess *session.Session) error {
+	data, err := json.Marshal(sess)
+	if err != nil {
+		return err
+	}
+	if _, err := s.kv.Put(ctx, kvKey(key), data); err != nil {
+		return fmt.Errorf("natskv: save session: %w", err)
+	}
+	return nil
+}

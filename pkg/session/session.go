@@ -1,0 +1,114 @@
+// Package session keeps what a query session was already sent: the chunks
+// of its earlier packs, so later packs name them instead of resending
+// them, and a "the function we looked at before" query can find them
+// again. A session lives for a TTL after its last write.
+//
+// Store is the port; Mem is the in-process driver (tests, `codectx mcp
+// --data`), package natskv the NATS JetStream key-value driver shared by
+// stateless query replicas (and by `codectx up`, on its embedded NATS).
+// sessiontest is the conformance suite both pass.
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sync"
+	"time"
+
+	"codectx/pkg/query"
+)
+
+// DefaultTTL is how long a session is kept after its last query.
+const DefaultTTL = 2 * time.Hour
+
+// MaxSent caps the chunks a session remembers (oldest forgotten first).
+const MaxSent = 2000
+
+// Session is what one session was sent, oldest first.
+type Session struct {
+	Sent []query.Sent `json:"sent"`
+}
+
+// Add appends chunks to the session, forgetting the oldest beyond MaxSent.
+func (s *Session) Add(sent ...query.Sent) {
+	s.Sent = append(s.Sent, sent...)
+	if n := len(s.Sent) - MaxSent; n > 0 {
+		s.Sent = append([]query.Sent(nil), s.Sent[n:]...)
+	}
+}
+
+// Store keeps sessions by key. Load of an unknown or expired key returns
+// an empty session and no error.
+type Store interface {
+	Load(ctx context.Context, key string) (*Session, error)
+	Save(ctx context.Context, key string, s *Session) error
+}
+
+var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// ErrBadID is returned (wrapped) by Key for an unusable session id.
+var ErrBadID = errors.New("session id: want 1-128 letters, digits, _ or -")
+
+// Key is the store key of a tenant's session id.
+func Key(tenant, id string) (string, error) {
+	if !idRE.MatchString(id) {
+		return "", fmt.Errorf("%w: %q", ErrBadID, id)
+	}
+	return "t." + tenant + "." + id, nil
+}
+
+// Mem is an in-process Store.
+type Mem struct {
+	TTL time.Duration // default DefaultTTL
+	Now func() time.Time
+
+	mu sync.Mutex
+	m  map[string]memEntry
+}
+
+type memEntry struct {
+	s   Session
+	exp time.Time
+}
+
+func (m *Mem) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+// Load implements Store.
+func (m *Mem) Load(_ context.Context, key string) (*Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.m[key]
+	if !ok || !m.now().Before(e.exp) {
+		delete(m.m, key)
+		return &Session{}, nil
+	}
+	return &Session{Sent: append([]query.Sent(nil), e.s.Sent...)}, nil
+}
+
+// Save implements Store.
+func (m *Mem) Save(_ context.Context, key string, s *Session) error {
+	ttl := m.TTL
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil {
+		m.m = map[string]memEntry{}
+	}
+	now := m.now()
+	for k, e := range m.m { // expired sessions go on any write
+		if !now.Before(e.exp) {
+			delete(m.m, k)
+		}
+	}
+	m.m[key] = memEntry{s: Session{Sent: append([]query.Sent(nil), s.Sent...)}, exp: now.Add(ttl)}
+	return nil
+}

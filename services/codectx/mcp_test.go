@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"codectx/pkg/api"
+	"codectx/pkg/testrepo"
+)
+
+// stdioSession runs `codectx mcp ARGS` in-process on pipes, as an agent
+// would start it, and connects the SDK's client to its stdin and stdout.
+func stdioSession(ctx context.Context, t *testing.T, args ...string) *mcp.ClientSession {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	stdin = inR
+	t.Cleanup(func() { stdin = nil })
+	done := make(chan error, 1)
+	go func() {
+		var stderr strings.Builder
+		err := run(ctx, append([]string{"mcp"}, args...), outW, &stderr)
+		outW.Close()
+		if err != nil {
+			t.Logf("mcp stderr: %s", stderr.String())
+		}
+		done <- err
+	}()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		inW.Close()
+		if err := <-done; err != nil {
+			t.Errorf("codectx mcp: %v", err)
+		}
+	})
+	return cs
+}
+
+func callTool(ctx context.Context, t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, out any) string {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var text strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text.WriteString(tc.Text)
+		}
+	}
+	if res.IsError {
+		t.Fatalf("%s: tool error %s", name, text.String())
+	}
+	data, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(data, out); err != nil {
+		t.Fatal(err)
+	}
+	return text.String()
+}
+
+// checkStdio lists the tools and calls search, symbol and read through a
+// stdio session over a data dir or server holding acme/shop.
+func checkStdio(ctx context.Context, t *testing.T, cs *mcp.ClientSession) {
+	t.Helper()
+	lt, err := cs.ListTools(ctx, nil)
+	if err != nil || len(lt.Tools) != 6 {
+		t.Fatalf("tools: %v, %v", lt, err)
+	}
+	var repos api.ReposOutput
+	callTool(ctx, t, cs, "repos", nil, &repos)
+	if len(repos.Repos) != 1 || repos.Repos[0].Repo != "shop" {
+		t.Fatalf("repos = %+v", repos)
+	}
+	var so api.SearchOutput
+	text := callTool(ctx, t, cs, "search", map[string]any{"query": "how is the cart total computed", "budget": 2000}, &so)
+	if len(so.Chunks) == 0 || !strings.Contains(text, "shop@") || !strings.Contains(text, "func (c *Cart) Total") {
+		t.Fatalf("search: %+v\n%s", so, text)
+	}
+	var sym api.SymbolOutput
+	callTool(ctx, t, cs, "symbol", map[string]any{"name": "Cart.Total"}, &sym)
+	if len(sym.Definitions) != 1 || sym.Definitions[0].Path != "cart/cart.go" {
+		t.Fatalf("symbol = %+v", sym)
+	}
+	var rd api.ReadOutput
+	callTool(ctx, t, cs, "read", map[string]any{"repo": "shop", "path": "go.mod"}, &rd)
+	if rd.Text != testrepo.Small["go.mod"] {
+		t.Fatalf("read go.mod = %q", rd.Text)
+	}
+}
+
+func TestMCPStdioData(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := testrepo.New(t)
+	r.Commit("initial", testrepo.Small)
+	data := t.TempDir()
+	if _, err := runCLI(t, "index", "--data", data, "--tenant", "acme", "--name", "shop", r.Dir); err != nil {
+		t.Fatal(err)
+	}
+	checkStdio(ctx, t, stdioSession(ctx, t, "--data", data, "--tenant", "acme"))
+}
+
+// TestMCPStdioServer runs `codectx mcp --server`: stdio in front, the
+// server's Streamable HTTP /v1/mcp behind, with the tenant's key.
+func TestMCPStdioServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := testrepo.New(t)
+	r.Commit("initial", testrepo.Small)
+	data := t.TempDir()
+	if _, err := runCLI(t, "index", "--data", data, "--tenant", "acme", "--name", "shop", r.Dir); err != nil {
+		t.Fatal(err)
+	}
+	store, err := openStore(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer((&api.Server{Store: store, Routes: api.QueryRoutes, Keys: api.Keys{api.HashKey("acme-key"): "acme"}}).Handler())
+	defer srv.Close()
+
+	t.Setenv(envAPIKey, "wrong")
+	var stderr strings.Builder
+	stdin = strings.NewReader("")
+	if err := run(ctx, []string{"mcp", "--server", srv.URL}, io.Discard, &stderr); err == nil || !strings.Contains(err.Error(), "connect") {
+		t.Fatalf("mcp --server with a wrong key: %v", err)
+	}
+	t.Setenv(envAPIKey, "acme-key")
+	checkStdio(ctx, t, stdioSession(ctx, t, "--server", srv.URL))
+}
