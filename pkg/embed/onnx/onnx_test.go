@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"codectx/pkg/embed"
 	"codectx/pkg/embed/embedtest"
@@ -174,10 +176,17 @@ func benchTexts() []string {
 // BenchmarkEmbed reports chunks/s with one intra-op thread and one run at a
 // time, i.e. per core.
 func BenchmarkEmbed(b *testing.B) {
-	for _, name := range []string{Default, "bge-small-en-v1.5", "all-minilm-l6-v2-q", "e5-small-v2-q"} {
+	for _, bc := range []struct {
+		name string
+		max  int
+	}{{Default, 0}, {Default, 256}, {Default, 128}, {"bge-small-en-v1.5", 0}, {"all-minilm-l6-v2-q", 0}, {"e5-small-v2-q", 0}} {
+		name := bc.name
+		if bc.max > 0 {
+			name = fmt.Sprintf("%s/max_tokens=%d", bc.name, bc.max)
+		}
 		b.Run(name, func(b *testing.B) {
-			dir := modelDir(b, name)
-			e, err := Open(dir, Options{Threads: 1, Parallel: 1})
+			dir := modelDir(b, bc.name)
+			e, err := Open(dir, Options{Threads: 1, Parallel: 1, MaxTokens: bc.max})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -210,12 +219,45 @@ func BenchmarkQuery(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer e.Close()
+				q := []string{"where is the retry backoff computed"}
+				e.Embed(context.Background(), q, embed.Query) // warm up
+				var ds []time.Duration
 				for b.Loop() {
-					if _, err := e.Embed(context.Background(), []string{"where is the retry backoff computed"}, embed.Query); err != nil {
+					start := time.Now()
+					if _, err := e.Embed(context.Background(), q, embed.Query); err != nil {
 						b.Fatal(err)
 					}
+					ds = append(ds, time.Since(start))
 				}
+				slices.Sort(ds)
+				b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(ds[len(ds)*95/100].Microseconds())/1000, "p95-ms")
 			})
 		}
+	}
+}
+
+// TestQuantizedNearFull: the quantized bge gives vectors close to the
+// full-precision model's (both fetched: make model MODELS="bge-small-en-v1.5-q bge-small-en-v1.5").
+func TestQuantizedNearFull(t *testing.T) {
+	q, f := open(t, Default), open(t, "bge-small-en-v1.5")
+	texts := benchTexts()
+	ctx := context.Background()
+	qv, err := q.Embed(ctx, texts, embed.Passage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fv, err := f.Embed(ctx, texts, embed.Passage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, sum := 1.0, 0.0
+	for i := range qv {
+		c := embedtest.Cosine(qv[i], fv[i])
+		lo, sum = min(lo, c), sum+c
+	}
+	t.Logf("cosine quantized vs full over %d chunks: min %.4f mean %.4f", len(qv), lo, sum/float64(len(qv)))
+	if lo < 0.9 {
+		t.Errorf("quantized model strays from the full one: min cosine %.4f", lo)
 	}
 }
