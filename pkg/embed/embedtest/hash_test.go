@@ -40,3 +40,7 @@ func TestHashEmbed(t *testing.T) {
 		t.Error("empty text gives NaN")
 	}
 }
+
+func TestHashConformance(t *testing.T) {
+	Run(t, Hash{N: 128})
+}

@@ -3,6 +3,7 @@ package onnx
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -307,5 +308,36 @@ func TestAgainstLangChain4j(t *testing.T) {
 			}
 			t.Logf("%d texts, min cosine to the reference %.6f", len(got), lo)
 		})
+	}
+}
+
+// TestCancelMidRun: a deadline that ends during a run stops it (ONNX
+// Runtime's terminate flag) instead of finishing the whole input.
+func TestCancelMidRun(t *testing.T) {
+	// All 40 texts in one run, so only the terminate flag can stop it early.
+	e, err := Open(modelDir(t, Default), Options{MaxBatch: 40, Parallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	texts := make([]string, 40)
+	for i := range texts {
+		texts[i] = strings.Repeat(fmt.Sprintf("token%d ", i), 400)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = e.Embed(ctx, texts, embed.Passage)
+	t.Logf("returned after %v", time.Since(start))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want DeadlineExceeded", err)
+	}
+	// One run of 40 texts of 512 tokens takes several seconds.
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Embed returned %v after a 100ms deadline", took)
+	}
+	// The embedder still works afterwards.
+	if _, err := e.Embed(context.Background(), []string{"still alive"}, embed.Passage); err != nil {
+		t.Fatal(err)
 	}
 }
