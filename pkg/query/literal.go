@@ -1,6 +1,7 @@
 package query
 
 import (
+	"context"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -28,8 +29,35 @@ var quotePairs = map[rune]rune{'\'': '\'', '"': '"', '“': '”', '‘': '’'}
 
 // literals returns the quoted spans of q. An opening quote must start a
 // word (so "don't" opens nothing) and its closing quote must end one.
+//
+// It runs in one pass: for each closing quote character it keeps the
+// position of the next quote of that kind that ends a word, and that
+// position only moves forward, so a query of n bytes costs O(n) whatever
+// its quotes (` "x` repeated used to cost O(n²): every opener scanned to
+// the end of the line).
 func literals(q string) []string {
 	var out []string
+	next := map[rune]int{} // closer -> position of its next word-ending occurrence at or after from
+	from := map[rune]int{} // closer -> where the search for next resumed
+	newline := -1          // position of the next newline at or after i, len(q) if none
+	closerAt := func(c rune, start int) int {
+		if p, ok := next[c]; ok && p >= start {
+			return p
+		}
+		j := max(start, from[c])
+		for j < len(q) {
+			r, n := utf8.DecodeRuneInString(q[j:])
+			if r == c {
+				after, _ := utf8.DecodeRuneInString(q[j+n:])
+				if j+n == len(q) || strings.ContainsRune(" \t\n.,;:!?)]}", after) {
+					break
+				}
+			}
+			j += n
+		}
+		next[c], from[c] = j, j
+		return j
+	}
 	for i := 0; i < len(q) && len(out) < maxLiterals; {
 		r, n := utf8.DecodeRuneInString(q[i:])
 		closer, ok := quotePairs[r]
@@ -38,39 +66,36 @@ func literals(q string) []string {
 			i += n
 			continue
 		}
-		rest := q[i+n:]
-		end := -1
-		for j, c := range rest {
-			if c == '\n' {
-				break
-			}
-			if c == closer {
-				next, _ := utf8.DecodeRuneInString(rest[j+utf8.RuneLen(c):])
-				if j+utf8.RuneLen(c) == len(rest) || strings.ContainsRune(" \t\n.,;:!?)]}", next) {
-					end = j
-					break
-				}
+		start := i + n
+		if newline < start {
+			newline = strings.IndexByte(q[start:], '\n')
+			if newline < 0 {
+				newline = len(q)
+			} else {
+				newline += start
 			}
 		}
-		if end < 0 {
+		end := closerAt(closer, start)
+		if end >= len(q) || end > newline {
 			i += n
 			continue
 		}
-		span := rest[:end]
+		span := q[start:end]
 		if len(span) >= minLiteral && len(span) <= maxLiteral && strings.TrimSpace(span) == span {
 			out = append(out, span)
 		}
-		i += n + end + utf8.RuneLen(closer)
+		i = end + utf8.RuneLen(closer)
 	}
 	return out
 }
 
 // literalArm ranks the chunks whose text contains a quoted span of q,
-// rarer spans first; nil if q quotes nothing or nothing matches.
-func (e *Engine) literalArm(q string, keep func(int) bool) []int {
+// rarer spans first; nil if q quotes nothing or nothing matches. It stops
+// with ctx's error when ctx ends.
+func (e *Engine) literalArm(ctx context.Context, q string, keep func(int) bool) ([]int, error) {
 	spans := literals(q)
 	if len(spans) == 0 {
-		return nil
+		return nil, nil
 	}
 	seg := e.Seg
 	score := map[int]float64{}
@@ -78,6 +103,9 @@ func (e *Engine) literalArm(q string, keep func(int) bool) []int {
 	for _, s := range spans {
 		var hits []int
 		for id := range seg.Chunks {
+			if id%1024 == 1023 && ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			if strings.Contains(seg.Chunks[id].Body, s) {
 				hits = append(hits, id)
 				if len(hits) > limit {
@@ -105,5 +133,5 @@ func (e *Engine) literalArm(q string, keep func(int) bool) []int {
 	if len(ids) > 50 {
 		ids = ids[:50]
 	}
-	return filterIDs(ids, keep)
+	return filterIDs(ids, keep), nil
 }

@@ -377,13 +377,20 @@ func TestLiteralArm(t *testing.T) {
 	}
 	seg := buildSeg(t, files)
 	e := &Engine{Seg: seg}
-	if got := paths(seg, e.literalArm("Restore 'Stack backtrace:' above the backtrace", nil)); !slices.Equal(got, []string{"src/fmt.rs"}) {
+	arm := func(q string) []int {
+		ids, err := e.literalArm(t.Context(), q, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	if got := paths(seg, arm("Restore 'Stack backtrace:' above the backtrace")); !slices.Equal(got, []string{"src/fmt.rs"}) {
 		t.Errorf("literalArm = %v, want [src/fmt.rs]", got)
 	}
-	if got := e.literalArm("'fn f' everywhere", nil); len(got) != 0 {
+	if got := arm("'fn f' everywhere"); len(got) != 0 {
 		t.Errorf("a quoted span in most chunks should say nothing, got %v", paths(seg, got))
 	}
-	if got := e.literalArm("no quotes here", nil); got != nil {
+	if got := arm("no quotes here"); got != nil {
 		t.Errorf("literalArm without quotes = %v", got)
 	}
 }

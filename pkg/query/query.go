@@ -217,6 +217,18 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 		lists = append(lists, r)
 	}
 	depth := 200
+	// Every arm is bounded by the segment, but a client that went away
+	// should not keep a core busy: check between arms (and inside the
+	// literal scan of every chunk).
+	stop := func() error {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("query: %w", err)
+		}
+		return nil
+	}
+	if err := stop(); err != nil {
+		return nil, err
+	}
 	if want[ArmSymbol] {
 		t := time.Now()
 		add(ArmSymbol, e.symbolArm(cls, keep))
@@ -228,8 +240,15 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 		add(ArmBM25, chunks)
 		add(armBM25File, e.fileBM25Arm(q, chunks, keep))
 		add(armBM25Path, e.pathArm(q, cls.Scope, chunks, keep))
-		add(armBM25Literal, e.literalArm(q, keep))
+		lits, err := e.literalArm(ctx, q, keep)
+		if err != nil {
+			return nil, fmt.Errorf("query: %w", err)
+		}
+		add(armBM25Literal, lits)
 		tm[ArmBM25] = int(time.Since(t).Microseconds())
+	}
+	if err := stop(); err != nil {
+		return nil, err
 	}
 	if want[ArmDense] {
 		t := time.Now()
@@ -240,10 +259,16 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 		add(ArmDense, filterIDs(ids, keep))
 		tm[ArmDense] = int(time.Since(t).Microseconds())
 	}
+	if err := stop(); err != nil {
+		return nil, err
+	}
 	if want[ArmHistory] {
 		t := time.Now()
 		add(ArmHistory, e.historyArm(q, cls, keep))
 		tm[ArmHistory] = int(time.Since(t).Microseconds())
+	}
+	if err := stop(); err != nil {
+		return nil, err
 	}
 	weights := map[string]float64{}
 	if req.Route {
@@ -280,6 +305,9 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 		add(ArmGraph, e.graphArm(seeds, cls, keep))
 		add(armGraphIndex, e.indexArm(q, seeds, keep))
 		tm[ArmGraph] = int(time.Since(t).Microseconds())
+		if err := stop(); err != nil {
+			return nil, err
+		}
 	}
 	fused := fusion.RRF(lists, weights, req.RRFK)
 	for i := range fused {
