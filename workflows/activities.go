@@ -69,6 +69,9 @@ type SnapshotPlan struct {
 	Batches                        int
 	Skipped                        bool   // HEAD already points at Commit
 	Segment                        string // HEAD's segment when Skipped
+	// Behind is the commit of a Forward push that is an ancestor of the
+	// published HEAD: Skipped, and Commit is HEAD's, which stays.
+	Behind string
 }
 
 func invalid(err error) error {
@@ -106,9 +109,22 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotPl
 		PlanKey:     pipeline.PlanKey(in.Tenant, in.Repo, snap.Commit),
 		Files:       len(snap.Files),
 	}
-	if h, err := index.ReadHead(ctx, a.Store, in.Tenant, in.Repo); err == nil && h.Commit == snap.Commit {
+	h, err := index.ReadHead(ctx, a.Store, in.Tenant, in.Repo)
+	if err == nil && h.Commit == snap.Commit {
 		if ok, err := a.Store.Exists(ctx, h.Segment); err == nil && ok {
 			p.Skipped, p.Segment = true, h.Segment
+			return p, nil
+		}
+	}
+	if err == nil && in.Forward && h.Commit != snap.Commit {
+		// A push never moves HEAD back: a replayed or late delivery of an
+		// older commit leaves the published one in place.
+		behind, aerr := snap.IsAncestor(h.Commit)
+		if aerr != nil {
+			return p, fmt.Errorf("check %s against the published %s: %w", snap.Commit, h.Commit, aerr)
+		}
+		if behind {
+			p.Skipped, p.Segment, p.Behind, p.Commit = true, h.Segment, snap.Commit, h.Commit
 			return p, nil
 		}
 	}

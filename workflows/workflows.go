@@ -58,6 +58,11 @@ func RepoWorkflowID(tenant, repo string) string { return "codectx/repo/" + tenan
 type Push struct {
 	Tenant, Repo, Location string
 	Commit                 string // "" = the location's HEAD
+	// Forward (a webhook push) may move HEAD only forward: a commit that
+	// is an ancestor of the published one is not published (a replayed or
+	// late delivery cannot roll the index back). An operator's index
+	// request leaves it unset and may move HEAD anywhere.
+	Forward bool
 }
 
 // RepoCarry is the state a RepoWorkflow carries across continue-as-new.
@@ -132,7 +137,7 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 			WorkflowID: fmt.Sprintf("%s/snapshot-%d", RepoWorkflowID(tenant, repo), st.Snapshots),
 		})
 		st.Snapshots++
-		fut := workflow.ExecuteChildWorkflow(cctx, SnapshotWorkflow, SnapshotInput{Tenant: tenant, Repo: repo, Location: p.Location, Commit: p.Commit})
+		fut := workflow.ExecuteChildWorkflow(cctx, SnapshotWorkflow, SnapshotInput{Tenant: tenant, Repo: repo, Location: p.Location, Commit: p.Commit, Forward: p.Forward})
 		done := false
 		sel := workflow.NewSelector(ctx)
 		sel.AddFuture(fut, func(workflow.Future) { done = true })
@@ -167,6 +172,7 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 type SnapshotInput struct {
 	Tenant, Repo, Location string
 	Commit                 string // "" = HEAD
+	Forward                bool   // see Push.Forward
 }
 
 // SnapshotResult describes an indexed snapshot.
@@ -178,7 +184,8 @@ type SnapshotResult struct {
 	Failed      int      // files whose parse was dead-lettered
 	FailedFiles []string // their paths, left out of the segment
 	Segment     string   // segment key
-	Skipped     bool     // HEAD already pointed at this commit
+	Skipped     bool     // HEAD already pointed at this commit (or, Behind, at a descendant)
+	Behind      string   // a Forward push of this commit, an ancestor of the published Commit, was not published
 	Embed       string   // what the embed stage did (EmbedSkipped)
 	Previous    string   // commit HEAD pointed at before
 	Deleted     int      // objects removed by GC
@@ -220,8 +227,12 @@ func SnapshotWorkflow(ctx workflow.Context, in SnapshotInput) (SnapshotResult, e
 	}
 	res.Commit, res.Files, res.Reused = plan.Commit, plan.Files, plan.Reused
 	if plan.Skipped {
-		res.Skipped, res.Segment = true, plan.Segment
-		log.Info("snapshot already published", "repo", plan.Repo, "commit", plan.Commit)
+		res.Skipped, res.Segment, res.Behind = true, plan.Segment, plan.Behind
+		if plan.Behind != "" {
+			log.Warn("push of an ancestor of the published commit: HEAD kept", "repo", plan.Repo, "pushed", plan.Behind, "published", plan.Commit)
+		} else {
+			log.Info("snapshot already published", "repo", plan.Repo, "commit", plan.Commit)
+		}
 		return res, nil
 	}
 

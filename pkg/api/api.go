@@ -42,6 +42,10 @@ type IndexRequest struct {
 	Repo     string `json:"repo,omitempty"`   // default: derived from the location
 	Location string `json:"location"`         // path on the server's machine, or clone URL
 	Commit   string `json:"commit,omitempty"` // default: the location's HEAD
+	// Forward is set for a webhook push (never sent over the API): the
+	// index may move HEAD forward only, never back to an ancestor of the
+	// published commit, so a replayed or late delivery cannot roll back.
+	Forward bool `json:"-"`
 }
 
 // IndexResponse is the answer of POST /v1/index: the request was accepted

@@ -2,6 +2,7 @@ package api
 
 import (
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
 	"net/http"
@@ -29,7 +30,7 @@ func HashKey(key string) string {
 // proceed: 401 without a known key, 403 for a key of another tenant.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, tenant string) bool {
 	if len(s.Keys) == 0 {
-		return true
+		return s.allow(w, tenant)
 	}
 	owner, known, sent := s.keyOwner(r)
 	if !sent {
@@ -48,7 +49,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, tenant string
 		writeError(w, http.StatusForbidden, fmt.Errorf("this API key is not valid for tenant %q", tenant))
 		return false
 	}
-	return true
+	return s.allow(w, tenant)
 }
 
 // operator reports whether the request may act beyond one tenant: always
@@ -68,7 +69,7 @@ func (s *Server) keyOwner(r *http.Request) (owner string, known, sent bool) {
 	if !ok || tok == "" {
 		return "", false, false
 	}
-	owner, known = s.Keys[HashKey(tok)]
+	owner, known = s.Keys.lookup(tok)
 	return owner, known, true
 }
 
@@ -93,4 +94,18 @@ func (s *Server) principal(w http.ResponseWriter, r *http.Request) (Principal, b
 		return Principal{Tenant: index.DefaultTenant, Operator: true}, true
 	}
 	return Principal{Tenant: owner}, true
+}
+
+// lookup finds the tenant of key. It compares the key's hash with every
+// listed hash in constant time, whatever their case, so that neither the
+// timing nor the file's spelling of the hex decides.
+func (k Keys) lookup(key string) (owner string, known bool) {
+	sum := sha256.Sum256([]byte(key))
+	for h, t := range k {
+		want, err := hex.DecodeString(h)
+		if err == nil && subtle.ConstantTimeCompare(want, sum[:]) == 1 {
+			owner, known = t, true
+		}
+	}
+	return owner, known
 }

@@ -152,6 +152,9 @@ type Search struct {
 // was already sent are left out and named; a TEMPORAL_HISTORY query ("the
 // function we looked at before") instead puts the session's chunks first.
 func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) {
+	if len(q.Query) > s.limits.Query {
+		return nil, badRequest{fmt.Errorf("query of %d bytes is longer than the %d-byte limit", len(q.Query), s.limits.Query)}
+	}
 	repos, err := s.resolveRepos(ctx, q.Tenant, q.Repos)
 	if err != nil {
 		return nil, err

@@ -71,10 +71,10 @@ func (s *Server) mcpHandler() http.Handler {
 			return nil
 		}
 		return s.MCPServer(p)
-	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, MaxRequestBodyBytes: maxBody, Logger: s.Log})
+	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, MaxRequestBodyBytes: s.limits.MCPBody, Logger: s.Log})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, ok := s.principal(w, r)
-		if !ok {
+		if !ok || !s.allow(w, p.Tenant) {
 			return
 		}
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))

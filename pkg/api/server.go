@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -53,15 +52,26 @@ type Server struct {
 	// Keys, when set, require an API key (Authorization: Bearer) on the
 	// query, index and status routes, each valid for one tenant.
 	Keys Keys
-	Log  *slog.Logger // default slog.Default()
+	// Limits bound bodies, queries, concurrent deliveries and each
+	// tenant's request rate (zero fields: the defaults).
+	Limits Limits
+	// LoopbackOnly answers only requests whose Host is a loopback name
+	// (421 otherwise): set it when listening on loopback, so that a web
+	// page cannot reach the API by rebinding its own name to 127.0.0.1.
+	LoopbackOnly bool
+	// Deliveries remembers webhook deliveries to refuse replays; nil = an
+	// in-memory log of the last DefaultDeliveryWindow (lost on restart).
+	Deliveries Deliveries
+	Log        *slog.Logger // default slog.Default()
 	// Sessions keeps what each query session was sent; nil: in memory.
 	Sessions session.Store
 
-	once sync.Once
-	segs *segCache
+	once     sync.Once
+	segs     *segCache
+	limits   Limits
+	rate     *rateLimiter
+	webhooks chan struct{} // a token per delivery being read
 }
-
-const maxBody = 1 << 20
 
 // init fills in the defaults, once.
 func (s *Server) init() {
@@ -76,6 +86,12 @@ func (s *Server) init() {
 			s.Sessions = &session.Mem{}
 		}
 		s.segs = newSegCache(s.Store, s.CacheSize)
+		s.limits = s.Limits.withDefaults()
+		s.rate = newRateLimiter(s.limits.Rate, s.limits.Burst)
+		s.webhooks = make(chan struct{}, s.limits.Webhooks)
+		if s.Deliveries == nil {
+			s.Deliveries = NewMemDeliveries(DefaultDeliveryWindow, 0)
+		}
 	})
 }
 
@@ -103,7 +119,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no route %s %s", r.Method, r.URL.Path))
 	})
-	return mux
+	return s.guard(mux)
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
@@ -142,8 +158,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 	var req QueryRequest
-	if err := readJSON(r, &req); err != nil {
-		writeError(w, http.StatusBadRequest, err)
+	if !readJSON(w, r, s.limits.QueryBody, &req) {
 		return
 	}
 	if req.Tenant == "" {
@@ -175,6 +190,10 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 	}
 	if strings.TrimSpace(req.Query) == "" {
 		writeError(w, http.StatusBadRequest, errors.New("empty query"))
+		return
+	}
+	if len(req.Query) > s.limits.Query {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("query of %d bytes is longer than the %d-byte limit", len(req.Query), s.limits.Query))
 		return
 	}
 	if req.Budget < 0 || req.Budget > 1_000_000 {
@@ -214,8 +233,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req IndexRequest
-	if err := readJSON(r, &req); err != nil {
-		writeError(w, http.StatusBadRequest, err)
+	if !readJSON(w, r, s.limits.IndexBody, &req) {
 		return
 	}
 	if req.Tenant == "" {
@@ -340,14 +358,6 @@ func isURL(s string) bool {
 	}
 	at, colon := strings.IndexByte(s, '@'), strings.IndexByte(s, ':')
 	return at > 0 && colon > at // scp-like git@host:owner/repo
-}
-
-func readJSON(r *http.Request, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("bad request body: %w", err)
-	}
-	return nil
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -1,9 +1,11 @@
 package api
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	"codectx/pkg/index"
@@ -30,12 +32,17 @@ type WebhookResponse struct {
 	Ignored string `json:"ignored,omitempty"`
 }
 
-const maxWebhookBody = 25 << 20
-
 // webhook verifies a push delivery for a tenant and signals the
 // repository's workflow to index the pushed commit. Unverified deliveries
 // get 401, malformed ones 400; deliveries that ask for nothing (a ping, a
-// deleted branch) get 200 with the reason, so the host does not retry.
+// deleted branch, a delivery already taken) get 200 with the reason, so
+// the host does not retry.
+//
+// Cost before authentication is bounded: what the headers decide is
+// refused before the body is read, at most Limits.Webhooks deliveries are
+// read at once (503 with Retry-After beyond), each at most
+// Limits.WebhookBody bytes (413), and the signature is checked as the body
+// streams in.
 func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	host, tenant := r.PathValue("host"), r.PathValue("tenant")
 	if !index.ValidName(tenant) {
@@ -47,20 +54,24 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, fmt.Errorf("webhooks are not enabled for tenant %q", tenant))
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxWebhookBody+1))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("read delivery: %w", err))
+	limit := s.limits.WebhookBody
+	if r.ContentLength > limit {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("delivery of %d bytes is larger than the %d-byte limit", r.ContentLength, limit))
 		return
 	}
-	if len(body) > maxWebhookBody {
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("delivery larger than %d bytes", maxWebhookBody))
+	select {
+	case s.webhooks <- struct{}{}:
+	default:
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("%d deliveries are being read: retry", cap(s.webhooks)))
 		return
 	}
-	push, err := webhook.Parse(host, r.Header, body, secret, webhook.Options{Branches: s.Webhooks.Branches})
-	var ign *webhook.Ignored
+	body, err := webhook.Read(host, r.Header, http.MaxBytesReader(w, r.Body, limit), secret, limit)
+	<-s.webhooks
+	var tooBig *http.MaxBytesError
 	switch {
-	case errors.As(err, &ign):
-		writeJSON(w, http.StatusOK, WebhookResponse{Tenant: tenant, Ignored: ign.Reason})
+	case errors.Is(err, webhook.ErrTooLarge) || errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("delivery larger than the %d-byte limit", limit))
 		return
 	case errors.Is(err, webhook.ErrUnauthorized):
 		s.Log.Warn("webhook rejected", "host", host, "tenant", tenant, "error", err)
@@ -68,6 +79,19 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		return
 	case errors.Is(err, webhook.ErrUnknownHost):
 		writeError(w, http.StatusNotFound, err)
+		return
+	case err != nil:
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if !s.allow(w, tenant) {
+		return
+	}
+	push, err := webhook.Decode(host, r.Header, body, webhook.Options{Branches: s.Webhooks.Branches})
+	var ign *webhook.Ignored
+	switch {
+	case errors.As(err, &ign):
+		writeJSON(w, http.StatusOK, WebhookResponse{Tenant: tenant, Ignored: ign.Reason})
 		return
 	case err != nil:
 		writeError(w, http.StatusBadRequest, err)
@@ -85,13 +109,75 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, errors.New("no orchestrator configured"))
 		return
 	}
-	req := IndexRequest{Tenant: tenant, Repo: push.Repo, Location: push.CloneURL, Commit: push.Commit}
-	run, err := s.Indexer.Index(r.Context(), req)
+	ctx := r.Context()
+	keys, dup, err := s.remember(ctx, host, tenant, r.Header, body)
 	if err != nil {
+		s.Log.Error("webhook delivery log", "tenant", tenant, "error", err)
+		writeError(w, http.StatusServiceUnavailable, errors.New("cannot record the delivery: retry"))
+		return
+	}
+	if dup {
+		s.Log.Warn("webhook replay refused", "host", host, "tenant", tenant, "repo", push.Repo, "commit", push.Commit)
+		writeJSON(w, http.StatusOK, WebhookResponse{Tenant: tenant, Repo: push.Repo, Commit: push.Commit, Ignored: "duplicate delivery"})
+		return
+	}
+	req := IndexRequest{Tenant: tenant, Repo: push.Repo, Location: push.CloneURL, Commit: push.Commit, Forward: true}
+	run, err := s.Indexer.Index(ctx, req)
+	if err != nil {
+		for _, k := range keys {
+			s.Deliveries.Forget(context.WithoutCancel(ctx), k) // the host's retry must be taken
+		}
 		s.Log.Error("webhook index", "tenant", tenant, "repo", push.Repo, "error", err)
 		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("signal %s/%s: %w", tenant, push.Repo, err))
 		return
 	}
 	s.Log.Info("webhook push", "host", host, "tenant", tenant, "repo", push.Repo, "branch", push.Branch, "commit", push.Commit)
 	writeJSON(w, http.StatusAccepted, WebhookResponse{Tenant: tenant, Repo: push.Repo, Commit: push.Commit, RunID: run})
+}
+
+// remember records a verified delivery under its host's delivery id and
+// under the hash of its body, and reports whether either was seen within
+// the window. Both, because the id header is not signed: a replay under a
+// fresh id still repeats the signed body.
+func (s *Server) remember(ctx context.Context, host, tenant string, h http.Header, body []byte) (keys []string, dup bool, err error) {
+	sum := sha256.Sum256(body)
+	keys = []string{deliveryKey(tenant, host, "body", hex.EncodeToString(sum[:]))}
+	if id := webhook.DeliveryID(host, h); id != "" {
+		keys = append(keys, deliveryKey(tenant, host, "id", id))
+	}
+	var added []string
+	for _, k := range keys {
+		fresh, rerr := s.Deliveries.Remember(ctx, k)
+		if rerr != nil {
+			err = rerr
+			break
+		}
+		if fresh {
+			added = append(added, k)
+		} else {
+			dup = true
+		}
+	}
+	if err != nil || dup {
+		// Leave nothing half recorded: a refused or failed delivery must
+		// not make a later distinct one look like a replay.
+		for _, k := range added {
+			s.Deliveries.Forget(context.WithoutCancel(ctx), k)
+		}
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return keys, dup, err
+}
+
+// deliveryKey names a delivery in the log: a hash, so that any id a host
+// sends makes a valid, fixed-size key.
+func deliveryKey(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -87,8 +87,20 @@ func TestWebhook(t *testing.T) {
 		t.Errorf("ping answer = %v, want the reason", body)
 	}
 
+	if code, body := post("/v1/webhooks/github/acme", "push", signed("a-secret", push), push); code != http.StatusOK || body["ignored"] != "duplicate delivery" {
+		t.Errorf("replayed push = %d %v, want 200 duplicate delivery", code, body)
+	}
+	if !req.Forward {
+		t.Errorf("a push's index request may move HEAD back: %+v", req)
+	}
+
+	push2 := strings.Replace(push, after, "3333333333333333333333333333333333333333", 1)
 	fake.fail = errors.New("temporal down")
-	if code, _ := post("/v1/webhooks/github/acme", "push", signed("a-secret", push), push); code != http.StatusServiceUnavailable {
+	if code, _ := post("/v1/webhooks/github/acme", "push", signed("a-secret", push2), push2); code != http.StatusServiceUnavailable {
 		t.Errorf("push with the orchestrator down = %d, want 503 (the host retries)", code)
+	}
+	fake.fail = nil
+	if code, _ := post("/v1/webhooks/github/acme", "push", signed("a-secret", push2), push2); code != http.StatusAccepted {
+		t.Errorf("the host's retry of a delivery that failed = %d, want 202", code)
 	}
 }

@@ -10,6 +10,7 @@
 package webhook
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -17,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 )
@@ -64,33 +66,101 @@ const zeroSHA = "0000000000000000000000000000000000000000"
 // secret configured on the host's webhook; an empty secret verifies
 // nothing and is refused.
 func Parse(host string, h http.Header, body []byte, secret string, opt Options) (*Push, error) {
+	if _, err := Read(host, h, bytes.NewReader(body), secret, int64(len(body))); err != nil {
+		return nil, err
+	}
+	return Decode(host, h, body, opt)
+}
+
+// ErrTooLarge is returned by Read for a body over its limit.
+var ErrTooLarge = errors.New("webhook: delivery too large")
+
+// Read verifies a delivery from host while reading its body, at most
+// limit bytes. What the headers alone decide (an unknown host, no
+// signature, a wrong GitLab token) is refused before the body is read;
+// the HMAC of GitHub and Gitea is computed as the body streams in, so a
+// forged body is never held twice or parsed.
+func Read(host string, h http.Header, r io.Reader, secret string, limit int64) ([]byte, error) {
 	if secret == "" {
 		return nil, fmt.Errorf("%w: no secret configured", ErrUnauthorized)
 	}
+	var sig []byte
+	switch host {
+	case GitHub, Gitea:
+		hdr := h.Get("X-Hub-Signature-256")
+		if host == Gitea {
+			hdr = h.Get("X-Gitea-Signature")
+			if hdr == "" {
+				hdr = h.Get("X-Forgejo-Signature")
+			}
+			hdr = "sha256=" + hdr
+		}
+		s, ok := strings.CutPrefix(hdr, "sha256=")
+		if !ok || s == "" {
+			return nil, fmt.Errorf("%w: no sha256 signature", ErrUnauthorized)
+		}
+		var err error
+		if sig, err = hex.DecodeString(s); err != nil {
+			return nil, fmt.Errorf("%w: signature is not hex", ErrUnauthorized)
+		}
+	case GitLab:
+		if subtle.ConstantTimeCompare([]byte(h.Get("X-Gitlab-Token")), []byte(secret)) != 1 {
+			return nil, ErrUnauthorized
+		}
+	default:
+		return nil, fmt.Errorf("%w %q (want %s, %s or %s)", ErrUnknownHost, host, GitHub, GitLab, Gitea)
+	}
+	var buf bytes.Buffer
+	w := io.Writer(&buf)
+	mac := hmac.New(sha256.New, []byte(secret))
+	if sig != nil {
+		w = io.MultiWriter(&buf, mac)
+	}
+	n, err := io.Copy(w, io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("webhook: read delivery: %w", err)
+	}
+	if n > limit {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
+	}
+	if sig != nil && !hmac.Equal(sig, mac.Sum(nil)) {
+		return nil, ErrUnauthorized
+	}
+	return buf.Bytes(), nil
+}
+
+// DeliveryID is the id the host gives a delivery (kept by its retries and
+// redeliveries), or "" if it sent none.
+func DeliveryID(host string, h http.Header) string {
+	switch host {
+	case GitHub:
+		return h.Get("X-GitHub-Delivery")
+	case Gitea:
+		if id := h.Get("X-Gitea-Delivery"); id != "" {
+			return id
+		}
+		return h.Get("X-Forgejo-Delivery")
+	case GitLab:
+		if id := h.Get("Idempotency-Key"); id != "" {
+			return id
+		}
+		return h.Get("X-Gitlab-Event-UUID")
+	}
+	return ""
+}
+
+// Decode decodes a delivery that Read verified.
+func Decode(host string, h http.Header, body []byte, opt Options) (*Push, error) {
 	var event string
 	switch host {
 	case GitHub:
-		if err := verifyHMAC(h.Get("X-Hub-Signature-256"), body, secret); err != nil {
-			return nil, err
-		}
 		event = h.Get("X-GitHub-Event")
 	case Gitea:
-		sig := h.Get("X-Gitea-Signature")
-		if sig == "" {
-			sig = h.Get("X-Forgejo-Signature")
-		}
-		if err := verifyHMAC("sha256="+sig, body, secret); err != nil {
-			return nil, err
-		}
 		event = h.Get("X-Gitea-Event")
 		if event == "" {
 			event = h.Get("X-Forgejo-Event")
 		}
 	case GitLab:
-		tok := h.Get("X-Gitlab-Token")
-		if subtle.ConstantTimeCompare([]byte(tok), []byte(secret)) != 1 {
-			return nil, ErrUnauthorized
-		}
 		event = h.Get("X-Gitlab-Event")
 		if event == "Push Hook" {
 			event = "push"
@@ -136,23 +206,6 @@ func wanted(p *Push, opt Options) bool {
 		}
 	}
 	return false
-}
-
-func verifyHMAC(header string, body []byte, secret string) error {
-	sig, ok := strings.CutPrefix(header, "sha256=")
-	if !ok || sig == "" {
-		return fmt.Errorf("%w: no sha256 signature", ErrUnauthorized)
-	}
-	got, err := hex.DecodeString(sig)
-	if err != nil {
-		return fmt.Errorf("%w: signature is not hex", ErrUnauthorized)
-	}
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	if !hmac.Equal(got, mac.Sum(nil)) {
-		return ErrUnauthorized
-	}
-	return nil
 }
 
 // payload is the union of the push payloads' fields that matter: GitHub

@@ -85,7 +85,9 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		hooks.register(fs)
 	}
 	var keysFile string
+	var limits limitFlags
 	if r.routes != 0 {
+		limits.register(fs)
 		fs.StringVar(&keysFile, "api-keys", env(envAPIKeys, ""), "JSON file of API key SHA-256 -> tenant; when set, every API route but health, metrics and webhooks needs a key ($"+envAPIKeys+")")
 	}
 	workers := r.workers
@@ -123,7 +125,8 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 	}
-	hs, err := startHTTP(c.listen, srv.Handler())
+	limits.apply(srv, c.listen)
+	hs, err := startHTTP(c.listen, srv.Handler(), limits.readTimeout)
 	if err != nil {
 		return err
 	}

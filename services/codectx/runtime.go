@@ -130,13 +130,29 @@ type httpServer struct {
 	done chan error
 }
 
-func startHTTP(addr string, h http.Handler) (*httpServer, error) {
+// Server timeouts (docs/security.md): a client has ReadHeaderTimeout to
+// send its headers and the read timeout (--http-read-timeout) for the
+// whole request, so a slow body cannot hold a connection; a response must
+// be written within writeTimeout, and an idle keep-alive connection is
+// closed after idleTimeout.
+const (
+	readHeaderTimeout  = 10 * time.Second
+	defaultReadTimeout = time.Minute
+	writeTimeout       = 2 * time.Minute
+	idleTimeout        = 2 * time.Minute
+)
+
+func startHTTP(addr string, h http.Handler, readTimeout time.Duration) (*httpServer, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
+	if readTimeout <= 0 {
+		readTimeout = defaultReadTimeout
+	}
 	s := &httpServer{
-		srv:  &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second},
+		srv: &http.Server{Handler: h, ReadHeaderTimeout: min(readHeaderTimeout, readTimeout), ReadTimeout: readTimeout,
+			WriteTimeout: max(writeTimeout, readTimeout), IdleTimeout: idleTimeout, MaxHeaderBytes: 64 << 10},
 		addr: l.Addr().String(),
 		done: make(chan error, 1),
 	}

@@ -54,6 +54,8 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	parseWorkers := fs.Int("parse-workers", runtime.GOMAXPROCS(0), "parse handlers")
 	var hooks webhookFlags
 	hooks.register(fs)
+	var limits limitFlags
+	limits.register(fs)
 	keysFile := fs.String("api-keys", env(envAPIKeys, ""), "JSON file of API key SHA-256 -> tenant; when set, query, index and status need a key ($"+envAPIKeys+")")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: codectx up [--data DIR] [--listen ADDR] [--index PATH_OR_URL ...]
@@ -135,7 +137,8 @@ Stop with SIGINT or SIGTERM.`)
 		Checks: d.checks(useTemporal | useNATS), Notes: map[string]string{"embed": embedDisabled}, Log: log,
 		Webhooks: webhooks, Keys: keys, Sessions: sessions,
 	}
-	hs, err := startHTTP(c.listen, srv.Handler())
+	limits.apply(srv, c.listen)
+	hs, err := startHTTP(c.listen, srv.Handler(), limits.readTimeout)
 	if err != nil {
 		return fmt.Errorf("up: %w", err)
 	}

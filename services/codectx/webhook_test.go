@@ -162,6 +162,10 @@ func TestReadKeys(t *testing.T) {
 	if err != nil || len(k) != 2 || k[api.HashKey("k1")] != "acme" {
 		t.Errorf("readKeys = %v, %v", k, err)
 	}
+	upper := `{"` + strings.ToUpper(api.HashKey("k1")) + `": "acme"}`
+	if k, err := readKeys(write(upper)); err != nil || k[api.HashKey("k1")] != "acme" {
+		t.Errorf("a hash in upper-case hex: readKeys = %v, %v; want it found under the lower-case hash", k, err)
+	}
 	for _, bad := range []string{`{`, `{}`, `{"k1": "acme"}`, `{"` + api.HashKey("k") + `": "../x"}`} {
 		if _, err := readKeys(write(bad)); err == nil {
 			t.Errorf("readKeys accepted %s", bad)

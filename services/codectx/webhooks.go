@@ -88,13 +88,20 @@ func readKeys(file string) (api.Keys, error) {
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("api keys %s: no keys (leave the file unset for an open API)", file)
 	}
+	norm := api.Keys{}
 	for h, t := range keys {
-		if b, err := hex.DecodeString(h); err != nil || len(b) != 32 {
+		b, err := hex.DecodeString(h)
+		if err != nil || len(b) != 32 {
 			return nil, fmt.Errorf("api keys %s: %q is not a SHA-256 in hex (printf %%s KEY | sha256sum)", file, h)
 		}
 		if t != api.AllTenants && !index.ValidName(t) {
 			return nil, fmt.Errorf("api keys %s: invalid tenant %q", file, t)
 		}
+		// One spelling of each hash: upper-case hex matches too.
+		if prev, ok := norm[hex.EncodeToString(b)]; ok && prev != t {
+			return nil, fmt.Errorf("api keys %s: one key listed for tenants %q and %q", file, prev, t)
+		}
+		norm[hex.EncodeToString(b)] = t
 	}
-	return keys, nil
+	return norm, nil
 }

@@ -1,0 +1,227 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Limits bound what one request may cost the server before (and after) it
+// is authenticated. Zero fields take the defaults below; docs/security.md
+// lists them.
+type Limits struct {
+	QueryBody   int64   // bytes of a POST /v1/query body; default 64 KiB (413 beyond)
+	IndexBody   int64   // bytes of a POST /v1/index body; default 16 KiB (413 beyond)
+	WebhookBody int64   // bytes of a webhook delivery; default 25 MiB, GitHub's cap (413 beyond)
+	MCPBody     int64   // bytes of a /v1/mcp request; default 1 MiB
+	Query       int     // bytes of QueryRequest.Query; default 8 KiB (400 beyond)
+	Webhooks    int     // deliveries read and verified at once; default 4 (503 beyond)
+	Rate        float64 // requests per second per tenant; default 50; negative = unlimited (429 beyond)
+	Burst       int     // requests a tenant may send at once; default 2*Rate
+}
+
+// Default limits.
+const (
+	DefaultQueryBody   = 64 << 10
+	DefaultIndexBody   = 16 << 10
+	DefaultWebhookBody = 25 << 20
+	DefaultMCPBody     = 1 << 20
+	DefaultQuery       = 8 << 10
+	DefaultWebhooks    = 4
+	DefaultRate        = 50
+)
+
+func (l Limits) withDefaults() Limits {
+	def := func(v *int64, d int64) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&l.QueryBody, DefaultQueryBody)
+	def(&l.IndexBody, DefaultIndexBody)
+	def(&l.WebhookBody, DefaultWebhookBody)
+	def(&l.MCPBody, DefaultMCPBody)
+	if l.Query <= 0 {
+		l.Query = DefaultQuery
+	}
+	if l.Webhooks <= 0 {
+		l.Webhooks = DefaultWebhooks
+	}
+	if l.Rate == 0 {
+		l.Rate = DefaultRate
+	}
+	if l.Burst <= 0 {
+		l.Burst = max(1, int(math.Ceil(2*l.Rate)))
+	}
+	return l
+}
+
+// guard wraps the routes with the checks that hold for every request:
+// the Host of a server on loopback (DNS rebinding) and the Origin of a
+// state-changing request to an open API (cross-site requests).
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.LoopbackOnly && !loopbackHost(r.Host) {
+			// A web page that rebinds its own name to 127.0.0.1 sends its
+			// name as Host; the API answers only to loopback names.
+			writeError(w, http.StatusMisdirectedRequest, fmt.Errorf("host %q: this server answers only to localhost, 127.0.0.1 and [::1]", r.Host))
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && len(s.Keys) == 0 && crossSite(r) {
+			// Without keys the API trusts whoever reaches it; a browser
+			// reaches it on behalf of any web page, so refuse those.
+			writeError(w, http.StatusForbidden, errors.New("cross-site request refused: Origin is not this server"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether a Host header names this machine's loopback
+// interface: localhost, 127.0.0.1 or [::1], with or without a port.
+func loopbackHost(host string) bool {
+	h, _, err := net.SplitHostPort(host)
+	if err != nil {
+		h = host
+	}
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	return strings.EqualFold(h, "localhost") || h == "127.0.0.1" || h == "::1"
+}
+
+// crossSite reports whether a browser sent the request for another site:
+// an Origin other than the request's own host, or Sec-Fetch-Site saying so.
+func crossSite(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "cross-site", "same-site":
+		return true
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return false // not a browser, or a same-origin GET
+	}
+	u, err := url.Parse(o)
+	if err != nil || u.Host == "" {
+		return true // "null" (a sandboxed frame, a file) or garbage
+	}
+	return !strings.EqualFold(u.Host, r.Host)
+}
+
+// errMediaType is returned by readJSON when the body is not declared JSON.
+var errMediaType = errors.New("Content-Type must be application/json")
+
+// readJSON decodes exactly one JSON value of at most limit bytes from a
+// body declared application/json. It writes the error answer (415, 413 or
+// 400) and returns false when the body is not acceptable.
+func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		// A form or text/plain POST is what a web page can send without
+		// asking; a JSON API never needs one.
+		writeError(w, http.StatusUnsupportedMediaType, errMediaType)
+		return false
+	}
+	if r.ContentLength > limit {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("body of %d bytes is larger than the %d-byte limit of this route", r.ContentLength, limit))
+		return false
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	err = dec.Decode(v)
+	if err == nil {
+		// Exactly one value: anything but white space after it is refused.
+		if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
+			err = errors.New("data after the JSON value")
+		}
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("body larger than the %d-byte limit of this route", limit))
+		return false
+	case err != nil:
+		writeError(w, http.StatusBadRequest, fmt.Errorf("bad request body: %w", err))
+		return false
+	}
+	return true
+}
+
+// rateLimiter is a token bucket per tenant.
+type rateLimiter struct {
+	rate  float64 // tokens per second; <0 = unlimited
+	burst float64
+	now   func() time.Time
+
+	mu      sync.Mutex
+	buckets map[string]*bucket
+}
+
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// maxBuckets bounds the tenants tracked at once; beyond it, buckets that
+// have refilled (idle tenants) are dropped.
+const maxBuckets = 10000
+
+func newRateLimiter(rate float64, burst int) *rateLimiter {
+	return &rateLimiter{rate: rate, burst: float64(burst), now: time.Now, buckets: map[string]*bucket{}}
+}
+
+// take spends a token of tenant; when none is left it returns how long
+// until one is.
+func (l *rateLimiter) take(tenant string) (ok bool, wait time.Duration) {
+	if l.rate < 0 {
+		return true, 0
+	}
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.buckets[tenant]
+	if b == nil {
+		if len(l.buckets) >= maxBuckets {
+			l.prune(now)
+		}
+		b = &bucket{tokens: l.burst, last: now}
+		l.buckets[tenant] = b
+	}
+	b.tokens = min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
+	b.last = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, 0
+	}
+	return false, time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
+}
+
+func (l *rateLimiter) prune(now time.Time) {
+	for t, b := range l.buckets {
+		if b.tokens+now.Sub(b.last).Seconds()*l.rate >= l.burst {
+			delete(l.buckets, t)
+		}
+	}
+	if len(l.buckets) >= maxBuckets {
+		clear(l.buckets) // every tenant busy: start over rather than grow
+	}
+}
+
+// allow spends one request of tenant's rate; it writes 429 with
+// Retry-After and returns false when the tenant is over its rate.
+func (s *Server) allow(w http.ResponseWriter, tenant string) bool {
+	ok, wait := s.rate.take(tenant)
+	if ok {
+		return true
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+	writeError(w, http.StatusTooManyRequests, fmt.Errorf("tenant %q is over its rate of %g requests per second", tenant, s.limits.Rate))
+	return false
+}

@@ -1,0 +1,253 @@
+package api
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"codectx/pkg/blob"
+)
+
+// do sends one request and returns its status and headers.
+func do(t *testing.T, method, url, ctype, body string, hdr map[string]string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+func TestGuard(t *testing.T) {
+	store := blob.NewMem()
+	fixture(t, store, "")
+	fake := &fakeIndexer{}
+	ts, _ := newServer(t, &Server{Store: store, Indexer: fake, Routes: AllRoutes, LoopbackOnly: true,
+		Limits: Limits{Query: 100, QueryBody: 300, IndexBody: 200}})
+	host := strings.TrimPrefix(ts.URL, "http://")
+	_, port, _ := strings.Cut(host, ":")
+	q := `{"repo":"demo","query":"ParseToken"}`
+	idx := `{"location":"/tmp/x"}`
+	json := "application/json"
+	tests := []struct {
+		name, path, ctype, body string
+		hdr                     map[string]string
+		want                    int
+	}{
+		{"query", "/v1/query", json, q, nil, 200},
+		{"query with charset", "/v1/query", "application/json; charset=utf-8", q, nil, 200},
+		{"text/plain query", "/v1/query", "text/plain", q, nil, 415},
+		{"form index", "/v1/index", "application/x-www-form-urlencoded", idx, nil, 415},
+		{"no content type", "/v1/index", "", idx, nil, 415},
+		{"trailing garbage", "/v1/query", json, q + `{"x":1}`, nil, 400},
+		{"trailing text", "/v1/index", json, idx + "x", nil, 400},
+		{"trailing space", "/v1/query", json, q + " \n", nil, 200},
+		{"two values", "/v1/query", json, q + q, nil, 400},
+		{"malformed", "/v1/query", json, `{"repo":`, nil, 400},
+		{"query body too large", "/v1/query", json, `{"repo":"demo","query":"` + strings.Repeat("a", 400) + `"}`, nil, 413},
+		{"index body too large", "/v1/index", json, `{"location":"/` + strings.Repeat("a", 300) + `"}`, nil, 413},
+		{"query too long", "/v1/query", json, `{"repo":"demo","query":"` + strings.Repeat("a ", 60) + `"}`, nil, 400},
+		{"localhost", "/v1/query", json, q, map[string]string{"Host": "localhost:" + port}, 200},
+		{"[::1]", "/v1/query", json, q, map[string]string{"Host": "[::1]:" + port}, 200},
+		{"rebound name", "/v1/query", json, q, map[string]string{"Host": "evil.example:" + port}, 421},
+		{"rebound name on GET", "/healthz", "", "", map[string]string{"Host": "evil.example"}, 421},
+		{"127.0.0.1.evil", "/v1/query", json, q, map[string]string{"Host": "127.0.0.1.evil.example"}, 421},
+		{"foreign origin", "/v1/index", json, idx, map[string]string{"Origin": "https://evil.example"}, 403},
+		{"null origin", "/v1/index", json, idx, map[string]string{"Origin": "null"}, 403},
+		{"origin on another port", "/v1/query", json, q, map[string]string{"Origin": "http://127.0.0.1:1"}, 403},
+		{"cross-site fetch", "/v1/query", json, q, map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
+		{"same origin", "/v1/query", json, q, map[string]string{"Origin": ts.URL}, 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(fake.reqs)
+			method := "POST"
+			if tt.path == "/healthz" {
+				method = "GET"
+			}
+			code, _, body := do(t, method, ts.URL+tt.path, tt.ctype, tt.body, tt.hdr)
+			if code != tt.want {
+				t.Errorf("status = %d (%s), want %d", code, body, tt.want)
+			}
+			if tt.want != 200 && len(fake.reqs) != before {
+				t.Errorf("a refused request reached the orchestrator: %+v", fake.reqs[before:])
+			}
+		})
+	}
+}
+
+// With keys configured the Origin is not checked: the key is the proof.
+func TestGuardOriginWithKeys(t *testing.T) {
+	store := blob.NewMem()
+	fixture(t, store, "")
+	ts, _ := newServer(t, &Server{Store: store, Routes: AllRoutes, Keys: Keys{HashKey("k"): "default"}})
+	code, _, body := do(t, "POST", ts.URL+"/v1/query", "application/json", `{"repo":"demo","query":"ParseToken"}`,
+		map[string]string{"Origin": "https://tool.example", "Authorization": "Bearer k"})
+	if code != 200 {
+		t.Errorf("keyed query with an Origin = %d %s", code, body)
+	}
+}
+
+func TestRateLimit(t *testing.T) {
+	store := blob.NewMem()
+	fixture(t, store, "")
+	ts, _ := newServer(t, &Server{Store: store, Routes: AllRoutes, Limits: Limits{Rate: 0.5, Burst: 2}})
+	q := `{"repo":"demo","query":"ParseToken"}`
+	for i := range 2 {
+		if code, _, body := do(t, "POST", ts.URL+"/v1/query", "application/json", q, nil); code != 200 {
+			t.Fatalf("request %d within the burst = %d %s", i, code, body)
+		}
+	}
+	code, hdr, _ := do(t, "POST", ts.URL+"/v1/query", "application/json", q, nil)
+	if code != http.StatusTooManyRequests {
+		t.Fatalf("request over the rate = %d, want 429", code)
+	}
+	if s, err := strconv.Atoi(hdr.Get("Retry-After")); err != nil || s < 1 || s > 2 {
+		t.Errorf("Retry-After = %q, want 1 or 2 seconds", hdr.Get("Retry-After"))
+	}
+	// Another tenant has its own budget (404: nothing indexed there).
+	if code, _, _ := do(t, "POST", ts.URL+"/v1/query", "application/json", `{"tenant":"other","repo":"demo","query":"x"}`, nil); code != http.StatusNotFound {
+		t.Errorf("another tenant's request = %d, want 404", code)
+	}
+	code, _, _ = do(t, "GET", ts.URL+"/v1/repos/default/demo/status", "", "", nil)
+	if code != http.StatusTooManyRequests {
+		t.Errorf("status over the rate = %d, want 429", code)
+	}
+}
+
+func TestRateLimiterRefills(t *testing.T) {
+	now := time.Unix(0, 0)
+	l := newRateLimiter(2, 1)
+	l.now = func() time.Time { return now }
+	if ok, _ := l.take("a"); !ok {
+		t.Fatal("first request refused")
+	}
+	ok, wait := l.take("a")
+	if ok || wait != 500*time.Millisecond {
+		t.Fatalf("second = %v %v, want refused for 500ms", ok, wait)
+	}
+	now = now.Add(500 * time.Millisecond)
+	if ok, _ := l.take("a"); !ok {
+		t.Fatal("refused after the refill")
+	}
+	for i := range maxBuckets + 10 {
+		l.take(strconv.Itoa(i))
+	}
+	if n := len(l.buckets); n > maxBuckets {
+		t.Errorf("%d buckets, want at most %d", n, maxBuckets)
+	}
+}
+
+// Keys listed in upper-case hex match; the lookup does not depend on case.
+func TestKeysUpperCase(t *testing.T) {
+	store := blob.NewMem()
+	fixture(t, store, "")
+	ts, _ := newServer(t, &Server{Store: store, Routes: AllRoutes, Keys: Keys{strings.ToUpper(HashKey("k")): "default"}})
+	code, _, body := do(t, "POST", ts.URL+"/v1/query", "application/json", `{"repo":"demo","query":"ParseToken"}`, map[string]string{"Authorization": "Bearer k"})
+	if code != 200 {
+		t.Errorf("key listed in upper case = %d %s, want 200", code, body)
+	}
+}
+
+func TestMemDeliveries(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(0, 0)
+	m := NewMemDeliveries(time.Hour, 3)
+	m.now = func() time.Time { return now }
+	remember := func(k string) bool {
+		fresh, err := m.Remember(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fresh
+	}
+	if !remember("a") || remember("a") {
+		t.Fatal("a key is new once")
+	}
+	m.Forget(ctx, "a")
+	if !remember("a") {
+		t.Fatal("a forgotten key is new again")
+	}
+	now = now.Add(time.Hour)
+	if !remember("a") {
+		t.Fatal("a key is new again after the window")
+	}
+	for _, k := range []string{"b", "c", "d"} {
+		remember(k)
+	}
+	if len(m.keys) > 3 || m.ll.Len() > 3 {
+		t.Errorf("%d keys kept, want at most 3", len(m.keys))
+	}
+}
+
+// The webhook route reads at most Limits.Webhooks deliveries at once and
+// refuses one over its body limit before reading it.
+func TestWebhookLimits(t *testing.T) {
+	ts, _ := newServer(t, &Server{Store: blob.NewMem(), Indexer: &fakeIndexer{}, Routes: AllRoutes,
+		Limits:   Limits{Webhooks: 1, WebhookBody: 1000},
+		Webhooks: WebhookConfig{Secrets: map[string]string{"acme": "a-secret"}}})
+	url := ts.URL + "/v1/webhooks/github/acme"
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	held := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", url, pr)
+		req.Header.Set("X-Hub-Signature-256", signed("a-secret", "x"))
+		req.Header.Set("X-GitHub-Event", "push")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			held <- 0
+			return
+		}
+		resp.Body.Close()
+		held <- resp.StatusCode
+	}()
+	pw.Write([]byte("{")) // the first delivery is being read
+	deadline := time.Now().Add(5 * time.Second)
+	var code int
+	var hdr http.Header
+	for time.Now().Before(deadline) {
+		code, hdr, _ = do(t, "POST", url, "application/json", "{}", map[string]string{"X-Hub-Signature-256": signed("a-secret", "{}"), "X-GitHub-Event": "push"})
+		if code == http.StatusServiceUnavailable {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code != http.StatusServiceUnavailable || hdr.Get("Retry-After") == "" {
+		t.Errorf("a delivery while another is read = %d (Retry-After %q), want 503 with Retry-After", code, hdr.Get("Retry-After"))
+	}
+	pw.CloseWithError(io.ErrUnexpectedEOF)
+	<-held
+	big := strings.Repeat("x", 2000)
+	if code, _, _ := do(t, "POST", url, "application/json", big, map[string]string{"X-Hub-Signature-256": signed("a-secret", big), "X-GitHub-Event": "push"}); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("oversized delivery = %d, want 413", code)
+	}
+	if code, _, _ := do(t, "POST", url, "application/json", "{}", map[string]string{"X-GitHub-Event": "push"}); code != http.StatusUnauthorized {
+		t.Errorf("unsigned delivery = %d, want 401", code)
+	}
+	for _, h := range []string{"gitlab", "gitea"} {
+		if code, _, _ := do(t, "POST", ts.URL+"/v1/webhooks/"+h+"/acme", "application/json", "{}", nil); code != http.StatusUnauthorized {
+			t.Errorf("%s delivery without token or signature = %d, want 401", h, code)
+		}
+	}
+}

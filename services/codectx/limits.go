@@ -1,0 +1,77 @@
+package main
+
+import (
+	"flag"
+	"net"
+	"strconv"
+	"time"
+
+	"codectx/pkg/api"
+)
+
+// Environment variables of the request limits (docs/security.md).
+const (
+	envRate        = "CODECTX_RATE_LIMIT"
+	envBurst       = "CODECTX_RATE_BURST"
+	envWebhooksMax = "CODECTX_WEBHOOK_CONCURRENCY"
+	envReadTimeout = "CODECTX_HTTP_READ_TIMEOUT"
+)
+
+// limitFlags are the request limits of the roles serving the API.
+type limitFlags struct {
+	rate        float64
+	burst       int
+	webhooks    int
+	readTimeout time.Duration
+}
+
+func (l *limitFlags) register(fs *flag.FlagSet) {
+	fs.Float64Var(&l.rate, "rate-limit", envFloat(envRate, api.DefaultRate), "requests per second per tenant before 429 (negative: no limit) ($"+envRate+")")
+	fs.IntVar(&l.burst, "rate-burst", envInt(envBurst, 0), "requests a tenant may send at once (default: twice the rate) ($"+envBurst+")")
+	fs.IntVar(&l.webhooks, "webhook-concurrency", envInt(envWebhooksMax, api.DefaultWebhooks), "webhook deliveries read at once before 503 ($"+envWebhooksMax+")")
+	fs.DurationVar(&l.readTimeout, "http-read-timeout", envDuration(envReadTimeout, defaultReadTimeout), "time to read a whole request, body included ($"+envReadTimeout+")")
+}
+
+// apply sets the limits and the loopback Host check on srv, which will
+// listen on listen.
+func (l *limitFlags) apply(srv *api.Server, listen string) {
+	srv.Limits.Rate, srv.Limits.Burst, srv.Limits.Webhooks = l.rate, l.burst, l.webhooks
+	if l.rate < 0 {
+		srv.Limits.Rate = -1
+	}
+	srv.LoopbackOnly = isLoopback(listen)
+}
+
+// isLoopback reports whether a listen address binds loopback only.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func envFloat(key string, def float64) float64 {
+	if v, err := strconv.ParseFloat(env(key, ""), 64); err == nil {
+		return v
+	}
+	return def
+}
+
+func envInt(key string, def int) int {
+	if v, err := strconv.Atoi(env(key, "")); err == nil {
+		return v
+	}
+	return def
+}
+
+func envDuration(key string, def time.Duration) time.Duration {
+	if v, err := time.ParseDuration(env(key, "")); err == nil {
+		return v
+	}
+	return def
+}
