@@ -9,6 +9,7 @@ package temporalserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -61,6 +62,7 @@ type Config struct {
 // Server is a running embedded Temporal server.
 type Server struct {
 	srv       temporal.Server
+	tls       *runTLS
 	hostPort  string
 	namespace string
 	unlock    func()
@@ -173,6 +175,10 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 		PublicClient: config.PublicClient{HostPort: front},
 	}
 
+	rt, err := newRunTLS(cfg.Host)
+	if err != nil {
+		return nil, fmt.Errorf("temporalserver: run certificates: %w", err)
+	}
 	logger := log.NewZapLogger(log.BuildZapLogger(log.Config{
 		Level:      cfg.LogLevel,
 		OutputFile: filepath.Join(cfg.DataDir, LogFile),
@@ -199,6 +205,7 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 		temporal.WithAuthorizer(authorizer),
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claims }),
 		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{}),
+		temporal.WithTLSConfigFactory(rt.provider()),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("temporalserver: new server: %w", err)
@@ -206,7 +213,7 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("temporalserver: start: %w", err)
 	}
-	s := &Server{srv: srv, hostPort: front, namespace: cfg.Namespace}
+	s := &Server{srv: srv, tls: rt, hostPort: front, namespace: cfg.Namespace}
 	if err := s.waitReady(ctx); err != nil {
 		srv.Stop()
 		return nil, err
@@ -218,7 +225,7 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 func (s *Server) waitReady(ctx context.Context) error {
 	var last error
 	for {
-		c, err := client.DialContext(ctx, client.Options{HostPort: s.hostPort, Namespace: s.namespace, Logger: quiet{}})
+		c, err := client.DialContext(ctx, s.ClientOptions(client.Options{Namespace: s.namespace, Logger: quiet{}}))
 		if err == nil {
 			_, err = c.WorkflowService().DescribeNamespace(ctx, describe(s.namespace))
 			c.Close()
@@ -237,6 +244,18 @@ func (s *Server) waitReady(ctx context.Context) error {
 
 // HostPort is the frontend address for SDK clients (client.Options.HostPort).
 func (s *Server) HostPort() string { return s.hostPort }
+
+// ClientTLS is the TLS config an SDK client needs to connect: the run's
+// client certificate and CA. Every port of the server refuses a client
+// without it.
+func (s *Server) ClientTLS() *tls.Config { return s.tls.client.Clone() }
+
+// ClientOptions returns o with the address and TLS of this server set.
+func (s *Server) ClientOptions(o client.Options) client.Options {
+	o.HostPort = s.hostPort
+	o.ConnectionOptions.TLS = s.ClientTLS()
+	return o
+}
 
 // Namespace is the namespace created at start.
 func (s *Server) Namespace() string { return s.namespace }

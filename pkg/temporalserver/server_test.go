@@ -2,6 +2,7 @@ package temporalserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func startServer(t *testing.T, ctx context.Context, dir string) (*Server, client
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	c, err := client.DialContext(ctx, client.Options{HostPort: s.HostPort(), Namespace: s.Namespace(), Logger: quiet{}})
+	c, err := client.DialContext(ctx, s.ClientOptions(client.Options{Namespace: s.Namespace(), Logger: quiet{}}))
 	if err != nil {
 		s.Stop()
 		t.Fatalf("dial: %v", err)
@@ -110,5 +111,41 @@ func TestRestartKeepsState(t *testing.T) {
 func TestStartNeedsDataDir(t *testing.T) {
 	if _, err := Start(context.Background(), Config{}); err == nil {
 		t.Fatal("Start with no DataDir succeeded")
+	}
+}
+
+// Without the run's client certificate the frontend does not answer:
+// neither plaintext nor TLS without a certificate nor another run's. (The
+// internode ports take the same mutual TLS config.)
+func TestRefusesClientsWithoutTheRunCertificate(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, c, w := startServer(t, ctx, t.TempDir())
+	defer stop(s, c, w)
+	if _, err := c.WorkflowService().DescribeNamespace(ctx, describe(s.Namespace())); err != nil {
+		t.Fatalf("the run's client: %v", err)
+	}
+	other, err := newRunTLS("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noCert := s.ClientTLS()
+	noCert.Certificates = nil
+	for name, tc := range map[string]*tls.Config{
+		"plaintext":          nil,
+		"TLS without a cert": noCert,
+		"another run's cert": other.client,
+	} {
+		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+		bad, err := client.DialContext(dctx, client.Options{HostPort: s.HostPort(), Namespace: s.Namespace(), Logger: quiet{},
+			ConnectionOptions: client.ConnectionOptions{TLS: tc}})
+		if err == nil {
+			_, err = bad.WorkflowService().DescribeNamespace(dctx, describe(s.Namespace()))
+			bad.Close()
+		}
+		dcancel()
+		if err == nil {
+			t.Errorf("%s: the frontend answered", name)
+		}
 	}
 }

@@ -150,7 +150,7 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}()
 
 	if r.use&useTemporal != 0 {
-		tc, err := dialTemporal(ctx, log, c.temporal, c.namespace)
+		tc, err := dialTemporal(ctx, log, c.temporal, c.namespace, nil)
 		if err != nil {
 			return ignoreCancel(ctx, err)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -90,11 +91,14 @@ func retry[T any](ctx context.Context, log *slog.Logger, what string, f func(con
 	}
 }
 
-func dialTemporal(ctx context.Context, log *slog.Logger, hostPort, namespace string) (client.Client, error) {
+// dialTemporal connects to Temporal; tlsConfig is nil for a plaintext
+// server, and the run's client certificate for the embedded one.
+func dialTemporal(ctx context.Context, log *slog.Logger, hostPort, namespace string, tlsConfig *tls.Config) (client.Client, error) {
 	return retry(ctx, log, "temporal "+hostPort, func(ctx context.Context) (client.Client, error) {
 		return client.DialContext(ctx, client.Options{
 			HostPort: hostPort, Namespace: namespace,
-			Logger: sdklog.NewStructuredLogger(slog.New(levelFilter{log.Handler(), slog.LevelWarn})),
+			Logger:            sdklog.NewStructuredLogger(slog.New(levelFilter{log.Handler(), slog.LevelWarn})),
+			ConnectionOptions: client.ConnectionOptions{TLS: tlsConfig},
 		})
 	})
 }

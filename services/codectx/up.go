@@ -117,7 +117,7 @@ Stop with SIGINT or SIGTERM.`)
 	if err != nil {
 		return fmt.Errorf("up: %w", err)
 	}
-	tc, err := dialTemporal(sctx, log, ts.HostPort(), ts.Namespace())
+	tc, err := dialTemporal(sctx, log, ts.HostPort(), ts.Namespace(), ts.ClientTLS())
 	if err != nil {
 		return fmt.Errorf("up: %w", err)
 	}
@@ -132,8 +132,15 @@ Stop with SIGINT or SIGTERM.`)
 	d.queue.Store(q)
 	m := metrics.New()
 	m.QueueStats(q.Stats)
+	// Webhook deliveries are remembered in NATS KV: a replay is refused
+	// across restarts of `up` too.
+	deliveries, err := q.Deliveries(sctx, api.DefaultDeliveryWindow)
+	if err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
 	srv := &api.Server{
-		Store: store, Indexer: temporalIndexer{tc}, Metrics: m, Routes: api.AllRoutes,
+		Deliveries: deliveries,
+		Store:      store, Indexer: temporalIndexer{tc}, Metrics: m, Routes: api.AllRoutes,
 		Checks: d.checks(useTemporal | useNATS), Notes: map[string]string{"embed": embedDisabled}, Log: log,
 		Webhooks: webhooks, Keys: keys, Sessions: sessions,
 	}
@@ -161,7 +168,7 @@ Stop with SIGINT or SIGTERM.`)
 		return fmt.Errorf("up: start temporal worker: %w", err)
 	}
 	fmt.Fprintf(stdout, "codectx up: serving on %s (data %s, store %s)\n", hs.URL(), data, where)
-	log.Info("started", "listen", hs.URL(), "temporal", ts.HostPort(), "nats", ns.URL(), "store", where)
+	log.Info("started", "listen", hs.URL(), "temporal", ts.HostPort(), "nats", ns.Addr(), "store", where)
 
 	// Index what was asked for, printing progress; failures are printed
 	// and do not stop the server.

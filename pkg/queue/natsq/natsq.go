@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -61,12 +62,12 @@ type Queue struct {
 func Connect(ctx context.Context, url string) (*Queue, error) {
 	nc, err := nats.Connect(url, nats.Name("codectx"), nats.MaxReconnects(-1))
 	if err != nil {
-		return nil, fmt.Errorf("queue connect %s: %w", url, err)
+		return nil, fmt.Errorf("queue connect %s: %w", redact(url), err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("queue connect %s: %w", url, err)
+		return nil, fmt.Errorf("queue connect %s: %w", redact(url), err)
 	}
 	q := &Queue{nc: nc, js: js, streams: map[string]bool{}}
 	if err := q.ensureDLQ(ctx); err != nil {
@@ -411,4 +412,17 @@ func (q *Queue) Pending(ctx context.Context, stage string) (int, error) {
 		return 0, fmt.Errorf("pending %s: %w", stage, err)
 	}
 	return int(info.State.Msgs), nil
+}
+
+// redact drops the credentials of a NATS URL (a list of URLs, comma
+// separated), for errors and logs.
+func redact(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			u.User = nil
+			parts[i] = u.String()
+		}
+	}
+	return strings.Join(parts, ",")
 }

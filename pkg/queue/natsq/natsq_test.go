@@ -472,3 +472,44 @@ func TestDeadLettersOfSubject(t *testing.T) {
 		t.Errorf("dead-letter stream limits: max age %v, max msgs %d; want %v and a bound", info.Config.MaxAge, info.Config.MaxMsgs, natsq.DeadLetterMaxAge)
 	}
 }
+
+// The embedded server refuses a client without the run's token.
+func TestEmbeddedNeedsToken(t *testing.T) {
+	s, err := natsq.StartEmbedded(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	if strings.Contains(s.Addr(), "@") {
+		t.Errorf("Addr %q carries credentials", s.Addr())
+	}
+	for _, u := range []string{s.Addr(), strings.Replace(s.URL(), "://", "://x", 1)} {
+		_, err := natsq.Connect(t.Context(), u)
+		if err == nil {
+			t.Fatalf("connected to %s without the token", u)
+		}
+		if strings.Contains(err.Error(), s.URL()) {
+			t.Errorf("the error shows the token: %v", err)
+		}
+	}
+	q, err := natsq.Connect(t.Context(), s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	d, err := q.Deliveries(t.Context(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, false} {
+		if fresh, err := d.Remember(t.Context(), "k1"); err != nil || fresh != want {
+			t.Fatalf("Remember #%d = %v, %v; want %v", i, fresh, err, want)
+		}
+	}
+	if err := d.Forget(t.Context(), "k1"); err != nil {
+		t.Fatal(err)
+	}
+	if fresh, err := d.Remember(t.Context(), "k1"); err != nil || !fresh {
+		t.Fatalf("Remember after Forget = %v, %v; want fresh", fresh, err)
+	}
+}

@@ -1,0 +1,62 @@
+package natsq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DeliveriesBucket is the KV bucket of the webhook delivery log.
+const DeliveriesBucket = "codectx-deliveries"
+
+// maxDeliveryBytes bounds the bucket (about 300 bytes an entry: some
+// 200,000 deliveries within the window).
+const maxDeliveryBytes = 64 << 20
+
+// Deliveries is a webhook delivery log in a JetStream KV bucket: entries
+// expire after the window, survive a restart of the process, and are
+// shared by every gateway on the NATS cluster. It implements
+// api.Deliveries.
+type Deliveries struct{ kv jetstream.KeyValue }
+
+// Deliveries opens (creating it if needed) the delivery log with the given
+// window.
+func (q *Queue) Deliveries(ctx context.Context, window time.Duration) (*Deliveries, error) {
+	kv, err := q.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      DeliveriesBucket,
+		Description: "webhook deliveries already taken (replay protection)",
+		History:     1,
+		TTL:         window,
+		MaxBytes:    maxDeliveryBytes,
+		Storage:     jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("delivery log: %w", err)
+	}
+	return &Deliveries{kv: kv}, nil
+}
+
+// Remember records key; false when it is already recorded (Create fails on
+// an existing key, atomically across gateways).
+func (d *Deliveries) Remember(ctx context.Context, key string) (bool, error) {
+	_, err := d.kv.Create(ctx, key, []byte{1})
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrKeyExists):
+		return false, nil
+	default:
+		return false, fmt.Errorf("delivery log: %w", err)
+	}
+}
+
+// Forget drops key.
+func (d *Deliveries) Forget(ctx context.Context, key string) error {
+	if err := d.kv.Purge(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("delivery log: %w", err)
+	}
+	return nil
+}
