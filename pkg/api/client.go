@@ -73,8 +73,9 @@ func (c *Client) Status(ctx context.Context, tenant, repo string) (*RepoStatus, 
 // WaitIndexed polls the status of a repository until every push it has
 // received is covered by a finished snapshot (or, when commit is a hex
 // prefix, until the last finished snapshot is that commit), and returns that
-// status. It fails if the last snapshot failed or ctx ends; 404 and 503
-// answers (workflow not created yet, orchestrator restarting) are retried
+// status. It fails if the last snapshot failed or ctx ends; 404, 429 and
+// 503 answers (workflow not created yet, over the rate, orchestrator
+// restarting) are retried
 // until ctx ends.
 func (c *Client) WaitIndexed(ctx context.Context, tenant, repo, commit string) (*RepoStatus, error) {
 	every := c.PollInterval
@@ -113,7 +114,7 @@ func (c *Client) WaitIndexed(ctx context.Context, tenant, repo, commit string) (
 
 func retryable(err error) bool {
 	var e *Error
-	return errors.As(err, &e) && (e.Code == http.StatusNotFound || e.Code == http.StatusServiceUnavailable)
+	return errors.As(err, &e) && (e.Code == http.StatusNotFound || e.Code == http.StatusServiceUnavailable || e.Code == http.StatusTooManyRequests)
 }
 
 func isHex(s string) bool {

@@ -1,0 +1,517 @@
+package main
+
+// Attacks on a real `codectx up` over real HTTP (docs/security.md): keys,
+// webhook signatures, replay, cross-site requests, oversized and slow
+// bodies, malformed JSON, hostile queries, rate limits, and the embedded
+// NATS and Temporal. Every refused request must leave nothing indexed and
+// leak nothing, and the server must still answer a valid query afterwards.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"codectx/pkg/api"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/nats-io/nats.go"
+	"go.temporal.io/sdk/client"
+)
+
+// secUp is a running `up` with keys and webhook secrets, and what the
+// attacks must never see in an answer.
+type secUp struct {
+	*upProc
+	base    string
+	secrets []string // strings no answer may contain
+}
+
+// req sends one request; hdr "Host" sets the Host header.
+func (s *secUp) req(t *testing.T, method, path, ctype, key string, body io.Reader, hdr map[string]string) (int, http.Header, string) {
+	t.Helper()
+	r, err := http.NewRequest(method, s.base+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctype != "" {
+		r.Header.Set("Content-Type", ctype)
+	}
+	if key != "" {
+		r.Header.Set("Authorization", "Bearer "+key)
+	}
+	for k, v := range hdr {
+		if k == "Host" {
+			r.Host = v
+		} else {
+			r.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, sec := range s.secrets {
+		if sec != "" && bytes.Contains(b, []byte(sec)) {
+			t.Errorf("%s %s answered %d with a secret or private datum %q: %s", method, path, resp.StatusCode, sec, b)
+		}
+	}
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// hostSig signs a delivery as host does, with secret.
+func hostSig(host, secret, body string) map[string]string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(body))
+	sig := hex.EncodeToString(m.Sum(nil))
+	switch host {
+	case "github":
+		return map[string]string{"X-GitHub-Event": "push", "X-Hub-Signature-256": "sha256=" + sig}
+	case "gitea":
+		return map[string]string{"X-Gitea-Event": "push", "X-Gitea-Signature": sig}
+	default:
+		return map[string]string{"X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": secret}
+	}
+}
+
+// pushBody is a push delivery of host moving the branch to after.
+func pushBody(host, repoDir, before, after string) string {
+	if host == "gitlab" {
+		return `{"ref":"refs/heads/master","before":"` + before + `","after":"` + after + `","checkout_sha":"` + after +
+			`","project":{"path_with_namespace":"acme/shop","git_http_url":"` + repoDir + `","default_branch":"master"}}`
+	}
+	return `{"ref":"refs/heads/master","before":"` + before + `","after":"` + after +
+		`","repository":{"full_name":"acme/shop","clone_url":"` + repoDir + `","default_branch":"master"}}`
+}
+
+func commitFile(t *testing.T, dir, name, body string, when int64) string {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, _ := repo.Worktree()
+	if _, err := wt.Add(name); err != nil {
+		t.Fatal(err)
+	}
+	h, err := wt.Commit("add "+name, &git.CommitOptions{Author: &object.Signature{Name: "A", Email: "a@example.com", When: time.Unix(when, 0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.String()
+}
+
+func TestSecurityHTTP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts codectx up")
+	}
+	const (
+		acmeSecret = "acme-webhook-secret-0123456789"
+		betaSecret = "beta-webhook-secret-0123456789"
+		acmeKey    = "key-of-acme-0123456789"
+		betaKey    = "key-of-beta-0123456789"
+		gammaKey   = "key-of-gamma-0123456789"
+	)
+	repoDir, first := gitFixture(t)
+	second := commitFile(t, repoDir, "cart/discount.go", "package cart\n\n// ApplyDiscount takes a percentage off the cart total.\nfunc ApplyDiscount(total, percent int) int {\n\treturn total * (100 - percent) / 100\n}\n", 1700000100)
+	dir := t.TempDir()
+	keysFile := filepath.Join(dir, "keys.json")
+	secretsFile := filepath.Join(dir, "secrets.json")
+	keys := fmt.Sprintf(`{%q: "acme", %q: "beta", %q: "gamma"}`, api.HashKey(acmeKey), strings.ToUpper(api.HashKey(betaKey)), api.HashKey(gammaKey))
+	if err := os.WriteFile(keysFile, []byte(keys), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secrets := fmt.Sprintf(`{"acme": %q, "beta": %q}`, acmeSecret, betaSecret)
+	if err := os.WriteFile(secretsFile, []byte(secrets), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	t.Setenv(envWebhookLocal, "true") // the fixture's clone URL is a local path
+	t.Setenv(envReadTimeout, "2s")    // the slow-body attack is cut off in 2s
+	t.Setenv(envRate, "20")
+	t.Setenv(envBurst, "40")
+	addr := freeAddr(t)
+	s := &secUp{base: "http://" + addr, secrets: []string{acmeSecret, betaSecret, acmeKey, betaKey, gammaKey, data}}
+	s.upProc = startUp(t, "--data", data, "--listen", addr, "--api-keys", keysFile, "--webhook-secrets", secretsFile)
+	s.waitFor(t, "serving line", time.Minute, func() bool { return strings.Contains(s.out.String(), "serving on") })
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	acme := &api.Client{BaseURL: s.base, Key: acmeKey, PollInterval: 100 * time.Millisecond}
+	zero := strings.Repeat("0", 40)
+	const ctJSON = "application/json"
+
+	deliver := func(host, tenant, body string, hdr map[string]string, id string) (int, string) {
+		t.Helper()
+		h := map[string]string{}
+		for k, v := range hdr {
+			h[k] = v
+		}
+		if id != "" {
+			h[map[string]string{"github": "X-GitHub-Delivery", "gitea": "X-Gitea-Delivery", "gitlab": "X-Gitlab-Event-UUID"}[host]] = id
+		}
+		code, _, b := s.req(t, "POST", "/v1/webhooks/"+host+"/"+tenant, ctJSON, "", strings.NewReader(body), h)
+		return code, b
+	}
+
+	// Index acme/shop at first, then second, by signed pushes.
+	firstBody := pushBody("github", repoDir, zero, first)
+	firstHdr := hostSig("github", acmeSecret, firstBody)
+	if code, b := deliver("github", "acme", firstBody, firstHdr, "delivery-1"); code != http.StatusAccepted {
+		t.Fatalf("first push = %d %s", code, b)
+	}
+	if _, err := acme.WaitIndexed(ctx, "acme", "acme/shop", first); err != nil {
+		t.Fatal(err)
+	}
+	secondBody := pushBody("gitea", repoDir, first, second)
+	if code, b := deliver("gitea", "acme", secondBody, hostSig("gitea", acmeSecret, secondBody), "delivery-2"); code != http.StatusAccepted {
+		t.Fatalf("second push = %d %s", code, b)
+	}
+	st, err := acme.WaitIndexed(ctx, "acme", "acme/shop", second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	received := st.Received
+
+	// unchanged checks that no attack reached the orchestrator or moved
+	// HEAD, and that a valid query still answers from the second commit.
+	unchanged := func(t *testing.T) {
+		t.Helper()
+		st, err := acme.Status(ctx, "acme", "acme/shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Received != received || st.Head == nil || st.Head.Commit != second {
+			t.Errorf("after the attack: %d pushes received (want %d), head %+v (want %s)", st.Received, received, st.Head, second)
+		}
+		resp, err := acme.Query(ctx, api.QueryRequest{Tenant: "acme", Repo: "acme/shop", Query: "ApplyDiscount", Budget: 500})
+		if err != nil || resp.Commit != second || len(resp.Chunks) == 0 {
+			t.Errorf("valid query after the attack: %v %+v", err, resp)
+		}
+		for _, tenant := range []string{"beta", "gamma"} {
+			if _, err := (&api.Client{BaseURL: s.base, Key: map[string]string{"beta": betaKey, "gamma": gammaKey}[tenant]}).Status(ctx, tenant, "acme/shop"); !api.IsNotFound(err) {
+				t.Errorf("tenant %s has acme/shop: %v", tenant, err)
+			}
+		}
+	}
+
+	t.Run("keys on every route", func(t *testing.T) {
+		routes := []struct{ method, path, body string }{
+			{"POST", "/v1/query", `{"tenant":"acme","repo":"acme/shop","query":"ApplyDiscount"}`},
+			{"POST", "/v1/index", `{"tenant":"acme","repo":"acme/shop","location":"https://git.example/acme/shop.git"}`},
+			{"GET", "/v1/repos/acme/acme/shop/status", ""},
+		}
+		for _, rt := range routes {
+			for _, k := range []struct {
+				key  string
+				want int
+			}{{"", 401}, {"wrong-key", 401}, {strings.ToUpper(acmeKey), 401}, {betaKey, 403}, {gammaKey, 403}} {
+				code, _, b := s.req(t, rt.method, rt.path, ctJSON, k.key, strings.NewReader(rt.body), nil)
+				if code != k.want {
+					t.Errorf("%s %s with key %q = %d %s, want %d", rt.method, rt.path, k.key, code, b, k.want)
+				}
+				if strings.Contains(b, second) || strings.Contains(b, "ApplyDiscount") {
+					t.Errorf("%s %s with key %q leaked acme's index: %s", rt.method, rt.path, k.key, b)
+				}
+			}
+		}
+		unchanged(t)
+	})
+
+	t.Run("webhook signatures", func(t *testing.T) {
+		for _, host := range []string{"github", "gitlab", "gitea"} {
+			body := pushBody(host, repoDir, second, first)
+			cases := map[string]struct {
+				tenant string
+				hdr    map[string]string
+			}{
+				"missing":              {"acme", map[string]string{"X-GitHub-Event": "push", "X-Gitea-Event": "push", "X-Gitlab-Event": "Push Hook"}},
+				"bad":                  {"acme", hostSig(host, "not-the-secret-0123456789", body)},
+				"other tenant's":       {"acme", hostSig(host, betaSecret, body)},
+				"for another tenant":   {"beta", hostSig(host, acmeSecret, body)},
+				"of another body":      {"acme", hostSig(host, acmeSecret, body+" ")},
+				"no secret for tenant": {"gamma", hostSig(host, acmeSecret, body)},
+			}
+			for name, c := range cases {
+				want := http.StatusUnauthorized
+				if c.tenant == "gamma" {
+					want = http.StatusForbidden
+				}
+				if host == "gitlab" && name == "of another body" {
+					continue // GitLab signs nothing: its token is the proof
+				}
+				if code, b := deliver(host, c.tenant, body, c.hdr, ""); code != want {
+					t.Errorf("%s, %s signature = %d %s, want %d", host, name, code, b, want)
+				}
+			}
+		}
+		unchanged(t)
+	})
+
+	t.Run("replay", func(t *testing.T) {
+		// The first delivery again, as sent, and under a fresh id.
+		for _, id := range []string{"delivery-1", "delivery-fresh", ""} {
+			code, b := deliver("github", "acme", firstBody, firstHdr, id)
+			if code != http.StatusOK || !strings.Contains(b, "duplicate") {
+				t.Errorf("replay of the first push (id %q) = %d %s, want 200 duplicate", id, code, b)
+			}
+		}
+		unchanged(t)
+		// A new, validly signed push back to the first commit (a late
+		// delivery): taken, but HEAD does not move back.
+		for _, host := range []string{"github", "gitlab"} {
+			back := pushBody(host, repoDir, second, first)
+			if code, b := deliver(host, "acme", back, hostSig(host, acmeSecret, back), "late-"+host); code != http.StatusAccepted {
+				t.Fatalf("late %s push = %d %s", host, code, b)
+			}
+			received++
+		}
+		var st *api.RepoStatus
+		s.waitFor(t, "late pushes covered", time.Minute, func() bool {
+			st, _ = acme.Status(ctx, "acme", "acme/shop")
+			return st != nil && st.Covered >= received && st.State == api.StateIdle
+		})
+		if st.Head == nil || st.Head.Commit != second || st.LastError != "" {
+			t.Errorf("after a push of an ancestor: %+v, want HEAD kept at %s", st, second)
+		}
+		unchanged(t)
+	})
+
+	t.Run("cross-site", func(t *testing.T) {
+		q := `{"tenant":"acme","repo":"acme/shop","query":"ApplyDiscount"}`
+		for _, c := range []struct {
+			name, ctype string
+			hdr         map[string]string
+			want        int
+		}{
+			{"text/plain", "text/plain", nil, 415},
+			{"form", "application/x-www-form-urlencoded", nil, 415},
+			{"no content type", "", nil, 415},
+			{"rebound Host", ctJSON, map[string]string{"Host": "attacker.example:" + strings.Split(addr, ":")[1]}, 421},
+			{"Host 127.0.0.1.nip", ctJSON, map[string]string{"Host": "127.0.0.1.attacker.example"}, 421},
+		} {
+			code, _, b := s.req(t, "POST", "/v1/query", c.ctype, acmeKey, strings.NewReader(q), c.hdr)
+			if code != c.want {
+				t.Errorf("%s = %d %s, want %d", c.name, code, b, c.want)
+			}
+		}
+		unchanged(t)
+	})
+
+	t.Run("oversized bodies", func(t *testing.T) {
+		big := func(n int) string {
+			return `{"tenant":"acme","repo":"acme/shop","query":"` + strings.Repeat("a", n) + `"}`
+		}
+		for _, c := range []struct {
+			path, key string
+			body      io.Reader
+			hdr       map[string]string
+		}{
+			{"/v1/query", acmeKey, strings.NewReader(big(api.DefaultQueryBody)), nil},
+			{"/v1/query", "", strings.NewReader(big(10 << 20)), nil},
+			{"/v1/index", acmeKey, strings.NewReader(`{"tenant":"acme","location":"https://git.example/` + strings.Repeat("a", api.DefaultIndexBody) + `"}`), nil},
+			// Chunked (no Content-Length): refused once the limit is read.
+			{"/v1/webhooks/github/acme", "", io.MultiReader(strings.NewReader(`{"ref":"`), io.LimitReader(zeros{}, api.DefaultWebhookBody+1)), hostSig("github", acmeSecret, "x")},
+			{"/v1/webhooks/gitlab/acme", "", io.MultiReader(strings.NewReader(`{"ref":"`), io.LimitReader(zeros{}, api.DefaultWebhookBody+1)), hostSig("gitlab", acmeSecret, "x")},
+		} {
+			code, _, b := s.req(t, "POST", c.path, ctJSON, c.key, c.body, c.hdr)
+			if code != http.StatusRequestEntityTooLarge && !(c.key == "" && c.path == "/v1/query" && code == http.StatusUnauthorized) {
+				t.Errorf("oversized body to %s = %d %.200s, want 413", c.path, code, b)
+			}
+		}
+		unchanged(t)
+	})
+
+	t.Run("malformed and trailing JSON", func(t *testing.T) {
+		for _, body := range []string{
+			`{"tenant":"acme","repo":"acme/shop","query":`,
+			`{"tenant":"acme","repo":"acme/shop","query":"x"}{"tenant":"beta"}`,
+			`{"tenant":"acme","repo":"acme/shop","query":"x"} garbage`,
+			`["tenant"]`,
+			"\x00\xff",
+		} {
+			for _, path := range []string{"/v1/query", "/v1/index"} {
+				if code, _, b := s.req(t, "POST", path, ctJSON, acmeKey, strings.NewReader(body), nil); code != http.StatusBadRequest {
+					t.Errorf("POST %s %q = %d %s, want 400", path, body, code, b)
+				}
+			}
+		}
+		unchanged(t)
+	})
+
+	t.Run("hostile queries", func(t *testing.T) {
+		query := func(q string) (int, string, time.Duration) {
+			body, _ := json.Marshal(api.QueryRequest{Tenant: "acme", Repo: "acme/shop", Query: q})
+			t0 := time.Now()
+			code, _, b := s.req(t, "POST", "/v1/query", ctJSON, acmeKey, bytes.NewReader(body), nil)
+			return code, b, time.Since(t0)
+		}
+		if code, b, _ := query(strings.Repeat(` "x`, (api.DefaultQuery+3)/3)); code != http.StatusBadRequest || !strings.Contains(b, "limit") {
+			t.Errorf("query over the length limit = %d %s, want 400 naming the limit", code, b)
+		}
+		// Just under the limit, the quadratic shape costs a linear scan.
+		for _, q := range []string{strings.Repeat(` "x`, api.DefaultQuery/3-1), strings.Repeat(`'a `, api.DefaultQuery/3-1), strings.Repeat("a.b.", api.DefaultQuery/4-1)} {
+			if code, b, took := query(q); code != http.StatusOK || took > 5*time.Second {
+				t.Errorf("hostile query of %d bytes = %d in %v %.200s, want 200 within 5s", len(q), code, took, b)
+			}
+		}
+		unchanged(t)
+	})
+
+	t.Run("slow body", func(t *testing.T) {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /v1/query HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAuthorization: Bearer %s\r\nContent-Length: 1000\r\n\r\n", addr, acmeKey)
+		cut := make(chan time.Duration, 1)
+		t0 := time.Now()
+		go func() {
+			for range 20 { // one byte a second, far longer than the 2s read timeout
+				if _, err := conn.Write([]byte(" ")); err != nil {
+					break
+				}
+				time.Sleep(time.Second)
+			}
+			cut <- time.Since(t0)
+		}()
+		conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode < 400 {
+				t.Errorf("slow body answered %d", resp.StatusCode)
+			}
+		}
+		took := time.Since(t0)
+		if took > 8*time.Second {
+			t.Errorf("a 1 byte/s body held the connection %v, want it cut after the 2s read timeout", took)
+		}
+		conn.Close()
+		<-cut
+		unchanged(t)
+	})
+
+	t.Run("rate limit", func(t *testing.T) {
+		var mu sync.Mutex
+		codes := map[int]int{}
+		retry := ""
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 25 {
+					code, hdr, _ := s.req(t, "POST", "/v1/query", ctJSON, gammaKey, strings.NewReader(`{"tenant":"gamma","repo":"none","query":"x"}`), nil)
+					mu.Lock()
+					codes[code]++
+					if code == http.StatusTooManyRequests {
+						retry = hdr.Get("Retry-After")
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if codes[http.StatusTooManyRequests] == 0 || retry == "" || codes[http.StatusNotFound] < 30 {
+			t.Errorf("200 requests of one tenant at once: %v (Retry-After %q), want about 40 answered (404) and the rest 429 with Retry-After", codes, retry)
+		}
+		// Another tenant is not slowed by gamma's flood.
+		unchanged(t)
+	})
+
+	t.Run("embedded NATS and Temporal refuse strangers", func(t *testing.T) {
+		m := regexp.MustCompile(`temporal=(\S+) nats=(\S+)`).FindStringSubmatch(s.errs.String())
+		if m == nil {
+			t.Fatalf("no addresses in the log:\n%s", s.errs.String())
+		}
+		if strings.Contains(m[2], "@") {
+			t.Errorf("the log shows NATS credentials: %s", m[2])
+		}
+		if nc, err := nats.Connect(m[2], nats.Timeout(3*time.Second)); err == nil {
+			nc.Close()
+			t.Errorf("connected to the embedded NATS %s without credentials", m[2])
+		}
+		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+		defer dcancel()
+		c, err := client.DialContext(dctx, client.Options{HostPort: m[1], Namespace: "default"})
+		if err == nil {
+			_, err = c.CheckHealth(dctx, &client.CheckHealthRequest{})
+			c.Close()
+		}
+		if err == nil {
+			t.Errorf("the embedded Temporal %s answered a client without the run's certificate", m[1])
+		}
+	})
+}
+
+// zeros reads as an endless run of '0'.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = '0'
+	}
+	return len(p), nil
+}
+
+// With no keys (`up`'s default), a web page must not reach the API: not
+// with a text/plain or form POST, not with its own Origin, not through a
+// name rebound to 127.0.0.1.
+func TestSecurityOpenAPICrossSite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts codectx up")
+	}
+	repoDir, _ := gitFixture(t)
+	addr := freeAddr(t)
+	s := &secUp{base: "http://" + addr}
+	s.upProc = startUp(t, "--data", t.TempDir(), "--listen", addr)
+	s.waitFor(t, "serving line", time.Minute, func() bool { return strings.Contains(s.out.String(), "serving on") })
+	body := `{"location":"` + repoDir + `"}`
+	port := strings.Split(addr, ":")[1]
+	for _, c := range []struct {
+		name, ctype string
+		hdr         map[string]string
+		want        int
+	}{
+		{"text/plain from a page", "text/plain", map[string]string{"Origin": "https://attacker.example"}, 403},
+		{"text/plain", "text/plain", nil, 415},
+		{"form", "application/x-www-form-urlencoded", nil, 415},
+		{"foreign Origin", "application/json", map[string]string{"Origin": "https://attacker.example"}, 403},
+		{"null Origin", "application/json", map[string]string{"Origin": "null"}, 403},
+		{"cross-site fetch", "application/json", map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
+		{"rebound Host", "application/json", map[string]string{"Host": "attacker.example:" + port}, 421},
+	} {
+		if code, _, b := s.req(t, "POST", "/v1/index", c.ctype, "", strings.NewReader(body), c.hdr); code != c.want {
+			t.Errorf("%s = %d %s, want %d", c.name, code, b, c.want)
+		}
+	}
+	cl := &api.Client{BaseURL: s.base}
+	if _, err := cl.Status(context.Background(), "default", "shop"); !api.IsNotFound(err) {
+		t.Errorf("a refused cross-site request indexed the directory: %v", err)
+	}
+	// The same request from a local tool (no Origin, JSON) is taken.
+	if code, _, b := s.req(t, "POST", "/v1/index", "application/json", "", strings.NewReader(body), map[string]string{"Host": "localhost:" + port}); code != http.StatusAccepted {
+		t.Errorf("local index request = %d %s, want 202", code, b)
+	}
+}
