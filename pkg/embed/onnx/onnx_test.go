@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -207,6 +208,27 @@ func BenchmarkEmbed(b *testing.B) {
 			s := b.Elapsed().Seconds()
 			b.ReportMetric(float64(len(texts)*b.N)/s, "chunks/s")
 			b.ReportMetric(float64(tokens)/float64(len(texts)), "tokens/chunk")
+		})
+	}
+}
+
+// BenchmarkEmbedParallel is the default model's throughput with one run
+// per CPU (the driver's default), against one run at a time.
+func BenchmarkEmbedParallel(b *testing.B) {
+	for _, par := range []int{1, runtime.NumCPU()} {
+		b.Run(fmt.Sprintf("parallel=%d", par), func(b *testing.B) {
+			e, err := Open(modelDir(b, Default), Options{Threads: 1, Parallel: par})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			texts := benchTexts()
+			for b.Loop() {
+				if _, err := e.Embed(context.Background(), texts, embed.Passage); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(texts)*b.N)/b.Elapsed().Seconds(), "chunks/s")
 		})
 	}
 }
