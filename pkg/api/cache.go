@@ -10,31 +10,38 @@ import (
 	"codectx/pkg/segment"
 )
 
-// segCache is an LRU of loaded segments keyed by segment key. Segments are
-// immutable, so an entry never goes stale: a new HEAD names a new key.
-// Concurrent loads of one key share one read.
+// DefaultCacheBytes is the default memory budget of the loaded segments.
+const DefaultCacheBytes = 512 << 20
+
+// segCache is an LRU of loaded segments keyed by segment key, bounded by the
+// memory the segments hold (segment.Size), not by their number. Segments
+// are immutable, so an entry never goes stale: a new HEAD names a new key.
+// Concurrent loads of one key share one read. The segment just loaded is
+// always kept, even alone over the budget, so any segment can be served.
 type segCache struct {
 	store *blob.Bucket
-	max   int
+	max   int64
 
-	mu  sync.Mutex
-	ll  *list.List // of *segEntry, front = most recent
-	m   map[string]*list.Element
-	hit int
+	mu    sync.Mutex
+	ll    *list.List // of *segEntry, front = most recent
+	m     map[string]*list.Element
+	bytes int64 // sum of the loaded entries' sizes
+	hit   int
 }
 
 type segEntry struct {
 	key   string
 	ready chan struct{}
 	seg   *segment.Segment
+	size  int64 // 0 until loaded
 	err   error
 }
 
-func newSegCache(store *blob.Bucket, max int) *segCache {
-	if max <= 0 {
-		max = 16
+func newSegCache(store *blob.Bucket, maxBytes int64) *segCache {
+	if maxBytes <= 0 {
+		maxBytes = DefaultCacheBytes
 	}
-	return &segCache{store: store, max: max, ll: list.New(), m: map[string]*list.Element{}}
+	return &segCache{store: store, max: maxBytes, ll: list.New(), m: map[string]*list.Element{}}
 }
 
 func (c *segCache) get(ctx context.Context, key string) (*segment.Segment, error) {
@@ -53,24 +60,40 @@ func (c *segCache) get(ctx context.Context, key string) (*segment.Segment, error
 	}
 	e := &segEntry{key: key, ready: make(chan struct{})}
 	c.m[key] = c.ll.PushFront(e)
-	for c.ll.Len() > c.max {
-		old := c.ll.Back()
-		c.ll.Remove(old)
-		delete(c.m, old.Value.(*segEntry).key)
-	}
 	c.mu.Unlock()
 
 	e.seg, e.err = c.load(ctx, key)
-	close(e.ready)
-	if e.err != nil {
-		c.mu.Lock()
-		if el, ok := c.m[key]; ok && el.Value == e {
+	c.mu.Lock()
+	el, ok := c.m[key]
+	switch {
+	case e.err != nil:
+		if ok && el.Value == e {
 			c.ll.Remove(el)
 			delete(c.m, key) // never cache a failure
 		}
-		c.mu.Unlock()
+	case ok && el.Value == e:
+		e.size = e.seg.Size()
+		c.bytes += e.size
+		c.evict(e)
 	}
+	c.mu.Unlock()
+	close(e.ready)
 	return e.seg, e.err
+}
+
+// evict drops the least recently used loaded entries until the loaded
+// bytes fit the budget, never keep (the entry just loaded). Entries still
+// loading hold no bytes yet and stay.
+func (c *segCache) evict(keep *segEntry) {
+	for el := c.ll.Back(); el != nil && c.bytes > c.max; {
+		prev := el.Prev()
+		if e := el.Value.(*segEntry); e != keep && e.size > 0 {
+			c.ll.Remove(el)
+			delete(c.m, e.key)
+			c.bytes -= e.size
+		}
+		el = prev
+	}
 }
 
 func (c *segCache) load(ctx context.Context, key string) (*segment.Segment, error) {
@@ -89,4 +112,12 @@ func (c *segCache) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.ll.Len()
+}
+
+// stats returns the number of cached segments, the bytes they hold and the
+// number of hits so far.
+func (c *segCache) stats() (n int, bytes int64, hits int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ll.Len(), c.bytes, c.hit
 }

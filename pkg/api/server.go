@@ -45,7 +45,7 @@ type Server struct {
 	Routes    Routes            // API routes served; 0 = health, readiness and metrics only
 	Checks    []Check           // readiness probes besides the store
 	Notes     map[string]string // shown by /readyz, e.g. {"embed": "disabled: no embedder configured"}
-	CacheSize int               // segments kept loaded; default 16
+	CacheSize int64             // bytes the loaded segments may hold (segment.Size); default DefaultCacheBytes
 	// Webhooks verifies push deliveries (POST /v1/webhooks/{host}/{tenant},
 	// with AdminRoutes); a tenant without a secret takes none.
 	Webhooks WebhookConfig

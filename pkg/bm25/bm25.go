@@ -214,6 +214,12 @@ func (ix *Index) computeAvg() {
 // NumDocs returns the number of documents.
 func (ix *Index) NumDocs() int { return ix.n }
 
+// Size is the number of bytes the index holds in memory (its arrays; the
+// scoring table built on first search adds 1 KiB).
+func (ix *Index) Size() int64 {
+	return int64(4*(len(ix.lens)+len(ix.termOff)+len(ix.df)+len(ix.postOff)) + len(ix.terms) + len(ix.postings))
+}
+
 // NumTerms returns the number of distinct terms.
 func (ix *Index) NumTerms() int { return len(ix.df) }
 

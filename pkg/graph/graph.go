@@ -15,6 +15,7 @@ package graph
 import (
 	"cmp"
 	"slices"
+	"unsafe"
 
 	"codectx/pkg/codectx"
 )
@@ -159,6 +160,25 @@ func cmpEdge(a, b rawEdge) int {
 
 // finish derives adjacency, degrees and edge counts from files, symbols and
 // the two edge lists; Build and Load share it.
+// Size estimates the bytes the graph holds in memory: its arrays, the
+// adjacency lists and the two index maps (about 48 bytes an entry).
+func (g *Graph) Size() int64 {
+	n := int64(16+48) * int64(len(g.files))
+	for _, f := range g.files {
+		n += int64(len(f))
+	}
+	n += int64(8+4+48) * int64(len(g.symIDs))
+	n += int64(unsafe.Sizeof(rawEdge{})) * int64(len(g.fedges)+len(g.sedges))
+	n += int64(24) * int64(len(g.fadj)+len(g.sadj))
+	for _, a := range g.fadj {
+		n += int64(unsafe.Sizeof(adj{})) * int64(cap(a))
+	}
+	for _, a := range g.sadj {
+		n += int64(unsafe.Sizeof(adj{})) * int64(cap(a))
+	}
+	return n + 4*int64(len(g.fdeg))
+}
+
 func (g *Graph) finish() {
 	g.fileIdx = make(map[string]int32, len(g.files))
 	for i, p := range g.files {

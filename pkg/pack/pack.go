@@ -39,9 +39,9 @@ package pack
 
 import (
 	"cmp"
-	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"codectx/pkg/tokens"
@@ -123,7 +123,17 @@ func Provenance(c Candidate) string {
 	if len(commit) > 12 {
 		commit = commit[:12]
 	}
-	return fmt.Sprintf("%s@%s:%s#L%d-%d", c.Repo, commit, c.Path, c.StartLine, c.EndLine)
+	b := make([]byte, 0, len(c.Repo)+len(commit)+len(c.Path)+16)
+	b = append(b, c.Repo...)
+	b = append(b, '@')
+	b = append(b, commit...)
+	b = append(b, ':')
+	b = append(b, c.Path...)
+	b = append(b, "#L"...)
+	b = strconv.AppendInt(b, int64(c.StartLine), 10)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, int64(c.EndLine), 10)
+	return string(b)
 }
 
 // item is a deduplicated chunk: the candidate to emit and, for a merged
@@ -182,7 +192,10 @@ func Pack(cands []Candidate, opt Options) Result {
 			res.Dropped++
 			return
 		}
-		for _, p := range ladder(it) {
+		// The renderings are made one at a time: most candidates of a
+		// long ranking fit as a stub or not at all.
+		l := ladder{it: it}
+		for p, ok := l.next(); ok; p, ok = l.next() {
 			if n, ok := atMost(p.Text, left-sepCost); ok {
 				p.Tokens = n
 				left -= n + sepCost
@@ -271,32 +284,43 @@ func layout(chosen []Packed, files []int) []Packed {
 	return out
 }
 
-// ladder lists the renderings of it from richest to leanest.
-func ladder(it *item) []Packed {
-	cs := []Candidate{it.main}
-	if it.best != nil {
-		cs = append(cs, *it.best)
-	}
-	var out []Packed
-	seen := map[string]bool{}
-	add := func(c Candidate, g Granularity, text string) {
-		if seen[text] {
-			return
+// ladder yields the renderings of an item from richest to leanest: the
+// full body of the emitted candidate and of its fallback, their stubs with
+// doc, then their bare signatures, each distinct text once.
+type ladder struct {
+	it   *item
+	step int
+	seen []string
+}
+
+func (l *ladder) next() (Packed, bool) {
+	it := l.it
+	for ; l.step < 6; l.step++ {
+		c := it.main
+		if l.step%2 == 1 {
+			if it.best == nil {
+				continue
+			}
+			c = *it.best
 		}
-		seen[text] = true
-		c.Score, c.Signals = it.score, it.signals
-		out = append(out, Packed{Candidate: c, Granularity: g, Text: text})
+		var p Packed
+		switch l.step / 2 {
+		case 0:
+			p = Packed{Candidate: c, Granularity: Full, Text: fullText(c, it.signals)}
+		case 1:
+			p = Packed{Candidate: c, Granularity: Stub, Text: stubText(c, it.signals, true)}
+		default:
+			p = Packed{Candidate: c, Granularity: Stub, Text: stubText(c, it.signals, false)}
+		}
+		if slices.Contains(l.seen, p.Text) {
+			continue
+		}
+		l.seen = append(l.seen, p.Text)
+		l.step++
+		p.Score, p.Signals = it.score, it.signals
+		return p, true
 	}
-	for _, c := range cs {
-		add(c, Full, fullText(c, it.signals))
-	}
-	for _, c := range cs {
-		add(c, Stub, stubText(c, it.signals, true))
-	}
-	for _, c := range cs {
-		add(c, Stub, stubText(c, it.signals, false))
-	}
-	return out
+	return Packed{}, false
 }
 
 // Header returns the header line of a chunk:
@@ -304,29 +328,68 @@ func ladder(it *item) []Packed {
 // added inside the parentheses for a stub. Line breaks in fields become
 // spaces, so the header is always one line.
 func Header(c Candidate, signals []string, g Granularity) string {
-	var b strings.Builder
-	b.WriteString("// ")
-	b.WriteString(Provenance(c))
+	return string(appendHeader(nil, c, signals, g))
+}
+
+// appendHeader appends Header(c, signals, g) to b.
+func appendHeader(b []byte, c Candidate, signals []string, g Granularity) []byte {
+	start := len(b)
+	commit := c.Commit
+	if len(commit) > 12 {
+		commit = commit[:12]
+	}
+	b = append(b, "// "...)
+	b = append(b, c.Repo...)
+	b = append(b, '@')
+	b = append(b, commit...)
+	b = append(b, ':')
+	b = append(b, c.Path...)
+	b = append(b, "#L"...)
+	b = strconv.AppendInt(b, int64(c.StartLine), 10)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, int64(c.EndLine), 10)
 	if c.Symbol != "" {
-		b.WriteString(" " + c.Symbol)
+		b = append(b, ' ')
+		b = append(b, c.Symbol...)
 	}
-	var paren []string
-	if c.Kind != "" {
-		paren = append(paren, c.Kind)
+	switch {
+	case c.Kind != "" && g == Stub:
+		b = append(b, " ("...)
+		b = append(b, c.Kind...)
+		b = append(b, ", stub)"...)
+	case c.Kind != "":
+		b = append(b, " ("...)
+		b = append(b, c.Kind...)
+		b = append(b, ')')
+	case g == Stub:
+		b = append(b, " (stub)"...)
 	}
-	if g == Stub {
-		paren = append(paren, "stub")
-	}
-	if len(paren) > 0 {
-		b.WriteString(" (" + strings.Join(paren, ", ") + ")")
+	for i, sg := range signals {
+		if i == 0 {
+			b = append(b, " ["...)
+		} else {
+			b = append(b, ',')
+		}
+		b = append(b, sg...)
 	}
 	if len(signals) > 0 {
-		b.WriteString(" [" + strings.Join(signals, ",") + "]")
+		b = append(b, ']')
 	}
-	return oneLine(b.String())
+	if h := string(b[start:]); oneLine(h) != h {
+		b = append(b[:start], oneLine(h)...)
+	}
+	return b
 }
 
 func oneLine(s string) string {
+	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		// Every line break below is one of these bytes or starts with one.
+		plain = s[i] != '\n' && s[i] != '\r' && s[i] != '\v' && s[i] != '\f' && s[i] < 0x80
+	}
+	if plain {
+		return s
+	}
 	return strings.Map(func(r rune) rune {
 		switch r {
 		case '\n', '\r', '\v', '\f', '\u0085', '\u2028', '\u2029':
@@ -337,58 +400,66 @@ func oneLine(s string) string {
 }
 
 func fullText(c Candidate, signals []string) string {
-	h := Header(c, signals, Full)
 	body := strings.TrimRight(c.Body, " \t\r\n")
 	if strings.TrimSpace(body) == "" {
-		return h
+		return Header(c, signals, Full)
 	}
-	return h + "\n" + body
+	b := make([]byte, 0, 128+len(body))
+	b = appendHeader(b, c, signals, Full)
+	b = append(b, '\n')
+	b = append(b, body...)
+	return string(b)
 }
 
 // stubText renders the header, the doc as "// " comment lines (if withDoc)
 // and the signature. With no signature, the first non-blank line of the
 // body stands in for it.
 func stubText(c Candidate, signals []string, withDoc bool) string {
-	var b strings.Builder
-	b.WriteString(Header(c, signals, Stub))
+	b := make([]byte, 0, 128+len(c.Signature)+len(c.Doc))
+	b = appendHeader(b, c, signals, Stub)
 	if withDoc {
 		if doc := strings.Trim(c.Doc, " \t\r\n"); doc != "" {
-			for _, l := range strings.Split(doc, "\n") {
+			for rest, more := doc, true; more; {
+				var l string
+				l, rest, more = strings.Cut(rest, "\n")
 				l = strings.TrimRight(l, " \t\r")
-				b.WriteString("\n//")
+				b = append(b, "\n//"...)
 				if l != "" {
-					b.WriteString(" " + l)
+					b = append(b, ' ')
+					b = append(b, l...)
 				}
 			}
 		}
 	}
 	sig := strings.Trim(c.Signature, " \t\r\n")
 	if sig == "" {
-		for _, l := range strings.Split(c.Body, "\n") {
-			if l = strings.TrimSpace(l); l != "" {
-				sig = l
-				break
-			}
+		for rest, more := c.Body, true; more && sig == ""; {
+			var l string
+			l, rest, more = strings.Cut(rest, "\n")
+			sig = strings.TrimSpace(l)
 		}
 	}
 	if sig != "" {
-		b.WriteString("\n" + sig)
+		b = append(b, '\n')
+		b = append(b, sig...)
 	}
-	return b.String()
+	return string(b)
 }
 
 // dedup sorts cands strongest first and folds overlapping chunks of one
 // file (see the package comment). It returns the items in score order, the
 // number of distinct files and how many candidates were folded or dropped.
 func dedup(cands []Candidate) (items []*item, nfiles, deduped int) {
-	sorted := make([]Candidate, len(cands))
+	own := make([]Candidate, len(cands))
+	sorted := make([]*Candidate, len(cands)) // sorting pointers moves less
 	for i, c := range cands {
 		if c.EndLine < c.StartLine {
 			c.EndLine = c.StartLine
 		}
-		sorted[i] = c
+		own[i] = c
+		sorted[i] = &own[i]
 	}
-	slices.SortStableFunc(sorted, func(a, b Candidate) int {
+	slices.SortStableFunc(sorted, func(a, b *Candidate) int {
 		return cmp.Or(
 			cmp.Compare(key(b.Score), key(a.Score)),
 			cmp.Compare(a.Repo, b.Repo), cmp.Compare(a.Commit, b.Commit), cmp.Compare(a.Path, b.Path),
@@ -399,8 +470,8 @@ func dedup(cands []Candidate) (items []*item, nfiles, deduped int) {
 	type fileKey struct{ repo, commit, path string }
 	fileIdx := map[fileKey]int{}
 	var byFile [][]*item // kept items of each file
-	for i := range sorted {
-		c := sorted[i]
+	for _, cp := range sorted {
+		c := *cp
 		k := fileKey{c.Repo, c.Commit, c.Path}
 		f, ok := fileIdx[k]
 		if !ok {

@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"codectx/pkg/bm25"
 	"codectx/pkg/codectx"
@@ -124,6 +125,47 @@ func (s *Segment) index() {
 	for i, f := range s.Files {
 		s.byPath[f.Path] = i
 	}
+}
+
+// Size estimates the bytes a loaded segment holds in memory: its chunks,
+// files, symbol table, history, BM25 indexes and graph (strings at their
+// length plus a header, maps at about 48 bytes an entry). Tables that
+// searchers derive later (Memo) are not counted. The API's segment cache
+// is bounded by this.
+func (s *Segment) Size() int64 {
+	const str, slice, entry = 16, 24, 48
+	strs := func(ss []string) int64 {
+		n := int64(slice)
+		for _, x := range ss {
+			n += str + int64(len(x))
+		}
+		return n
+	}
+	n := int64(unsafe.Sizeof(Segment{}))
+	n += int64(unsafe.Sizeof(codectx.Chunk{})) * int64(len(s.Chunks))
+	for _, c := range s.Chunks {
+		n += int64(len(c.Path) + len(c.Language) + len(c.Kind) + len(c.Name) + len(c.Signature) + len(c.Doc) + len(c.Body) + len(c.Hash))
+		n += strs(c.Calls) + strs(c.Imports) + strs(c.Types) - 3*slice
+	}
+	n += int64(unsafe.Sizeof(File{})+entry) * int64(len(s.Files))
+	for _, f := range s.Files {
+		n += int64(len(f.Path)+len(f.Language)+len(f.Blob)) + 8*int64(len(f.Chunks))
+	}
+	for i, name := range s.symNames {
+		n += str + slice + int64(len(name)) + 8*int64(len(s.symIDs[i]))
+	}
+	for _, c := range s.History {
+		n += int64(unsafe.Sizeof(Commit{})) + int64(len(c.Hash)+len(c.Author)+len(c.When)+len(c.Message)) + strs(c.Files)
+	}
+	for _, ix := range []*bm25.Index{s.BM25, s.FileBM25} {
+		if ix != nil {
+			n += ix.Size()
+		}
+	}
+	if s.Graph != nil {
+		n += s.Graph.Size()
+	}
+	return n
 }
 
 // File returns the file with the given path.
@@ -311,10 +353,12 @@ func Load(data []byte) (*Segment, error) {
 			err = gunzipJSON(p, &s.History)
 		case tagSymbols:
 			err = gunzipJSON(p, &syms)
+		// The indexes keep their postings as slices of the bytes they are
+		// given: a copy of the section lets the rest of data go.
 		case tagBM25:
-			s.BM25, err = bm25.Load(p)
+			s.BM25, err = bm25.Load(bytes.Clone(p))
 		case tagFileBM25:
-			s.FileBM25, err = bm25.Load(p)
+			s.FileBM25, err = bm25.Load(bytes.Clone(p))
 		case tagGraph:
 			s.Graph, err = graph.Load(p)
 		}

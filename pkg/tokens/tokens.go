@@ -18,6 +18,7 @@
 package tokens
 
 import (
+	"math"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -55,7 +56,7 @@ func Count(s string) int {
 		return 0
 	}
 	c := load()
-	n := 0
+	n, s := head(c, s, math.MaxInt)
 	for len(s) > 0 {
 		seg := s[:nextBoundary(s, pieceMin)]
 		s = s[len(seg):]
@@ -64,41 +65,72 @@ func Count(s string) int {
 	return n
 }
 
+// head counts the first line of s on its own when it ends at a boundary
+// within pieceMin bytes, and returns the rest. The packer's texts start with
+// a header line that changes from query to query (signals, kind) above a
+// body that does not: counted apart, the body's pieces are the same every
+// time and hit the cache. The line itself is not cached. Beyond limit the
+// count may stop early (a number above limit).
+func head(c tokenizer.Codec, s string, limit int) (int, string) {
+	i := nextBoundary(s[:min(len(s), pieceMin)], 1)
+	if i >= len(s) || i >= pieceMin || !boundaryAt(s, i) {
+		return 0, s
+	}
+	if isASCII(s[:i]) {
+		n, _ := countASCIIAtMost(c, s[:i], limit)
+		return n, s[i:]
+	}
+	return exactCodec(c, s[:i]), s[i:]
+}
+
 // Texts are counted in pieces cut at exact token boundaries (see
 // boundaryAt), and the count of each piece is remembered: the packer
 // counts the same chunk bodies query after query, under different header
-// lines, so most pieces are counted by the codec once.
+// lines, so most pieces are counted once.
 const (
 	pieceMin      = 512      // bytes: a piece ends at the first boundary after this
-	cacheMaxBytes = 64 << 20 // the cache is dropped when its keys hold this much
+	cacheMaxBytes = 64 << 20 // a shard of the cache is dropped when its keys hold 1/16 of this
 )
 
-var memo struct {
+var memo [16]struct {
 	sync.Mutex
 	m     map[string]int
 	bytes int
 }
 
 func cached(c tokenizer.Codec, seg string) int {
-	memo.Lock()
-	n, ok := memo.m[seg]
-	memo.Unlock()
-	if ok {
-		return n
-	}
-	if hasLongRun(seg) {
-		n = segmented(c, seg)
-	} else {
-		n = exact(c, seg)
-	}
-	memo.Lock()
-	if memo.m == nil || memo.bytes+len(seg) > cacheMaxBytes {
-		memo.m, memo.bytes = make(map[string]int), 0
-	}
-	memo.m[seg] = n
-	memo.bytes += len(seg)
-	memo.Unlock()
+	n, _ := cachedAtMost(c, seg, math.MaxInt)
 	return n
+}
+
+// cachedAtMost counts a piece, through the cache. A count that exceeds
+// limit may stop early; it is not remembered.
+func cachedAtMost(c tokenizer.Codec, seg string, limit int) (int, bool) {
+	sh := &memo[shardOf(seg)]
+	sh.Lock()
+	n, ok := sh.m[seg]
+	sh.Unlock()
+	if ok {
+		return n, n <= limit
+	}
+	switch {
+	case hasLongRun(seg):
+		n = segmented(c, seg)
+	case isASCII(seg):
+		if n, ok = countASCIIAtMost(c, seg, limit); !ok {
+			return n, false
+		}
+	default:
+		n = exactCodec(c, seg)
+	}
+	sh.Lock()
+	if sh.m == nil || sh.bytes+len(seg) > cacheMaxBytes/len(memo) {
+		sh.m, sh.bytes = make(map[string]int), 0
+	}
+	sh.m[seg] = n
+	sh.bytes += len(seg)
+	sh.Unlock()
+	return n, n <= limit
 }
 
 // segmented counts s segment by segment (see nextBoundary), bounding the
@@ -122,7 +154,7 @@ func segmented(c tokenizer.Codec, s string) int {
 // as needed: a cheap way to learn that a huge text does not fit.
 func CountAtMost(s string, limit int) (int, bool) {
 	c := load()
-	n := 0
+	n, s := head(c, s, limit)
 	// The first piece is about large enough to exceed limit (code runs 3
 	// to 4 bytes a token); later ones double, up to 64 KiB.
 	batch := 1 << 16
@@ -135,10 +167,11 @@ func CountAtMost(s string, limit int) (int, bool) {
 		batch = min(2*batch, 1<<16)
 		part := s[:end]
 		s = s[end:]
-		for len(part) > 0 {
+		for len(part) > 0 && n <= limit {
 			seg := part[:nextBoundary(part, pieceMin)]
 			part = part[len(seg):]
-			n += cached(c, seg)
+			k, _ := cachedAtMost(c, seg, limit-n)
+			n += k
 		}
 	}
 	return n, n <= limit
@@ -148,6 +181,14 @@ func CountAtMost(s string, limit int) (int, bool) {
 // fails (no timeout is set, so in practice never); the byte bound keeps
 // Count an upper bound even then.
 func exact(c tokenizer.Codec, s string) int {
+	if isASCII(s) {
+		return countASCII(c, s)
+	}
+	return exactCodec(c, s)
+}
+
+// exactCodec counts s with the codec itself.
+func exactCodec(c tokenizer.Codec, s string) int {
 	n, err := c.Count(s)
 	if err != nil {
 		return bound(s)

@@ -60,6 +60,18 @@ func TestSegmentedExact(t *testing.T) {
 		if got := segmented(c, s); got != want {
 			t.Fatalf("case %d: segmented(%q) = %d, want %d", i, s, got, want)
 		}
+		// Count and CountAtMost cut the first line off (head) and then
+		// pieces of pieceMin bytes: exact as well, with or without a
+		// header line above the text.
+		for _, text := range []string{s, "// repo@c:a.go#L1-9 F (function) [bm25]\n" + s} {
+			want, _ := c.Count(text)
+			if got := Count(text); got != want {
+				t.Fatalf("case %d: Count(%q) = %d, want %d", i, text, got, want)
+			}
+			if got, ok := CountAtMost(text, want); got != want || !ok {
+				t.Fatalf("case %d: CountAtMost(%q, %d) = %d, %v", i, text, want, got, ok)
+			}
+		}
 	}
 }
 

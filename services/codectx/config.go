@@ -28,6 +28,7 @@ const (
 	envS3Bucket  = "CODECTX_S3_BUCKET"
 	envS3Secure  = "CODECTX_S3_SECURE"
 	envServer    = "CODECTX_SERVER"
+	envCache     = "CODECTX_CACHE_BYTES"
 )
 
 const defaultListen = "127.0.0.1:7700"
@@ -114,4 +115,13 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return fmt.Errorf("%s: unexpected arguments %q", fs.Name(), fs.Args())
 	}
 	return nil
+}
+
+// cacheFlag registers --cache-bytes: the memory budget of the query API's
+// loaded segments.
+func cacheFlag(fs *flag.FlagSet, v *int64) {
+	if n, err := strconv.ParseInt(os.Getenv(envCache), 10, 64); err == nil && n > 0 {
+		*v = n
+	}
+	fs.Int64Var(v, "cache-bytes", *v, "memory budget of the loaded segments of the query API, in bytes ($"+envCache+")")
 }

@@ -38,6 +38,7 @@ Usage:
   codectx eval  --tasks FILE.jsonl --git-dir owner/name=PATH ... [--budgets LIST] [--json OUT]
   codectx gc    [--data DIR | --s3-endpoint HOST:PORT] [--dry-run] [--json]
   codectx mcp   [--data DIR | --server URL]    MCP server over stdio for a coding agent
+  codectx bench-query --server URL --repo NAME[,NAME...] [--clients 8] [--requests 2000] [--json]
 
 Roles (one part each, configured by flags or CODECTX_* environment variables):
   codectx orchestrator    Temporal worker of the indexing workflows
@@ -69,6 +70,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runGC(ctx, args[1:], stdout, stderr)
 	case "mcp":
 		return runMCP(ctx, args[1:], stdout, stderr)
+	case "bench-query":
+		return runBenchQuery(ctx, args[1:], stdout, stderr)
 	case "orchestrator":
 		return orchestratorRole().run(ctx, args[1:], stdout, stderr)
 	case "parse-worker":

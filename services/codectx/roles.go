@@ -90,6 +90,10 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		limits.register(fs)
 		fs.StringVar(&keysFile, "api-keys", env(envAPIKeys, ""), "JSON file of API key SHA-256 -> tenant; when set, every API route but health, metrics and webhooks needs a key ($"+envAPIKeys+")")
 	}
+	cacheBytes := int64(api.DefaultCacheBytes)
+	if r.routes&api.QueryRoutes != 0 {
+		cacheFlag(fs, &cacheBytes)
+	}
 	workers := r.workers
 	if r.workers > 0 {
 		fs.IntVar(&workers, "workers", r.workers, "concurrent handlers")
@@ -112,7 +116,7 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	m := metrics.New()
-	srv := &api.Server{Store: store, Metrics: m, Routes: r.routes, Checks: d.checks(r.use), Notes: r.notes, Log: log}
+	srv := &api.Server{Store: store, Metrics: m, Routes: r.routes, Checks: d.checks(r.use), Notes: r.notes, Log: log, CacheSize: cacheBytes}
 	if r.routes&api.QueryRoutes != 0 && (r.use|r.soft)&useNATS != 0 {
 		srv.Sessions = &lazySessions{d: d}
 	}

@@ -56,6 +56,8 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	hooks.register(fs)
 	var limits limitFlags
 	limits.register(fs)
+	cacheBytes := int64(api.DefaultCacheBytes)
+	cacheFlag(fs, &cacheBytes)
 	keysFile := fs.String("api-keys", env(envAPIKeys, ""), "JSON file of API key SHA-256 -> tenant; when set, query, index and status need a key ($"+envAPIKeys+")")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: codectx up [--data DIR] [--listen ADDR] [--index PATH_OR_URL ...]
@@ -142,7 +144,7 @@ Stop with SIGINT or SIGTERM.`)
 		Deliveries: deliveries,
 		Store:      store, Indexer: temporalIndexer{tc}, Metrics: m, Routes: api.AllRoutes,
 		Checks: d.checks(useTemporal | useNATS), Notes: map[string]string{"embed": embedDisabled}, Log: log,
-		Webhooks: webhooks, Keys: keys, Sessions: sessions,
+		Webhooks: webhooks, Keys: keys, Sessions: sessions, CacheSize: cacheBytes,
 	}
 	limits.apply(srv, c.listen)
 	hs, err := startHTTP(c.listen, srv.Handler(), limits.readTimeout)

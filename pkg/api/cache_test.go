@@ -1,0 +1,91 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/index"
+)
+
+// indexRepo indexes a directory of n Go files into store as repo name.
+func indexRepo(t *testing.T, store *blob.Bucket, name string, n int) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		body := fmt.Sprintf("package %s\n\n// Handle%d serves request %d of %s.\nfunc Handle%d(n int) int {\n\treturn n + %d\n}\n", name, i, i, name, i, i)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.go", i)), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := index.Build(context.Background(), store, dir, index.Options{Name: name, Workers: 1}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCacheBoundedByBytes serves three repositories through a server whose
+// cache holds two of them: the least recently used one is dropped, the
+// loaded bytes stay within the budget, and a segment over the whole budget
+// is still served.
+func TestCacheBoundedByBytes(t *testing.T) {
+	store := blob.NewMem()
+	for _, r := range []string{"alpha", "beta", "gamma"} {
+		indexRepo(t, store, r, 30)
+	}
+	ctx := context.Background()
+	size := func(repo string) int64 {
+		seg, err := index.LoadHead(ctx, store, index.DefaultTenant, repo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seg.Size()
+	}
+	budget := size("alpha") + size("beta") + size("gamma")/2
+	s := &Server{Store: store, Routes: QueryRoutes, CacheSize: budget}
+	_, c := newServer(t, s)
+	ask := func(repo string) {
+		t.Helper()
+		resp, err := c.Query(ctx, QueryRequest{Repo: repo, Query: "Handle7 serves request", Budget: 500})
+		if err != nil || len(resp.Chunks) == 0 {
+			t.Fatalf("query %s: %v, %+v", repo, err, resp)
+		}
+		if n, b, _ := s.segs.stats(); b > budget && n > 1 {
+			t.Fatalf("after %s: %d segments hold %d bytes, over the budget %d", repo, n, b, budget)
+		}
+	}
+	ask("alpha")
+	ask("beta")
+	ask("alpha") // beta is now the least recently used
+	ask("gamma")
+	if n, _, _ := s.segs.stats(); n != 2 {
+		t.Errorf("cached segments = %d, want 2", n)
+	}
+	hits := func() int { _, _, h := s.segs.stats(); return h }
+	h0 := hits()
+	ask("alpha")
+	if hits() != h0+1 {
+		t.Errorf("alpha was evicted, want beta evicted (the least recently used)")
+	}
+	ask("beta") // a miss: loaded again
+	if hits() != h0+1 {
+		t.Errorf("beta was still cached")
+	}
+
+	// A budget below any one segment still serves, one segment at a time.
+	tiny := &Server{Store: store, Routes: QueryRoutes, CacheSize: 1}
+	_, tc := newServer(t, tiny)
+	for _, r := range []string{"alpha", "beta", "alpha"} {
+		if _, err := tc.Query(ctx, QueryRequest{Repo: r, Query: "Handle1"}); err != nil {
+			t.Fatalf("query %s with a 1-byte budget: %v", r, err)
+		}
+		if n, _, _ := tiny.segs.stats(); n != 1 {
+			t.Errorf("1-byte budget: %d segments cached, want 1", n)
+		}
+	}
+}
