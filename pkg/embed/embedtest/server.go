@@ -8,11 +8,13 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"codectx/pkg/embed"
 )
 
 // Server is an in-test OpenAI-compatible embeddings server (POST
 // /v1/embeddings) on loopback. It computes real, deterministic vectors
-// with HashEmbed, so texts sharing words are close, and it can inject
+// with HashEmbed (or a given Embedder's: NewServerFor), so texts sharing words are close, and it can inject
 // faults (429 with Retry-After, 5xx, slow answers, wrong dimensions) for
 // the drivers' retry tests. Use NewServer; close it with Close.
 type Server struct {
@@ -35,6 +37,7 @@ type Server struct {
 	inFlight  int
 	maxFlight int
 	lastModel string
+	embedder  embed.Embedder
 }
 
 // Fault is what the server does to one request instead of answering it.
@@ -54,7 +57,18 @@ func NewServer(dim int, model string) *Server {
 	if model == "" {
 		model = "hash-embed"
 	}
-	s := &Server{Dim: dim, Model: model}
+	return start(&Server{Dim: dim, Model: model})
+}
+
+// NewServerFor starts a server that answers with e's vectors (as
+// passages: the API has no query kind, so a client adds any query prefix
+// itself), under e's model name and dimension, with the same fault
+// injection. It puts a real model, such as the onnx driver's, behind HTTP.
+func NewServerFor(e embed.Embedder) *Server {
+	return start(&Server{Dim: e.Dim(), Model: e.Model(), embedder: e})
+}
+
+func start(s *Server) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/embeddings", s.handle)
 	mux.HandleFunc("POST /embeddings", s.handle)
@@ -200,8 +214,25 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 			apiError(w, http.StatusBadRequest, fmt.Sprintf("input[%d] is empty", i))
 			return
 		}
-		resp.Data = append(resp.Data, item{"embedding", i, HashEmbed(t, dim)})
 		resp.Usage.PromptTokens += len(identifiers(t))
+	}
+	var vecs [][]float32
+	if s.embedder != nil {
+		var err error
+		if vecs, err = s.embedder.Embed(r.Context(), texts, embed.Passage); err != nil {
+			apiError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+	}
+	for i, t := range texts {
+		var v []float32
+		switch {
+		case vecs != nil && f.WrongDim == 0:
+			v = vecs[i]
+		default:
+			v = HashEmbed(t, dim)
+		}
+		resp.Data = append(resp.Data, item{"embedding", i, v})
 	}
 	resp.Usage.TotalTokens = resp.Usage.PromptTokens
 	if reverse {
