@@ -202,11 +202,18 @@ func (e *Embedder) Embed(ctx context.Context, texts []string, kind embed.Kind) (
 				done <- context.Cause(ctx)
 				return
 			}
+			if ctx.Err() != nil { // select picks at random when both are ready
+				<-e.sem
+				done <- context.Cause(ctx)
+				return
+			}
 			v, err := e.post(ctx, in[lo:hi])
-			<-e.sem
-			if err == nil {
+			if err != nil {
+				cancel(err) // before the slot is freed, so no batch starts after it
+			} else {
 				copy(out[lo:hi], v)
 			}
+			<-e.sem
 			done <- err
 		}()
 	}
@@ -214,10 +221,10 @@ func (e *Embedder) Embed(ctx context.Context, texts []string, kind embed.Kind) (
 	for range n {
 		if err := <-done; err != nil && first == nil {
 			first = err
-			cancel(err)
 		}
 	}
 	if first != nil {
+		first = context.Cause(ctx) // the batch that failed first, not one it canceled
 		return nil, fmt.Errorf("openai embedder %s: %w", e.o.Model, first)
 	}
 	return out, nil
