@@ -18,6 +18,7 @@ import (
 	"codectx/pkg/blob"
 	"codectx/pkg/index"
 	"codectx/pkg/pipeline"
+	"codectx/pkg/queue"
 	"codectx/pkg/queue/natsq"
 	"codectx/pkg/source"
 
@@ -35,6 +36,10 @@ type Activities struct {
 	ParseTimeout time.Duration // re-send a batch (or graph job) with no result for this long; default 5m
 	PollInterval time.Duration // how often waits check the store; default 500ms
 	HistoryLimit int           // commits of history in a manifest; default 500 (index.ReadManifest)
+	// InfraRetry are the delays before re-publishing a job dead-lettered
+	// for an infrastructure error (not a bad input), one per round; after
+	// the last round the snapshot fails. Nil: 5s, 20s, 1m.
+	InfraRetry []time.Duration
 }
 
 func (a *Activities) batchSize() int {
@@ -109,8 +114,11 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotPl
 		PlanKey:     pipeline.PlanKey(in.Tenant, in.Repo, snap.Commit),
 		Files:       len(snap.Files),
 	}
+	// Skip a commit already published, unless files were left out of it:
+	// then index it again (only those files are parsed), so that a file
+	// left out for a reason that has gone away comes back.
 	h, err := index.ReadHead(ctx, a.Store, in.Tenant, in.Repo)
-	if err == nil && h.Commit == snap.Commit {
+	if err == nil && h.Commit == snap.Commit && h.Complete {
 		if ok, err := a.Store.Exists(ctx, h.Segment); err == nil && ok {
 			p.Skipped, p.Segment = true, h.Segment
 			return p, nil
@@ -213,10 +221,36 @@ type ParseInput struct {
 
 // ParseOutcome is the result of WaitParse.
 type ParseOutcome struct {
-	Parsed int      // files with a parse result
-	Failed []string // files dead-lettered, sorted
-	Resent int      // batches re-published after ParseTimeout
-	Split  int      // dead-lettered batches re-published file by file
+	Parsed  int       // files with a parse result
+	Failed  []string  // files dead-lettered as bad (poison), sorted
+	LeftOut []LeftOut // the same files with the reason of each
+	Resent  int       // batches re-published after ParseTimeout
+	Split   int       // dead-lettered batches re-published file by file
+	Retried int       // batches re-published after an infrastructure failure
+}
+
+// LeftOut is a file left out of a snapshot because it is itself bad (its
+// parse panicked, hung or was refused), with the reason.
+type LeftOut struct {
+	Path   string
+	Reason string
+}
+
+// ErrInfra is the application error type of a stage that kept failing for
+// a reason outside its input (store or queue unavailable): the snapshot
+// fails and HEAD stays where it was.
+const ErrInfra = "InfrastructureFailure"
+
+// defaultInfraRetry is how long WaitParse and Graph wait before
+// re-publishing a job dead-lettered for an infrastructure error, one delay
+// per round: after the last, the snapshot fails.
+var defaultInfraRetry = []time.Duration{5 * time.Second, 20 * time.Second, time.Minute}
+
+func (a *Activities) infraRetry() []time.Duration {
+	if a.InfraRetry != nil {
+		return a.InfraRetry
+	}
+	return defaultInfraRetry
 }
 
 // batchID is the message ID of batch n of a parse run.
@@ -268,6 +302,9 @@ type tracked struct {
 	base    string
 	sent    time.Time
 	resends int
+	infra   int       // re-publishes after infrastructure failures
+	retryAt time.Time // when to re-publish after one (zero: none due)
+	cause   string    // the last infrastructure failure
 }
 
 // WaitParse waits, heartbeating, until every planned file has a parse
@@ -307,21 +344,56 @@ func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome
 		}
 		var next []*tracked
 		for _, t := range open {
-			reason, isDead := "", false
+			reason, isDead, poison := "", false, false
 			for id := range t.ids {
-				if r, ok := dead[id]; ok {
-					reason, isDead = r, true
+				d, ok := dead[id]
+				if !ok {
+					continue
+				}
+				if d.Poison() {
+					reason, isDead, poison = d.Reason, true, true
+					continue
+				}
+				// An infrastructure failure: this message is finished, its
+				// files are not bad. Retry them later, or give up.
+				delete(t.ids, id)
+				t.cause = firstLine(d.Reason)
+				if len(t.ids) == 0 && t.retryAt.IsZero() {
+					delays := a.infraRetry()
+					if t.infra >= len(delays) {
+						return out, temporal.NewNonRetryableApplicationError(
+							fmt.Sprintf("parse batch %d: %d files not parsed after %d retries: %s", t.n, len(t.missing), t.infra, t.cause), ErrInfra, nil)
+					}
+					t.retryAt = time.Now().Add(delays[t.infra])
+					activity.GetLogger(ctx).Warn("parse batch failed: infrastructure, will retry",
+						"tenant", plan.Tenant, "repo", plan.Repo, "commit", plan.Commit, "batch", t.n, "in", delays[t.infra].String(), "cause", t.cause)
 				}
 			}
 			switch {
-			case isDead && len(t.missing) == 1:
+			case !t.retryAt.IsZero():
+				if time.Now().Before(t.retryAt) {
+					next = append(next, t)
+					continue
+				}
+				t.infra++
+				out.Retried++
+				id := t.base + "#i" + strconv.Itoa(t.infra)
+				if err := a.publishBatch(ctx, plan, t.n, t.missingFiles(), id); err != nil {
+					return out, err
+				}
+				t.ids[id] = true
+				t.retryAt, t.sent = time.Time{}, time.Now()
+				next = append(next, t)
+			case isDead && poison && len(t.missing) == 1:
 				// The handler stops at the file that fails: the only
 				// missing file of a dead batch is the poison.
 				for i := range t.missing {
-					activity.GetLogger(ctx).Warn("parse failed", "file", t.files[i].Path, "reason", firstLine(reason))
+					activity.GetLogger(ctx).Warn("parse failed: file left out", "tenant", plan.Tenant, "repo", plan.Repo, "commit", plan.Commit,
+						"file", t.files[i].Path, "reason", firstLine(reason))
 					out.Failed = append(out.Failed, t.files[i].Path)
+					out.LeftOut = append(out.LeftOut, LeftOut{Path: t.files[i].Path, Reason: firstLine(reason)})
 				}
-			case isDead:
+			case isDead && poison:
 				// Find the poison file: re-send the missing files one by one.
 				out.Split++
 				for _, i := range slices.Sorted(maps.Keys(t.missing)) {
@@ -336,13 +408,7 @@ func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome
 				t.resends++
 				out.Resent++
 				id := t.base + "#r" + strconv.Itoa(t.resends)
-				var files []source.File
-				// Plan order, not map order: which file of a re-sent batch a
-				// worker reaches first decides the outcome.
-				for _, i := range slices.Sorted(maps.Keys(t.missing)) {
-					files = append(files, t.files[i])
-				}
-				if err := a.publishBatch(ctx, plan, t.n, files, id); err != nil {
+				if err := a.publishBatch(ctx, plan, t.n, t.missingFiles(), id); err != nil {
 					return out, err
 				}
 				t.ids[id] = true
@@ -365,8 +431,20 @@ func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome
 		}
 	}
 	sort.Strings(out.Failed)
+	slices.SortFunc(out.LeftOut, func(a, b LeftOut) int { return strings.Compare(a.Path, b.Path) })
 	out.Parsed = in.Plan.Changed - len(out.Failed)
 	return out, nil
+}
+
+// missingFiles are the files of t without a result, in plan order (not map
+// order: which file of a re-sent batch a worker reaches first decides the
+// outcome).
+func (t *tracked) missingFiles() []source.File {
+	var files []source.File
+	for _, i := range slices.Sorted(maps.Keys(t.missing)) {
+		files = append(files, t.files[i])
+	}
+	return files
 }
 
 func slicesDeleteDone(ts []*tracked) []*tracked {
@@ -404,15 +482,15 @@ func jobSubject(tenant, repo, commit string) string {
 }
 
 // deadIDs maps the message IDs of the snapshot's dead-lettered parse
-// messages to reasons.
-func (a *Activities) deadIDs(ctx context.Context, subject string) (map[string]string, error) {
+// messages to their dead letters.
+func (a *Activities) deadIDs(ctx context.Context, subject string) (map[string]queue.DeadLetter, error) {
 	dls, err := a.Queue.DeadLettersOf(ctx, pipeline.StageParse, subject)
 	if err != nil {
 		return nil, err
 	}
-	m := make(map[string]string, len(dls))
+	m := make(map[string]queue.DeadLetter, len(dls))
 	for _, d := range dls {
-		m[d.ID] = d.Reason
+		m[d.ID] = d
 	}
 	return m, nil
 }
@@ -427,7 +505,7 @@ type GraphInput struct {
 // exists. The job is re-sent after ParseTimeout; a dead-lettered job fails
 // the activity without retry.
 func (a *Activities) Graph(ctx context.Context, in GraphInput) (string, error) {
-	key := index.SegmentKey(in.Job.Tenant, in.Job.Repo, in.Job.Commit)
+	key := in.Job.SegmentKey()
 	data, err := json.Marshal(in.Job)
 	if err != nil {
 		return "", err
@@ -439,6 +517,8 @@ func (a *Activities) Graph(ctx context.Context, in GraphInput) (string, error) {
 		return "", err
 	}
 	sent := time.Now()
+	var retryAt time.Time // when to re-publish after an infrastructure failure
+	infra, resends := 0, 0
 	tick := time.NewTicker(a.poll())
 	defer tick.Stop()
 	for {
@@ -454,12 +534,35 @@ func (a *Activities) Graph(ctx context.Context, in GraphInput) (string, error) {
 			return "", err
 		}
 		for _, d := range dls {
-			if ids[d.ID] {
-				return "", temporal.NewNonRetryableApplicationError("graph job dead-lettered: "+d.Reason, "GraphFailed", nil)
+			if !ids[d.ID] {
+				continue
 			}
+			if d.Poison() {
+				return "", temporal.NewNonRetryableApplicationError("graph job dead-lettered: "+firstLine(d.Reason), "GraphFailed", nil)
+			}
+			// An infrastructure failure: retry after a delay, or give up.
+			delete(ids, d.ID)
+			delays := a.infraRetry()
+			if infra >= len(delays) {
+				return "", temporal.NewNonRetryableApplicationError(
+					fmt.Sprintf("graph job failed after %d retries: %s", infra, firstLine(d.Reason)), ErrInfra, nil)
+			}
+			activity.GetLogger(ctx).Warn("graph job failed: infrastructure, will retry", "tenant", in.Job.Tenant, "repo", in.Job.Repo,
+				"commit", in.Job.Commit, "in", delays[infra].String(), "cause", firstLine(d.Reason))
+			retryAt = time.Now().Add(delays[infra])
 		}
-		if time.Since(sent) > a.parseTimeout() {
-			id := base + "#r" + strconv.Itoa(len(ids))
+		if !retryAt.IsZero() && len(ids) == 0 && time.Now().After(retryAt) {
+			infra++
+			id := base + "#i" + strconv.Itoa(infra)
+			if err := a.Queue.Publish(ctx, pipeline.StageGraph, subject, data, id); err != nil {
+				return "", err
+			}
+			ids[id] = true
+			retryAt, sent = time.Time{}, time.Now()
+		}
+		if retryAt.IsZero() && time.Since(sent) > a.parseTimeout() {
+			resends++
+			id := base + "#r" + strconv.Itoa(resends)
 			if err := a.Queue.Publish(ctx, pipeline.StageGraph, subject, data, id); err != nil {
 				return "", err
 			}
@@ -478,6 +581,7 @@ func (a *Activities) Graph(ctx context.Context, in GraphInput) (string, error) {
 // PublishInput is the input of Publish.
 type PublishInput struct {
 	Tenant, Repo, Commit, Segment string
+	Complete                      bool // no file was left out of the segment
 }
 
 // PublishResult is the result of Publish.
@@ -498,7 +602,7 @@ func (a *Activities) Publish(ctx context.Context, in PublishInput) (PublishResul
 	if !ok {
 		return res, fmt.Errorf("publish %s/%s: segment %s missing", in.Tenant, in.Repo, in.Segment)
 	}
-	head, err := json.Marshal(index.Head{Commit: in.Commit, Segment: in.Segment, Built: time.Now().UTC().Format(time.RFC3339)})
+	head, err := json.Marshal(index.Head{Commit: in.Commit, Segment: in.Segment, Built: time.Now().UTC().Format(time.RFC3339), Complete: in.Complete})
 	if err != nil {
 		return res, err
 	}
@@ -514,7 +618,7 @@ func (a *Activities) Publish(ctx context.Context, in PublishInput) (PublishResul
 		if old != nil {
 			var h index.Head
 			if err := json.Unmarshal(old, &h); err == nil {
-				if h.Commit == in.Commit && h.Segment == in.Segment {
+				if h.Commit == in.Commit && h.Segment == in.Segment && h.Complete == in.Complete {
 					// A retry after a swap whose reply was lost.
 					return res, nil
 				}
@@ -568,7 +672,7 @@ func (a *Activities) GC(ctx context.Context, in GCInput) (GCResult, error) {
 			if strings.Contains(name, "/") || !strings.HasSuffix(name, dir.ext) {
 				continue // another repository nested under this name
 			}
-			if keep[strings.TrimSuffix(name, dir.ext)] {
+			if keep[pipeline.SegmentCommit(strings.TrimSuffix(name, dir.ext))] {
 				continue
 			}
 			if err := a.Store.Delete(ctx, k); err != nil {

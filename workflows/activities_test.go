@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,7 +104,11 @@ func TestWaitParseResendsAndIsolatesPoison(t *testing.T) {
 	if err != nil || !json.Valid(data) {
 		t.Fatalf("manifest: %v", err)
 	}
-	// Snapshot again: HEAD points at the commit, nothing to do.
+	if len(out.LeftOut) != 1 || out.LeftOut[0].Path != "c.go" || !strings.Contains(out.LeftOut[0].Reason, "poisoned") {
+		t.Errorf("left out = %+v, want c.go with its panic", out.LeftOut)
+	}
+	// Snapshot again: HEAD points at the commit but c.go was left out, so
+	// the commit is planned again with only c.go to parse.
 	v, err = env.ExecuteActivity(a.Snapshot, SnapshotInput{Tenant: "t", Repo: "r", Location: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +116,40 @@ func TestWaitParseResendsAndIsolatesPoison(t *testing.T) {
 	if err := v.Get(&plan); err != nil {
 		t.Fatal(err)
 	}
-	if !plan.Skipped || plan.Segment != key {
-		t.Errorf("second snapshot = %+v, want skipped at %s", plan, key)
+	if plan.Skipped || plan.Changed != 1 {
+		t.Errorf("snapshot of an incomplete HEAD = %+v, want c.go planned again", plan)
+	}
+	// A complete HEAD is skipped.
+	full, err := pipeline.BuildSegment(ctx, store, pipeline.GraphJob{Tenant: "t", Repo: "r", Commit: plan.Commit, ManifestKey: plan.ManifestKey})
+	if err == nil {
+		t.Fatalf("segment %s built although c.go has no parse result", full)
+	}
+	w.ParseHook = nil
+	if err := a.publishBatch(ctx, stored, 9, stored.Batches[1], "again"); err != nil {
+		t.Fatal(err)
+	}
+	for ok := false; !ok; time.Sleep(20 * time.Millisecond) {
+		if ok, err = store.Exists(ctx, pipeline.ResultKey(stored.Batches[1][0])); err != nil || ctx.Err() != nil {
+			t.Fatal(err, ctx.Err())
+		}
+	}
+	if full, err = pipeline.BuildSegment(ctx, store, pipeline.GraphJob{Tenant: "t", Repo: "r", Commit: plan.Commit, ManifestKey: plan.ManifestKey}); err != nil {
+		t.Fatal(err)
+	}
+	if full == key {
+		t.Fatalf("the complete segment reuses the key %s of the one with c.go left out", key)
+	}
+	if _, err := a.Publish(ctx, PublishInput{Tenant: "t", Repo: "r", Commit: plan.Commit, Segment: full, Complete: true}); err != nil {
+		t.Fatal(err)
+	}
+	v, err = env.ExecuteActivity(a.Snapshot, SnapshotInput{Tenant: "t", Repo: "r", Location: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Get(&plan); err != nil {
+		t.Fatal(err)
+	}
+	if !plan.Skipped || plan.Segment != full {
+		t.Errorf("snapshot of a complete HEAD = %+v, want skipped at %s", plan, full)
 	}
 }

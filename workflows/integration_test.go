@@ -370,10 +370,10 @@ func TestPipeline(t *testing.T) {
 	}
 	assertHead(ctx, t, store, repo, c5, []string{"tool.py"}, []string{poison})
 
-	t.Log("the published commit again: skipped")
+	t.Log("the published commit again: its HEAD left a file out, so only that file is tried again")
 	res = pushAndWait(ctx, t, c, repo, c5, 6)
-	if !res.Skipped {
-		t.Errorf("snapshot 6 = %+v, want skipped", res)
+	if res.Skipped || res.Failed != 1 || res.Parsed != 0 || res.Reused != res.Files-1 {
+		t.Errorf("snapshot 6 = %+v, want not skipped, the poison file tried again and failed, the rest reused", res)
 	}
 
 	t.Log("OrgWorkflow indexes a new repository and reconciles the old one")
@@ -388,8 +388,8 @@ func TestPipeline(t *testing.T) {
 		t.Fatalf("org workflow: %v", err)
 	}
 	assertHead(ctx, t, store, "other", o1, []string{"x.go"}, nil)
-	if st := waitCovered(ctx, t, c, repo, 7); !st.Last.Skipped {
-		t.Errorf("org reconcile of %s = %+v, want skipped", repo, st.Last)
+	if st := waitCovered(ctx, t, c, repo, 7); st.Last.Skipped || st.Last.Failed != 1 || st.Last.Parsed != 0 {
+		t.Errorf("org reconcile of %s = %+v, want the poison file tried again, nothing else parsed", repo, st.Last)
 	}
 
 	t.Log("reconcile schedule: created, then updated")

@@ -152,7 +152,7 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 		var res SnapshotResult
 		if err := fut.Get(ctx, &res); err != nil {
 			log.Error("snapshot failed", "repo", repo, "commit", p.Commit, "error", err)
-			st.LastError = err.Error()
+			st.LastError = Cause(err)
 		} else {
 			st.LastError = ""
 			st.Last = &res
@@ -178,17 +178,18 @@ type SnapshotInput struct {
 // SnapshotResult describes an indexed snapshot.
 type SnapshotResult struct {
 	Commit      string
-	Files       int      // files in the snapshot
-	Parsed      int      // files parsed by this snapshot
-	Reused      int      // files whose parse result was cached
-	Failed      int      // files whose parse was dead-lettered
-	FailedFiles []string // their paths, left out of the segment
-	Segment     string   // segment key
-	Skipped     bool     // HEAD already pointed at this commit (or, Behind, at a descendant)
-	Behind      string   // a Forward push of this commit, an ancestor of the published Commit, was not published
-	Embed       string   // what the embed stage did (EmbedSkipped)
-	Previous    string   // commit HEAD pointed at before
-	Deleted     int      // objects removed by GC
+	Files       int       // files in the snapshot
+	Parsed      int       // files parsed by this snapshot
+	Reused      int       // files whose parse result was cached
+	Failed      int       // files whose parse was dead-lettered as bad
+	FailedFiles []string  // their paths, left out of the segment
+	LeftOut     []LeftOut // the same files with the reason of each
+	Segment     string    // segment key
+	Skipped     bool      // HEAD already pointed at this commit (or, Behind, at a descendant)
+	Behind      string    // a Forward push of this commit, an ancestor of the published Commit, was not published
+	Embed       string    // what the embed stage did (EmbedSkipped)
+	Previous    string    // commit HEAD pointed at before
+	Deleted     int       // objects removed by GC
 }
 
 // Activity options of SnapshotWorkflow.
@@ -223,7 +224,7 @@ func SnapshotWorkflow(ctx workflow.Context, in SnapshotInput) (SnapshotResult, e
 
 	var plan SnapshotPlan
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, snapshotOpts), a.Snapshot, in).Get(ctx, &plan); err != nil {
-		return res, fmt.Errorf("snapshot %s: %w", in.Location, err)
+		return res, stageError("snapshot "+in.Location, err)
 	}
 	res.Commit, res.Files, res.Reused = plan.Commit, plan.Files, plan.Reused
 	if plan.Skipped {
@@ -239,13 +240,13 @@ func SnapshotWorkflow(ctx workflow.Context, in SnapshotInput) (SnapshotResult, e
 	pin := ParseInput{Plan: plan, Run: workflow.GetInfo(ctx).WorkflowExecution.RunID}
 	if plan.Changed > 0 {
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortOpts), a.FanOutParse, pin).Get(ctx, nil); err != nil {
-			return res, fmt.Errorf("fan out parse: %w", err)
+			return res, stageError("fan out parse", err)
 		}
 		var out ParseOutcome
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, waitOpts), a.WaitParse, pin).Get(ctx, &out); err != nil {
-			return res, fmt.Errorf("wait for parse: %w", err)
+			return res, stageError("wait for parse", err)
 		}
-		res.Parsed, res.Failed, res.FailedFiles = out.Parsed, len(out.Failed), out.Failed
+		res.Parsed, res.Failed, res.FailedFiles, res.LeftOut = out.Parsed, len(out.Failed), out.Failed, out.LeftOut
 	}
 
 	// No embedder exists yet: say so instead of pretending.
@@ -254,13 +255,13 @@ func SnapshotWorkflow(ctx workflow.Context, in SnapshotInput) (SnapshotResult, e
 
 	gin := GraphInput{Job: pipeline.GraphJob{Tenant: plan.Tenant, Repo: plan.Repo, Commit: plan.Commit, ManifestKey: plan.ManifestKey, Failed: res.FailedFiles}, Run: pin.Run}
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, waitOpts), a.Graph, gin).Get(ctx, &res.Segment); err != nil {
-		return res, fmt.Errorf("graph: %w", err)
+		return res, stageError("graph", err)
 	}
 
 	var pub PublishResult
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, publishOpts), a.Publish,
-		PublishInput{Tenant: plan.Tenant, Repo: plan.Repo, Commit: plan.Commit, Segment: res.Segment}).Get(ctx, &pub); err != nil {
-		return res, fmt.Errorf("publish: %w", err)
+		PublishInput{Tenant: plan.Tenant, Repo: plan.Repo, Commit: plan.Commit, Segment: res.Segment, Complete: len(res.FailedFiles) == 0}).Get(ctx, &pub); err != nil {
+		return res, stageError("publish", err)
 	}
 	res.Previous = pub.Previous
 
@@ -319,4 +320,35 @@ func OrgWorkflow(ctx workflow.Context, in OrgInput) error {
 		sel.Select(ctx)
 	}
 	return errors.Join(errs...)
+}
+
+// Cause is the message of the innermost application error of err (the
+// error an activity returned), without the Temporal wrappers around it
+// (event IDs, run IDs, the chain repeated). Other errors (timeouts,
+// cancellation) keep their own message.
+func Cause(err error) string {
+	var inner *temporal.ApplicationError
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if ae, ok := e.(*temporal.ApplicationError); ok {
+			inner = ae
+		}
+	}
+	if inner == nil {
+		var te *temporal.TimeoutError
+		if errors.As(err, &te) {
+			return te.Error()
+		}
+		return err.Error()
+	}
+	return inner.Message()
+}
+
+// stageError names the stage of SnapshotWorkflow that failed and its
+// cause, once.
+func stageError(stage string, err error) error {
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) && ae.NonRetryable() {
+		return temporal.NewNonRetryableApplicationError(stage+": "+Cause(err), ae.Type(), nil)
+	}
+	return fmt.Errorf("%s: %s", stage, Cause(err))
 }

@@ -70,19 +70,28 @@ type RepoStatus struct {
 	Tenant     string      `json:"tenant"`
 	Repo       string      `json:"repo"`
 	State      string      `json:"state"`
-	Current    string      `json:"current,omitempty"`     // commit being indexed ("" = the location's HEAD)
-	Pending    string      `json:"pending,omitempty"`     // commit of a push waiting for the current snapshot
-	HasPending bool        `json:"has_pending,omitempty"` // a push is waiting (Pending may be "" = HEAD)
-	Received   int         `json:"received"`              // pushes received
-	Covered    int         `json:"covered"`               // pushes covered by finished snapshots
-	LastCommit string      `json:"last_commit,omitempty"` // commit of the last finished snapshot
-	LastError  string      `json:"last_error,omitempty"`  // error of the last snapshot, "" if it succeeded
-	Files      int         `json:"files"`                 // files of the last finished snapshot
-	Parsed     int         `json:"parsed"`                // of those, parsed by it
-	Reused     int         `json:"reused"`                // of those, reused from the parse cache
-	Failed     int         `json:"failed"`                // of those, left out because their parse failed
-	Embed      string      `json:"embed,omitempty"`       // what the embed stage did
-	Head       *index.Head `json:"head,omitempty"`        // the published HEAD, nil if none
+	Current    string      `json:"current,omitempty"`         // commit being indexed ("" = the location's HEAD)
+	Pending    string      `json:"pending,omitempty"`         // commit of a push waiting for the current snapshot
+	HasPending bool        `json:"has_pending,omitempty"`     // a push is waiting (Pending may be "" = HEAD)
+	Received   int         `json:"received"`                  // pushes received
+	Covered    int         `json:"covered"`                   // pushes covered by finished snapshots
+	LastCommit string      `json:"last_commit,omitempty"`     // commit of the last finished snapshot
+	LastError  string      `json:"last_error,omitempty"`      // error of the last snapshot, "" if it succeeded
+	Files      int         `json:"files"`                     // files of the last finished snapshot
+	Parsed     int         `json:"parsed"`                    // of those, parsed by it
+	Reused     int         `json:"reused"`                    // of those, reused from the parse cache
+	Failed     int         `json:"failed"`                    // of those, left out because their parse failed
+	LeftOut    []LeftOut   `json:"left_out,omitempty"`        // the files left out and why
+	Already    bool        `json:"already_indexed,omitempty"` // the last snapshot found HEAD complete at its commit
+	Embed      string      `json:"embed,omitempty"`           // what the embed stage did
+	Head       *index.Head `json:"head,omitempty"`            // the published HEAD, nil if none
+}
+
+// LeftOut is a file left out of the published snapshot because it is
+// itself bad, with the reason (e.g. its parse panicked or hung).
+type LeftOut struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
 }
 
 // Done reports whether every push received has been covered by a finished

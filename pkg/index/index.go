@@ -109,6 +109,11 @@ type Head struct {
 	Commit  string `json:"commit"`
 	Segment string `json:"segment"`
 	Built   string `json:"built"`
+	// Complete is set when no file of the snapshot was left out of the
+	// segment. A HEAD that is not complete (files left out as bad, or
+	// written before this field existed) is indexed again when its commit
+	// is asked for, rather than skipped as already indexed.
+	Complete bool `json:"complete,omitempty"`
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$`)
@@ -169,7 +174,7 @@ func Publish(ctx context.Context, store *blob.Bucket, tenant, repo, commit, key 
 	if err := store.Put(ctx, key, data); err != nil {
 		return fmt.Errorf("index: write segment: %w", err)
 	}
-	head, err := json.Marshal(Head{Commit: commit, Segment: key, Built: time.Now().UTC().Format(time.RFC3339)})
+	head, err := json.Marshal(Head{Commit: commit, Segment: key, Built: time.Now().UTC().Format(time.RFC3339), Complete: true})
 	if err != nil {
 		return err
 	}

@@ -10,10 +10,12 @@ package pipeline
 import (
 	"context"
 	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +55,27 @@ type GraphJob struct {
 	Tenant, Repo, Commit string
 	ManifestKey          string
 	Failed               []string // paths whose parse failed: left out of the segment
+}
+
+// SegmentKey is where the segment of the job is written. A snapshot with
+// files left out gets its own key, commit~hash of the left-out paths, so
+// that indexing the commit again once they parse writes a new segment
+// (segments are immutable and cached by key) at the commit's plain key.
+func (j GraphJob) SegmentKey() string {
+	key := index.SegmentKey(j.Tenant, j.Repo, j.Commit)
+	if len(j.Failed) == 0 {
+		return key
+	}
+	paths := slices.Sorted(slices.Values(j.Failed))
+	h := sha256.Sum256([]byte(strings.Join(paths, "\x00")))
+	return strings.TrimSuffix(key, ".seg") + "~" + hex.EncodeToString(h[:4]) + ".seg"
+}
+
+// SegmentCommit is the commit of a segment file name (without ".seg")
+// as SegmentKey makes it.
+func SegmentCommit(name string) string {
+	c, _, _ := strings.Cut(name, "~")
+	return c
 }
 
 // Plan is what the snapshot stage decided to parse, stored at PlanKey so
@@ -159,7 +182,7 @@ func ReadManifest(ctx context.Context, store *blob.Bucket, key string) (*index.M
 // BuildSegment assembles and writes the segment of job unless it exists.
 // It is what the graph worker does per message.
 func BuildSegment(ctx context.Context, store *blob.Bucket, job GraphJob) (string, error) {
-	key := index.SegmentKey(job.Tenant, job.Repo, job.Commit)
+	key := job.SegmentKey()
 	if ok, err := store.Exists(ctx, key); err != nil {
 		return "", err
 	} else if ok {

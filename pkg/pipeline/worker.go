@@ -3,7 +3,9 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"codectx/pkg/index"
 	"codectx/pkg/queue"
 	"codectx/pkg/queue/natsq"
+	"codectx/pkg/ratelog"
 	"codectx/pkg/source"
 )
 
@@ -27,14 +30,50 @@ type Workers struct {
 	// Wrap, if set, wraps each stage's handler (metrics: items, failures,
 	// latency per stage).
 	Wrap func(stage string, h queue.Handler) queue.Handler
+	// Log, if set, gets one line per failed job (tenant, repo, commit,
+	// cause), repeats of one cause for one commit rate-limited.
+	Log *slog.Logger
 
-	snaps snapCache
+	snaps   snapCache
+	logOnce sync.Once
+	fails   *ratelog.Limiter
+}
+
+// DefaultBackoff is the retry delay of a failed parse or graph job when
+// the consumer config sets none: a store that fails for a few seconds
+// does not use up a job's deliveries at once.
+var DefaultBackoff = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
+
+func withBackoff(cfg queue.Config) queue.Config {
+	if cfg.Backoff == nil {
+		cfg.Backoff = DefaultBackoff
+	}
+	return cfg
+}
+
+// failed logs a failed job, rate-limited per stage, commit and cause.
+func (w *Workers) failed(ctx context.Context, stage, tenant, repo, commit string, m queue.Message, err error) {
+	w.logOnce.Do(func() {
+		if w.Log != nil {
+			w.fails = ratelog.New(w.Log, ratelog.DefaultInterval)
+		}
+	})
+	if w.fails == nil {
+		return
+	}
+	cause := "error"
+	if queue.IsPermanent(err) {
+		cause = "bad input"
+	}
+	w.fails.Warn(ctx, stage+"\x00"+tenant+"\x00"+repo+"\x00"+commit+"\x00"+cause, stage+" job failed",
+		"stage", stage, "tenant", tenant, "repo", repo, "commit", commit, "delivery", m.Deliveries, "kind", cause, "cause", err.Error())
 }
 
 // RunParse consumes the parse stage until ctx is done. cfg.Stage is set to
-// StageParse.
+// StageParse; a nil cfg.Backoff is DefaultBackoff.
 func (w *Workers) RunParse(ctx context.Context, cfg queue.Config) error {
 	cfg.Stage = StageParse
+	cfg = withBackoff(cfg)
 	defer w.snaps.closeIdle(0)
 	return w.Queue.Consume(ctx, cfg, w.wrap(StageParse, w.HandleParse))
 }
@@ -47,21 +86,34 @@ func (w *Workers) wrap(stage string, h queue.Handler) queue.Handler {
 }
 
 // RunGraph consumes the graph stage until ctx is done: each job assembles
-// and writes one segment (never HEAD). cfg.Stage is set to StageGraph.
+// and writes one segment (never HEAD). cfg.Stage is set to StageGraph; a
+// nil cfg.Backoff is DefaultBackoff.
 func (w *Workers) RunGraph(ctx context.Context, cfg queue.Config) error {
 	cfg.Stage = StageGraph
+	cfg = withBackoff(cfg)
 	return w.Queue.Consume(ctx, cfg, w.wrap(StageGraph, w.HandleGraph))
 }
 
 // HandleParse parses the files of one ParseBatch message. Results are keyed
 // by blob hash, so a redelivered batch only parses what is still missing.
 // A panic (of the parser or ParseHook) is re-raised naming the file, for the
-// queue to recover, retry and eventually dead-letter with that reason.
+// queue to recover, retry and eventually dead-letter with that reason. A
+// file that is itself bad (changed since its snapshot) fails with a
+// queue.Permanent error; every other error (store, clone) is retried and
+// never marks a file bad.
 func (w *Workers) HandleParse(ctx context.Context, m queue.Message) error {
 	var b ParseBatch
 	if err := json.Unmarshal(m.Data, &b); err != nil {
-		return fmt.Errorf("decode parse batch: %w", err)
+		return queue.Permanent(fmt.Errorf("decode parse batch: %w", err))
 	}
+	err := w.handleParse(ctx, b)
+	if err != nil && ctx.Err() == nil {
+		w.failed(ctx, StageParse, b.Tenant, b.Repo, b.Commit, m, err)
+	}
+	return err
+}
+
+func (w *Workers) handleParse(ctx context.Context, b ParseBatch) error {
 	snap, release, err := w.snaps.get(ctx, b.Location, b.Commit, w.CacheDir)
 	if err != nil {
 		return fmt.Errorf("parse batch %d of %s/%s@%s: %w", b.Batch, b.Tenant, b.Repo, b.Commit, err)
@@ -73,7 +125,11 @@ func (w *Workers) HandleParse(ctx context.Context, m queue.Message) error {
 			return err
 		}
 		if err := w.parseOne(ctx, snap, f, worktree); err != nil {
-			return fmt.Errorf("parse %s of %s/%s@%s: %w", f.Path, b.Tenant, b.Repo, b.Commit, err)
+			err = fmt.Errorf("parse %s of %s/%s@%s: %w", f.Path, b.Tenant, b.Repo, b.Commit, err)
+			if errors.Is(err, errChanged) {
+				err = queue.Permanent(err)
+			}
+			return err
 		}
 	}
 	return nil
@@ -105,10 +161,14 @@ func (w *Workers) parseOne(ctx context.Context, snap *source.Snapshot, f source.
 func (w *Workers) HandleGraph(ctx context.Context, m queue.Message) error {
 	var j GraphJob
 	if err := json.Unmarshal(m.Data, &j); err != nil {
-		return fmt.Errorf("decode graph job: %w", err)
+		return queue.Permanent(fmt.Errorf("decode graph job: %w", err))
 	}
 	if _, err := BuildSegment(ctx, w.Store, j); err != nil {
-		return fmt.Errorf("graph %s/%s@%s: %w", j.Tenant, j.Repo, j.Commit, err)
+		err = fmt.Errorf("graph %s/%s@%s: %w", j.Tenant, j.Repo, j.Commit, err)
+		if ctx.Err() == nil {
+			w.failed(ctx, StageGraph, j.Tenant, j.Repo, j.Commit, m, err)
+		}
+		return err
 	}
 	return nil
 }

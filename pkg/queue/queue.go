@@ -104,8 +104,49 @@ type DeadLetter struct {
 	Data       []byte
 	ID         string // original message id
 	Reason     string // last handler error, or why it was given up
+	Cause      string // CausePanic, CauseTimeout, CausePermanent or CauseError
 	Deliveries int
 	Time       time.Time // when it was dead-lettered
+}
+
+// Causes of a dead letter. Panic, timeout and permanent point at the
+// message itself (a poison input); CauseError is a handler error that kept
+// failing, such as an unavailable store, which a later retry may fix.
+const (
+	CausePanic     = "panic"     // the last delivery's handler panicked
+	CauseTimeout   = "timeout"   // the last delivery was never acknowledged (worker crashed or hung)
+	CausePermanent = "permanent" // the handler returned a Permanent error
+	CauseError     = "error"     // the handler returned another error on every delivery
+)
+
+// Poison reports whether a dead letter's cause lies in the message itself
+// rather than in the infrastructure. Dead letters without a cause (written
+// before causes existed) count as infrastructure failures: a retry is safe.
+func (d DeadLetter) Poison() bool {
+	return d.Cause == CausePanic || d.Cause == CauseTimeout || d.Cause == CausePermanent
+}
+
+// permanent marks an error that no retry fixes.
+type permanent struct{ err error }
+
+func (p permanent) Error() string { return p.err.Error() }
+func (p permanent) Unwrap() error { return p.err }
+
+// Permanent marks a handler error that no retry fixes (the message or the
+// input it names is bad): the message is dead-lettered at once with
+// CausePermanent.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanent{err}
+}
+
+// IsPermanent reports whether err (or an error it wraps) was marked by
+// Permanent.
+func IsPermanent(err error) bool {
+	var p permanent
+	return errors.As(err, &p)
 }
 
 // Stats counts what a queue client's consumers did.

@@ -203,12 +203,20 @@ func orchestratorRole() role {
 	}
 }
 
-// newSDKWorker is the Temporal worker of the orchestrator.
+// infraRetry, when set by a test, replaces the activities' delays before
+// re-publishing a job that failed for an infrastructure error. Nil in the
+// program (the workflows default).
+var infraRetry []time.Duration
+
+// queueBackoff, when set by a test, replaces the parse and graph workers'
+// retry delays. Nil in the program (pipeline.DefaultBackoff).
+var queueBackoff []time.Duration
+
 // newSDKWorker is the orchestrator's Temporal worker. poll is how often the
 // waiting activities look for stage results (0: the workflows default).
 func newSDKWorker(c client.Client, q *natsq.Queue, store *blob.Bucket, data string, poll time.Duration) worker.Worker {
 	w := worker.New(c, workflows.TaskQueue, worker.Options{WorkerStopTimeout: 10 * time.Second})
-	workflows.Register(w, &workflows.Activities{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), PollInterval: poll})
+	workflows.Register(w, &workflows.Activities{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), PollInterval: poll, InfraRetry: infraRetry})
 	return w
 }
 
@@ -219,8 +227,8 @@ func parseWorkerRole() role {
 		use:     useNATS,
 		workers: runtime.GOMAXPROCS(0),
 		body: func(ctx context.Context, e *roleEnv) error {
-			w := &pipeline.Workers{Store: e.store, Queue: e.deps.queue.Load(), CacheDir: filepath.Join(e.cfg.data, "clones"), Wrap: e.metrics.Wrap}
-			return w.RunParse(ctx, queue.Config{Workers: e.workers})
+			w := &pipeline.Workers{Store: e.store, Queue: e.deps.queue.Load(), CacheDir: filepath.Join(e.cfg.data, "clones"), Wrap: e.metrics.Wrap, Log: e.log}
+			return w.RunParse(ctx, queue.Config{Workers: e.workers, Backoff: queueBackoff})
 		},
 	}
 }
@@ -232,8 +240,8 @@ func graphWorkerRole() role {
 		use:     useNATS,
 		workers: 1,
 		body: func(ctx context.Context, e *roleEnv) error {
-			w := &pipeline.Workers{Store: e.store, Queue: e.deps.queue.Load(), CacheDir: filepath.Join(e.cfg.data, "clones"), Wrap: e.metrics.Wrap}
-			return w.RunGraph(ctx, queue.Config{Workers: e.workers})
+			w := &pipeline.Workers{Store: e.store, Queue: e.deps.queue.Load(), CacheDir: filepath.Join(e.cfg.data, "clones"), Wrap: e.metrics.Wrap, Log: e.log}
+			return w.RunGraph(ctx, queue.Config{Workers: e.workers, Backoff: queueBackoff})
 		},
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"codectx/pkg/api"
+	"codectx/pkg/blob"
 	"codectx/pkg/metrics"
 	"codectx/pkg/pipeline"
 	"codectx/pkg/queue"
@@ -27,6 +28,10 @@ import (
 // upParseHook, when set by a test, runs before each file is parsed (to hold
 // indexing in the middle). Nil in the program.
 var upParseHook func(path string)
+
+// upStoreHook, when set by a test, wraps the blob store of `up` (to make
+// it fail for a while). Nil in the program.
+var upStoreHook func(*blob.Bucket) *blob.Bucket
 
 // embeddedPoll is how often `up`'s activities check for stage results.
 const embeddedPoll = 100 * time.Millisecond
@@ -119,6 +124,9 @@ Stop with SIGINT or SIGTERM.`)
 	if err != nil {
 		return fmt.Errorf("up: %w", err)
 	}
+	if upStoreHook != nil {
+		store = upStoreHook(store)
+	}
 	tc, err := dialTemporal(sctx, log, ts.HostPort(), ts.Namespace(), ts.ClientTLS())
 	if err != nil {
 		return fmt.Errorf("up: %w", err)
@@ -156,9 +164,9 @@ Stop with SIGINT or SIGTERM.`)
 	wctx, stopWork := context.WithCancel(context.Background())
 	defer stopWork()
 	workers := newGroup()
-	pw := &pipeline.Workers{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), ParseHook: upParseHook, Wrap: m.Wrap}
-	workers.goFunc("parse worker", func() error { return pw.RunParse(wctx, queue.Config{Workers: *parseWorkers}) })
-	workers.goFunc("graph worker", func() error { return pw.RunGraph(wctx, queue.Config{Workers: 1}) })
+	pw := &pipeline.Workers{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), ParseHook: upParseHook, Wrap: m.Wrap, Log: log}
+	workers.goFunc("parse worker", func() error { return pw.RunParse(wctx, queue.Config{Workers: *parseWorkers, Backoff: queueBackoff}) })
+	workers.goFunc("graph worker", func() error { return pw.RunGraph(wctx, queue.Config{Workers: 1, Backoff: queueBackoff}) })
 	go m.WatchLag(wctx, 5*time.Second, q.Pending, pipeline.StageParse, pipeline.StageGraph)
 	// Stage results land in a local store: polling it often is cheap and
 	// shortens push-to-queryable time.
@@ -251,9 +259,15 @@ func formatIndexed(st *api.RepoStatus) string {
 	if len(commit) > 12 && !strings.HasPrefix(commit, "worktree-") {
 		commit = commit[:12]
 	}
+	if st.Already {
+		return fmt.Sprintf("indexed %s@%s: %d files (already indexed)", st.Repo, commit, st.Files)
+	}
 	s := fmt.Sprintf("indexed %s@%s: %d files (%d parsed, %d reused)", st.Repo, commit, st.Files, st.Parsed, st.Reused)
 	if st.Failed > 0 {
 		s += fmt.Sprintf(", %d failed to parse", st.Failed)
+	}
+	for _, f := range st.LeftOut {
+		s += fmt.Sprintf("\n  left out %s: %s", f.Path, f.Reason)
 	}
 	return s
 }

@@ -6,8 +6,11 @@
 // Failed messages are retried with queue.Config.Backoff (as a Nak delay);
 // a message whose last allowed delivery fails is copied to the stream
 // CODECTX_DLQ (subject codectx_dlq.<stage>[.<subject>], headers Codectx-*)
-// and acked. A message whose last delivery timed out (worker crash) gets one
-// extra delivery that dead-letters it without running the handler.
+// and acked; a queue.Permanent error dead-letters at once. A message whose
+// last delivery timed out (worker crash) gets one extra delivery that
+// dead-letters it without running the handler. Each dead letter carries its
+// cause (header Codectx-Cause: panic, timeout, permanent or error), so a
+// waiting caller can tell a bad message from a failing store.
 package natsq
 
 import (
@@ -37,6 +40,7 @@ const (
 	hdrReason     = "Codectx-Reason"
 	hdrDeliveries = "Codectx-Deliveries"
 	hdrMsgID      = "Codectx-Msg-Id"
+	hdrCause      = "Codectx-Cause"
 
 	dedupWindow = 2 * time.Minute // Nats-Msg-Id duplicates are dropped within it
 	// DeadLetterMaxAge is how long a dead letter is kept: long enough to
@@ -252,7 +256,7 @@ func (q *Queue) handle(ctx context.Context, cfg queue.Config, msg jetstream.Msg,
 		ID:         msg.Headers().Get(jetstream.MsgIDHeader),
 	}
 	if m.Deliveries > cfg.MaxDeliver {
-		q.deadLetter(ctx, stage, m, md.Sequence.Stream, msg,
+		q.deadLetter(ctx, stage, m, md.Sequence.Stream, msg, queue.CauseTimeout,
 			fmt.Sprintf("final delivery %d not acknowledged within %v (worker crashed or hung)", cfg.MaxDeliver, cfg.AckWait))
 		return
 	}
@@ -267,8 +271,14 @@ func (q *Queue) handle(ctx context.Context, cfg queue.Config, msg jetstream.Msg,
 		}
 	case ctx.Err() != nil:
 		msg.Nak() // shutting down: hand it to another worker now
+	case queue.IsPermanent(err):
+		q.deadLetter(ctx, stage, m, md.Sequence.Stream, msg, queue.CausePermanent, err.Error())
 	case m.Deliveries >= cfg.MaxDeliver:
-		q.deadLetter(ctx, stage, m, md.Sequence.Stream, msg, err.Error())
+		cause := queue.CauseError
+		if errors.As(err, new(panicError)) {
+			cause = queue.CausePanic
+		}
+		q.deadLetter(ctx, stage, m, md.Sequence.Stream, msg, cause, err.Error())
 	default:
 		q.retried.Add(1)
 		if d := cfg.RetryDelay(m.Deliveries); d > 0 {
@@ -279,12 +289,17 @@ func (q *Queue) handle(ctx context.Context, cfg queue.Config, msg jetstream.Msg,
 	}
 }
 
+// panicError is a recovered handler panic.
+type panicError struct{ msg string }
+
+func (p panicError) Error() string { return p.msg }
+
 // call runs the handler, turning a panic into an error.
 func (q *Queue) call(ctx context.Context, h queue.Handler, m queue.Message) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			q.panics.Add(1)
-			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+			err = panicError{fmt.Sprintf("panic: %v\n%s", r, debug.Stack())}
 		}
 	}()
 	return h(ctx, m)
@@ -313,7 +328,7 @@ func heartbeat(msg jetstream.Msg, interval time.Duration) (stop func()) {
 // deadLetter copies the message to the DLQ, then acks the original. If the
 // copy fails the original is left to be redelivered (and dead-lettered by
 // the extra delivery). The copy's Nats-Msg-Id makes a repeated copy harmless.
-func (q *Queue) deadLetter(ctx context.Context, stage string, m queue.Message, seq uint64, msg jetstream.Msg, reason string) {
+func (q *Queue) deadLetter(ctx context.Context, stage string, m queue.Message, seq uint64, msg jetstream.Msg, cause, reason string) {
 	const maxReason = 4096
 	if len(reason) > maxReason {
 		reason = reason[:maxReason]
@@ -325,6 +340,7 @@ func (q *Queue) deadLetter(ctx context.Context, stage string, m queue.Message, s
 	dl.Header.Set(hdrReason, strings.ToValidUTF8(strings.ReplaceAll(reason, "\n", " | "), "?"))
 	dl.Header.Set(hdrDeliveries, strconv.Itoa(m.Deliveries))
 	dl.Header.Set(hdrMsgID, m.ID)
+	dl.Header.Set(hdrCause, cause)
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if _, err := q.js.PublishMsg(pctx, dl, jetstream.WithMsgID(fmt.Sprintf("dlq-%s-%d", stage, seq))); err != nil {
@@ -386,6 +402,7 @@ func (q *Queue) deadLetters(ctx context.Context, stage string, filters ...string
 			Data:       msg.Data(),
 			ID:         h.Get(hdrMsgID),
 			Reason:     h.Get(hdrReason),
+			Cause:      h.Get(hdrCause),
 			Deliveries: n,
 			Time:       md.Timestamp,
 		})
