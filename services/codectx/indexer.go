@@ -48,7 +48,7 @@ func convertStatus(st workflows.RepoStatus) api.RepoStatus {
 	}
 	if l := st.Last; l != nil {
 		out.Files, out.Parsed, out.Reused, out.Failed, out.Embed = l.Files, l.Parsed, l.Reused, l.Failed, l.Embed
-		out.Already = l.Skipped
+		out.Already = l.Skipped && l.Behind == ""
 		for _, f := range l.LeftOut {
 			out.LeftOut = append(out.LeftOut, api.LeftOut{Path: f.Path, Reason: f.Reason})
 		}
