@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"codectx/pkg/index"
 	"codectx/pkg/webhook"
@@ -32,6 +33,10 @@ type WebhookResponse struct {
 	Ignored string `json:"ignored,omitempty"`
 }
 
+// webhookWait is how long a delivery waits for one of the Limits.Webhooks
+// slots before 503.
+const webhookWait = 2 * time.Second
+
 // webhook verifies a push delivery for a tenant and signals the
 // repository's workflow to index the pushed commit. Unverified deliveries
 // get 401, malformed ones 400; deliveries that ask for nothing (a ping, a
@@ -40,7 +45,8 @@ type WebhookResponse struct {
 //
 // Cost before authentication is bounded: what the headers decide is
 // refused before the body is read, at most Limits.Webhooks deliveries are
-// read at once (503 with Retry-After beyond), each at most
+// read at once (others wait up to webhookWait, then get 503 with
+// Retry-After), each at most
 // Limits.WebhookBody bytes (413), and the signature is checked as the body
 // streams in.
 func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
@@ -59,14 +65,21 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("delivery of %d bytes is larger than the %d-byte limit", r.ContentLength, limit))
 		return
 	}
+	// Wait a little for a slot (legitimate deliveries are small and read
+	// in moments), then refuse: git hosts do not all retry.
+	wait := time.NewTimer(webhookWait)
 	select {
 	case s.webhooks <- struct{}{}:
-	default:
+		wait.Stop()
+	case <-wait.C:
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("%d deliveries are being read: retry", cap(s.webhooks)))
 		return
+	case <-r.Context().Done():
+		wait.Stop()
+		return
 	}
-	body, err := webhook.Read(host, r.Header, http.MaxBytesReader(w, r.Body, limit), secret, limit)
+	body, err := webhook.Read(host, r.Header, http.MaxBytesReader(w, r.Body, limit), r.ContentLength, secret, limit)
 	<-s.webhooks
 	var tooBig *http.MaxBytesError
 	switch {

@@ -66,7 +66,7 @@ const zeroSHA = "0000000000000000000000000000000000000000"
 // secret configured on the host's webhook; an empty secret verifies
 // nothing and is refused.
 func Parse(host string, h http.Header, body []byte, secret string, opt Options) (*Push, error) {
-	if _, err := Read(host, h, bytes.NewReader(body), secret, int64(len(body))); err != nil {
+	if _, err := Read(host, h, bytes.NewReader(body), int64(len(body)), secret, int64(len(body))); err != nil {
 		return nil, err
 	}
 	return Decode(host, h, body, opt)
@@ -80,7 +80,10 @@ var ErrTooLarge = errors.New("webhook: delivery too large")
 // signature, a wrong GitLab token) is refused before the body is read;
 // the HMAC of GitHub and Gitea is computed as the body streams in, so a
 // forged body is never held twice or parsed.
-func Read(host string, h http.Header, r io.Reader, secret string, limit int64) ([]byte, error) {
+//
+// size is the body's declared length (-1 if unknown): a body that says it
+// fits is read into one buffer of that size, never grown by doubling.
+func Read(host string, h http.Header, r io.Reader, size int64, secret string, limit int64) ([]byte, error) {
 	if secret == "" {
 		return nil, fmt.Errorf("%w: no secret configured", ErrUnauthorized)
 	}
@@ -111,6 +114,9 @@ func Read(host string, h http.Header, r io.Reader, secret string, limit int64) (
 		return nil, fmt.Errorf("%w %q (want %s, %s or %s)", ErrUnknownHost, host, GitHub, GitLab, Gitea)
 	}
 	var buf bytes.Buffer
+	if size > 0 && size <= limit {
+		buf.Grow(int(size) + bytes.MinRead) // ReadFrom wants MinRead spare to see EOF
+	}
 	w := io.Writer(&buf)
 	mac := hmac.New(sha256.New, []byte(secret))
 	if sig != nil {
