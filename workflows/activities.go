@@ -17,6 +17,7 @@ import (
 
 	"codectx/pkg/blob"
 	"codectx/pkg/index"
+	"codectx/pkg/netguard"
 	"codectx/pkg/pipeline"
 	"codectx/pkg/queue"
 	"codectx/pkg/queue/natsq"
@@ -31,11 +32,12 @@ import (
 type Activities struct {
 	Store        *blob.Bucket
 	Queue        *natsq.Queue
-	CacheDir     string        // clone cache for URL locations
-	BatchSize    int           // files per parse message; default 64
-	ParseTimeout time.Duration // re-send a batch (or graph job) with no result for this long; default 5m
-	PollInterval time.Duration // how often waits check the store; default 500ms
-	HistoryLimit int           // commits of history in a manifest; default 500 (index.ReadManifest)
+	CacheDir     string           // clone cache for URL locations
+	Net          *netguard.Policy // where clones may connect; nil = public addresses only
+	BatchSize    int              // files per parse message; default 64
+	ParseTimeout time.Duration    // re-send a batch (or graph job) with no result for this long; default 5m
+	PollInterval time.Duration    // how often waits check the store; default 500ms
+	HistoryLimit int              // commits of history in a manifest; default 500 (index.ReadManifest)
 	// InfraRetry are the delays before re-publishing a job dead-lettered
 	// for an infrastructure error (not a bad input), one per round; after
 	// the last round the snapshot fails. Nil: 5s, 20s, 1m.
@@ -93,19 +95,16 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotPl
 	if in.Repo == "" {
 		in.Repo = pipeline.RepoName(in.Location)
 	}
-	if !index.ValidName(in.Tenant) || !index.ValidName(in.Repo) {
+	if !index.ValidTenant(in.Tenant) || !index.ValidName(in.Repo) {
 		return SnapshotPlan{}, invalid(fmt.Errorf("invalid tenant %q or repository %q", in.Tenant, in.Repo))
 	}
 	// Cloning and reading a large repository can take minutes: heartbeat
 	// meanwhile, so a dead worker is noticed in HeartbeatTimeout rather
 	// than after StartToCloseTimeout.
 	defer keepAlive(ctx)()
-	snap, err := pipeline.OpenSnapshot(ctx, in.Location, in.Commit, a.CacheDir)
-	if errors.Is(err, source.ErrRevisionNotFound) || errors.Is(err, source.ErrEmptyRepo) {
-		return SnapshotPlan{}, invalid(err)
-	}
+	snap, err := pipeline.OpenSnapshot(netguard.With(ctx, a.Net), in.Location, in.Commit, a.CacheDir)
 	if err != nil {
-		return SnapshotPlan{}, err
+		return SnapshotPlan{}, classify(err)
 	}
 	defer snap.Close()
 	p := SnapshotPlan{
@@ -607,6 +606,9 @@ func (a *Activities) Publish(ctx context.Context, in PublishInput) (PublishResul
 		return res, err
 	}
 	hk := index.HeadKey(in.Tenant, in.Repo)
+	if err := index.DropLegacyHead(ctx, a.Store, in.Tenant, in.Repo); err != nil {
+		return res, fmt.Errorf("move head: %w", err)
+	}
 	for range 5 {
 		old, err := a.Store.Get(ctx, hk)
 		if errors.Is(err, blob.ErrNotFound) {
@@ -630,7 +632,7 @@ func (a *Activities) Publish(ctx context.Context, in PublishInput) (PublishResul
 			return res, nil
 		}
 		if !errors.Is(err, blob.ErrConflict) {
-			return res, fmt.Errorf("move head: %w", err)
+			return res, classify(fmt.Errorf("move head: %w", err))
 		}
 	}
 	return res, fmt.Errorf("move head of %s/%s: too many concurrent updates", in.Tenant, in.Repo)
@@ -662,7 +664,7 @@ func (a *Activities) GC(ctx context.Context, in GCInput) (GCResult, error) {
 		keep[h.Commit] = true
 	}
 	for _, dir := range []struct{ root, ext string }{{"manifests/", ".json"}, {"plans/", ".json"}, {"segments/", ".seg"}} {
-		prefix := dir.root + in.Tenant + "/" + in.Repo + "/"
+		prefix := index.RepoPrefix(dir.root, in.Tenant, in.Repo)
 		keys, err := a.Store.List(ctx, prefix)
 		if err != nil {
 			return res, err

@@ -25,7 +25,7 @@ func SignalPush(ctx context.Context, c client.Client, p Push) (runID string, err
 	if p.Repo == "" {
 		p.Repo = pipeline.RepoName(p.Location)
 	}
-	if p.Location == "" || !index.ValidName(p.Tenant) || !index.ValidName(p.Repo) {
+	if p.Location == "" || !index.ValidTenant(p.Tenant) || !index.ValidName(p.Repo) {
 		return "", fmt.Errorf("push: need a location and valid tenant %q and repository %q", p.Tenant, p.Repo)
 	}
 	id := RepoWorkflowID(p.Tenant, p.Repo)

@@ -73,7 +73,8 @@ type RepoCarry struct {
 	Snapshots  int // snapshots started so far (names the children)
 	LastCommit string
 	Last       *SnapshotResult
-	LastError  string
+	LastError  string // what a tenant is told (PublicError)
+	LastDetail string // the cause for an operator (Cause)
 }
 
 // RepoStatus is the answer of the "status" query.
@@ -84,7 +85,8 @@ type RepoStatus struct {
 	Pending      *Push  // newest push waiting for the current snapshot
 	LastCommit   string // commit of the last finished snapshot
 	Last         *SnapshotResult
-	LastError    string // error of the last snapshot, "" if it succeeded
+	LastError    string // error of the last snapshot, "" if it succeeded: its public form (PublicError)
+	LastDetail   string // the same error in full, for operators
 	Received     int    // pushes received
 	Covered      int    // pushes covered by finished snapshots
 	Snapshots    int
@@ -104,7 +106,7 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 		return RepoStatus{
 			Tenant: tenant, Repo: repo, State: state, Current: current, Pending: st.Pending,
 			LastCommit: st.LastCommit, Last: st.Last, LastError: st.LastError,
-			Received: st.Received, Covered: st.Covered, Snapshots: st.Snapshots,
+			LastDetail: st.LastDetail, Received: st.Received, Covered: st.Covered, Snapshots: st.Snapshots,
 		}, nil
 	}); err != nil {
 		return err
@@ -152,9 +154,10 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 		var res SnapshotResult
 		if err := fut.Get(ctx, &res); err != nil {
 			log.Error("snapshot failed", "repo", repo, "commit", p.Commit, "error", err)
-			st.LastError = Cause(err)
+			st.LastError = PublicError(err)
+			st.LastDetail = Cause(err)
 		} else {
-			st.LastError = ""
+			st.LastError, st.LastDetail = "", ""
 			st.Last = &res
 			st.LastCommit = res.Commit
 		}

@@ -232,7 +232,7 @@ func TestSnapshotWorkflowReportsFailedFiles(t *testing.T) {
 	if !slices.Equal(f.graphJob.Failed, []string{"bad.py"}) {
 		t.Errorf("graph job excludes %v, want [bad.py]", f.graphJob.Failed)
 	}
-	if res.Embed != EmbedSkipped || res.Segment != "segments/t/r/c1.seg" || res.Previous != "c0" || res.Deleted != 2 {
+	if res.Embed != EmbedSkipped || res.Segment != index.SegmentKey("t", "r", "c1") || res.Previous != "c0" || res.Deleted != 2 {
 		t.Errorf("result = %+v", res)
 	}
 	want := map[string]int{"Snapshot": 1, "FanOutParse": 1, "WaitParse": 1, "Graph": 1, "Publish": 1, "GC": 1}

@@ -76,7 +76,8 @@ type RepoStatus struct {
 	Received   int         `json:"received"`                  // pushes received
 	Covered    int         `json:"covered"`                   // pushes covered by finished snapshots
 	LastCommit string      `json:"last_commit,omitempty"`     // commit of the last finished snapshot
-	LastError  string      `json:"last_error,omitempty"`      // error of the last snapshot, "" if it succeeded
+	LastError  string      `json:"last_error,omitempty"`      // error of the last snapshot, "" if it succeeded (tenants: its cause class only)
+	LastDetail string      `json:"-"`                         // the error in full: served as last_error to operators only
 	Files      int         `json:"files"`                     // files of the last finished snapshot
 	Parsed     int         `json:"parsed"`                    // of those, parsed by it
 	Reused     int         `json:"reused"`                    // of those, reused from the parse cache

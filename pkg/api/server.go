@@ -7,14 +7,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"codectx/pkg/blob"
 	"codectx/pkg/index"
+	"codectx/pkg/location"
 	"codectx/pkg/metrics"
+	"codectx/pkg/netguard"
 	"codectx/pkg/pipeline"
 	"codectx/pkg/query"
 	"codectx/pkg/session"
@@ -62,7 +63,10 @@ type Server struct {
 	// Deliveries remembers webhook deliveries to refuse replays; nil = an
 	// in-memory log of the last DefaultDeliveryWindow (lost on restart).
 	Deliveries Deliveries
-	Log        *slog.Logger // default slog.Default()
+	// Net is where clone URLs may point (loopback, private and link-local
+	// addresses are refused unless it allows them); nil = public hosts only.
+	Net *netguard.Policy
+	Log *slog.Logger // default slog.Default()
 	// Sessions keeps what each query session was sent; nil: in memory.
 	Sessions session.Store
 
@@ -239,7 +243,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	if req.Tenant == "" {
 		req.Tenant = index.DefaultTenant
 	}
-	if !index.ValidName(req.Tenant) {
+	if !index.ValidTenant(req.Tenant) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("invalid tenant %q", req.Tenant))
 		return
 	}
@@ -250,13 +254,8 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, errors.New("no location"))
 		return
 	}
-	if !isURL(req.Location) && !filepath.IsAbs(req.Location) {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("location %q: want a clone URL or an absolute path on the server", req.Location))
-		return
-	}
-	if !isRemote(req.Location) && !s.operator(r) {
-		// A path on the server reaches every tenant's files there.
-		writeError(w, http.StatusForbidden, fmt.Errorf("location %q: a tenant key may index clone URLs only; paths on the server need an operator key", req.Location))
+	if code, err := s.checkLocation(req.Location, s.operator(r), s.operator(r)); err != nil {
+		writeError(w, code, err)
 		return
 	}
 	if req.Repo == "" {
@@ -298,6 +297,9 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		case err == nil:
 			st, known = got, true
 			st.Tenant, st.Repo = tenant, repo
+			if st.LastDetail != "" && s.operator(r) {
+				st.LastError = st.LastDetail
+			}
 		case errors.Is(err, ErrUnknownRepo):
 		default:
 			writeError(w, http.StatusServiceUnavailable, fmt.Errorf("status of %s/%s: %w", tenant, repo, err))
@@ -324,11 +326,11 @@ func validRepo(tenant, repo string) error {
 	if repo == "" {
 		return errors.New("no repo")
 	}
-	if !index.ValidName(tenant) {
-		return fmt.Errorf("invalid tenant %q", tenant)
+	if !index.ValidTenant(tenant) {
+		return fmt.Errorf("invalid tenant %q (use letters, digits, . _ -)", tenant)
 	}
 	if !index.ValidName(repo) {
-		return fmt.Errorf("invalid repo %q (use letters, digits, . _ - and /)", repo)
+		return fmt.Errorf("invalid repo %q (use letters, digits, . _ - and /; no empty, . or .. element)", repo)
 	}
 	return nil
 }
@@ -346,18 +348,48 @@ func validArms(arms []string) error {
 	return nil
 }
 
-// isRemote reports whether a location is fetched over the network: a
-// clone URL other than file://, not a path on this machine.
-func isRemote(loc string) bool {
-	return isURL(loc) && !strings.HasPrefix(strings.ToLower(loc), "file:")
-}
-
-func isURL(s string) bool {
-	if strings.Contains(s, "://") {
-		return true
+// checkLocation classifies a location to index (pkg/location, the
+// classifier pkg/source opens it with) and says whether the caller may have
+// it fetched: paths on the server only when local is true (an operator's
+// request), clone URLs only to hosts the network policy allows (and, unless
+// operator, on the tenants' allow-list). It answers
+// the status code and an error that names neither files nor addresses.
+func (s *Server) checkLocation(where string, operator, local bool) (int, error) {
+	loc, err := location.Parse(where)
+	if err != nil {
+		return http.StatusBadRequest, fmt.Errorf("location: %w", err)
 	}
-	at, colon := strings.IndexByte(s, '@'), strings.IndexByte(s, ':')
-	return at > 0 && colon > at // scp-like git@host:owner/repo
+	if loc.Kind == location.Local {
+		if !local {
+			// A path on the server reaches every tenant's files there.
+			return http.StatusForbidden, errors.New("location: a path on the server needs an operator key; tenants index clone URLs (https, ssh, git)")
+		}
+		if loc.Scheme == "" && !loc.IsAbs() {
+			return http.StatusBadRequest, errors.New("location: want a clone URL or an absolute path on the server")
+		}
+		return 0, nil
+	}
+	host, port := loc.HostPort()
+	if !operator {
+		trusted := s.Net.Trusted(host, port)
+		if s.Net.Restricted() && !trusted {
+			return http.StatusForbidden, fmt.Errorf("location: host %s is not on the server's allow-list", host)
+		}
+		if loc.Scheme == "http" && !trusted {
+			return http.StatusForbidden, errors.New("location: plain http only for hosts on the server's allow-list; use https")
+		}
+		if !trusted && !strings.Contains(host, ".") && !strings.Contains(host, ":") {
+			// A public host has a dot; a bare name is a local one.
+			return http.StatusForbidden, fmt.Errorf("location: host %s: %w", host, netguard.ErrRefused)
+		}
+	}
+	// Names are resolved and checked where the fetch dials, not here.
+	if err := s.Net.CheckName(host, port); err != nil {
+		// The same answer for every refused or unresolvable host: it says
+		// nothing about what listens there.
+		return http.StatusForbidden, fmt.Errorf("location: host %s: %w", host, netguard.ErrRefused)
+	}
+	return 0, nil
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -51,7 +51,7 @@ const webhookWait = 2 * time.Second
 // streams in.
 func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	host, tenant := r.PathValue("host"), r.PathValue("tenant")
-	if !index.ValidName(tenant) {
+	if !index.ValidTenant(tenant) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("invalid tenant %q", tenant))
 		return
 	}
@@ -114,8 +114,10 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if !isRemote(push.CloneURL) && !s.Webhooks.AllowLocal {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("clone URL %q is not a remote URL", push.CloneURL))
+	// A delivery is a tenant's word: tenant rules for the clone URL, and a
+	// path on the server only when the operator allows local clones.
+	if code, err := s.checkLocation(push.CloneURL, false, s.Webhooks.AllowLocal); err != nil {
+		writeError(w, code, fmt.Errorf("clone URL: %w", err))
 		return
 	}
 	if s.Indexer == nil {

@@ -64,8 +64,8 @@ func TestWebhook(t *testing.T) {
 		{"malformed", "/v1/webhooks/github/acme", "push", signed("a-secret", `{"ref":`), `{"ref":`, http.StatusBadRequest, false},
 		{"ping", "/v1/webhooks/github/acme", "ping", signed("a-secret", `{}`), `{}`, http.StatusOK, false},
 		{"unknown host", "/v1/webhooks/svn/acme", "push", signed("a-secret", push), push, http.StatusNotFound, false},
-		{"local clone URL", "/v1/webhooks/github/acme", "push", signed("a-secret", localPush), localPush, http.StatusBadRequest, false},
-		{"file clone URL", "/v1/webhooks/github/acme", "push", signed("a-secret", filePush), filePush, http.StatusBadRequest, false},
+		{"local clone URL", "/v1/webhooks/github/acme", "push", signed("a-secret", localPush), localPush, http.StatusForbidden, false},
+		{"file clone URL", "/v1/webhooks/github/acme", "push", signed("a-secret", filePush), filePush, http.StatusForbidden, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -96,13 +96,37 @@ func ReadContent(ctx context.Context, store *blob.Bucket, blobHash string) ([]by
 	return store.Get(ctx, ContentKey(blobHash))
 }
 
+// RepoPrefix is the prefix of the objects of tenant/repo under root
+// ("segments/", "heads/", ...): root, tenant, repo and an "@" element. No
+// name contains "@", so the objects of one repository are never a prefix
+// or a parent of another's ("org" and "org/app" both publish) and a tenant
+// (no "/") never runs into another.
+func RepoPrefix(root, tenant, repo string) string {
+	return root + tenant + "/" + repo + "/@/"
+}
+
 // SegmentKey is where the segment of tenant/repo at commit is stored.
 func SegmentKey(tenant, repo, commit string) string {
-	return "segments/" + tenant + "/" + repo + "/" + commit + ".seg"
+	return RepoPrefix("segments/", tenant, repo) + commit + ".seg"
 }
 
 // HeadKey is the per-repo HEAD pointer, the only mutable object.
-func HeadKey(tenant, repo string) string { return "heads/" + tenant + "/" + repo }
+func HeadKey(tenant, repo string) string { return RepoPrefix("heads/", tenant, repo) + "HEAD" }
+
+// legacyHeadKey is where HEAD was before RepoPrefix: read as a fallback,
+// removed by the next publish (on the local store it would be a file where
+// the new key needs a directory).
+func legacyHeadKey(tenant, repo string) string { return "heads/" + tenant + "/" + repo }
+
+// DropLegacyHead removes a HEAD pointer written under the old layout, before
+// a publish writes the new one.
+func DropLegacyHead(ctx context.Context, store *blob.Bucket, tenant, repo string) error {
+	ok, err := store.Exists(ctx, legacyHeadKey(tenant, repo))
+	if err != nil || !ok {
+		return err
+	}
+	return store.Delete(ctx, legacyHeadKey(tenant, repo))
+}
 
 // Head is the content of a HEAD pointer.
 type Head struct {
@@ -118,9 +142,26 @@ type Head struct {
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$`)
 
-// ValidName reports whether a tenant or repository name is usable in keys.
+// ValidName reports whether a repository name is usable in keys: elements
+// of letters, digits, ".", "_" and "-" separated by "/", none empty, "."
+// or "..", and no ".." anywhere.
 func ValidName(s string) bool {
-	return s != "" && len(s) <= 200 && nameRE.MatchString(s) && !strings.Contains(s, "..")
+	if s == "" || len(s) > 200 || !nameRE.MatchString(s) || strings.Contains(s, "..") {
+		return false
+	}
+	for _, el := range strings.Split(s, "/") {
+		if el == "." {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidTenant reports whether a tenant name is usable: a ValidName of one
+// element (no "/"), so that a tenant and a repository never run together
+// into another tenant's names.
+func ValidTenant(s string) bool {
+	return ValidName(s) && !strings.Contains(s, "/")
 }
 
 // Build indexes the repository at location and publishes its segment.
@@ -138,7 +179,7 @@ func Build(ctx context.Context, store *blob.Bucket, location string, opt Options
 	if name == "" {
 		name = snap.Repo
 	}
-	if !ValidName(opt.Tenant) || !ValidName(name) {
+	if !ValidTenant(opt.Tenant) || !ValidName(name) {
 		return nil, fmt.Errorf("index: invalid tenant %q or repository name %q (use letters, digits, . _ - and /)", opt.Tenant, name)
 	}
 	if snap.Commit == "" {
@@ -179,6 +220,9 @@ func Publish(ctx context.Context, store *blob.Bucket, tenant, repo, commit, key 
 		return err
 	}
 	hk := HeadKey(tenant, repo)
+	if err := DropLegacyHead(ctx, store, tenant, repo); err != nil {
+		return fmt.Errorf("index: move head: %w", err)
+	}
 	for attempt := 0; attempt < 5; attempt++ {
 		old, err := store.Get(ctx, hk)
 		if errors.Is(err, blob.ErrNotFound) {
@@ -201,6 +245,9 @@ func Publish(ctx context.Context, store *blob.Bucket, tenant, repo, commit, key 
 func ReadHead(ctx context.Context, store *blob.Bucket, tenant, repo string) (Head, error) {
 	var h Head
 	data, err := store.Get(ctx, HeadKey(tenant, repo))
+	if errors.Is(err, blob.ErrNotFound) {
+		data, err = store.Get(ctx, legacyHeadKey(tenant, repo))
+	}
 	if err != nil {
 		return h, fmt.Errorf("index: repository %s/%s has no published index: %w", tenant, repo, err)
 	}

@@ -87,12 +87,12 @@ type Plan struct {
 
 // ManifestKey is where the manifest of a snapshot is stored.
 func ManifestKey(tenant, repo, commit string) string {
-	return "manifests/" + tenant + "/" + repo + "/" + commit + ".json"
+	return index.RepoPrefix("manifests/", tenant, repo) + commit + ".json"
 }
 
 // PlanKey is where the parse plan of a snapshot is stored.
 func PlanKey(tenant, repo, commit string) string {
-	return "plans/" + tenant + "/" + repo + "/" + commit + ".json"
+	return index.RepoPrefix("plans/", tenant, repo) + commit + ".json"
 }
 
 // NeedsParse reports whether f gets a parse result in the cache (files

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"codectx/pkg/netguard"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +25,8 @@ type Workers struct {
 	Store    *blob.Bucket
 	Queue    *natsq.Queue
 	CacheDir string // clone cache for URL locations
+	// Net is where clones may connect (nil: public addresses only).
+	Net *netguard.Policy
 	// ParseHook is a test hook called before each file is parsed (on a
 	// parse-cache miss, before its content is read). It may block or panic.
 	ParseHook func(path string)
@@ -114,7 +118,7 @@ func (w *Workers) HandleParse(ctx context.Context, m queue.Message) error {
 }
 
 func (w *Workers) handleParse(ctx context.Context, b ParseBatch) error {
-	snap, release, err := w.snaps.get(ctx, b.Location, b.Commit, w.CacheDir)
+	snap, release, err := w.snaps.get(netguard.With(ctx, w.Net), b.Location, b.Commit, w.CacheDir)
 	if err != nil {
 		return fmt.Errorf("parse batch %d of %s/%s@%s: %w", b.Batch, b.Tenant, b.Repo, b.Commit, err)
 	}

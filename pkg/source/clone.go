@@ -6,14 +6,21 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"codectx/pkg/location"
+	"codectx/pkg/netguard"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 )
 
 // headsRefSpec mirrors the remote branches as local branches, like
@@ -22,9 +29,18 @@ const headsRefSpec = "+refs/heads/*:refs/heads/*"
 
 // openURL clones url bare into the cache (or fetches it when cached) and
 // reads opt.Rev from it.
-func openURL(ctx context.Context, url string, opt Options) (*Snapshot, error) {
+func openURL(ctx context.Context, url string, loc location.Location, opt Options) (*Snapshot, error) {
 	if opt.CacheDir == "" {
 		return nil, errors.New("a clone URL needs Options.CacheDir")
+	}
+	if opt.Net != nil && loc.Kind == location.Remote {
+		// HTTP(S) is checked again when dialled; ssh and git are checked
+		// only here (go-git dials them itself).
+		host, port := loc.HostPort()
+		if err := opt.Net.Check(ctx, host, port); err != nil {
+			return nil, err
+		}
+		ctx = netguard.With(ctx, opt.Net)
 	}
 	dir := filepath.Join(opt.CacheDir, cacheName(url))
 	repo, err := cached(ctx, dir, url, opt)
@@ -48,7 +64,7 @@ func cached(ctx context.Context, dir, url string, opt Options) (*git.Repository,
 			return repo, nil
 		}
 		if err := fetch(ctx, repo, opt); err != nil {
-			return nil, fmt.Errorf("fetch into %s (Options.Offline uses the cached clone): %w", dir, err)
+			return nil, fmt.Errorf("fetch %s (Options.Offline uses the cached clone): %w", Redact(url), err)
 		}
 		return repo, nil
 	}
@@ -114,7 +130,7 @@ func cloneErr(url string, err error) error {
 	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return ErrEmptyRepo
 	}
-	return fmt.Errorf("clone %s: %w", url, err)
+	return fmt.Errorf("clone %s: %w", Redact(url), err)
 }
 
 // fetch updates all branches and tags from origin.
@@ -143,14 +159,14 @@ func hasCommit(repo *git.Repository, rev string) bool {
 }
 
 // cacheName turns url into a directory name: readable, plus a short hash
-// so that distinct URLs never share a directory.
+// so that distinct URLs never share a directory. The user information of
+// the URL (user:token@) is never part of the readable name.
 func cacheName(url string) string {
-	name := url
+	name := Redact(url)
 	if i := strings.Index(name, "://"); i >= 0 {
 		name = name[i+3:]
-	}
-	if i := strings.LastIndexByte(name, '@'); i >= 0 && i < strings.IndexAny(name+"/", "/:") {
-		name = name[i+1:] // drop user@
+	} else if i := strings.IndexByte(name, '@'); i >= 0 && i < strings.IndexByte(name, ':') {
+		name = name[i+1:] // scp-like user@host:path
 	}
 	name = strings.TrimSuffix(strings.TrimRight(name, "/"), ".git")
 	b := []byte(name)
@@ -165,4 +181,52 @@ func cacheName(url string) string {
 	}
 	sum := sha1.Sum([]byte(url))
 	return name + "-" + hex.EncodeToString(sum[:4]) + ".git"
+}
+
+// guardedHTTP is go-git's HTTP(S) transport for every clone of this
+// process: a fetch whose context carries a netguard.Policy dials through
+// it (on a transport without pooled connections, so that every connection
+// is checked), and follows a redirect only to a host the policy allows.
+// Without a policy it is the default transport.
+type guardedHTTP struct{ plain, guarded http.RoundTripper }
+
+func (g guardedHTTP) RoundTrip(r *http.Request) (*http.Response, error) {
+	if netguard.From(r.Context()) != nil {
+		return g.guarded.RoundTrip(r)
+	}
+	return g.plain.RoundTrip(r)
+}
+
+func init() {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil // a proxy would dial for us, unchecked
+	tr.DisableKeepAlives = true
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		p := netguard.From(ctx)
+		if p == nil {
+			p = &netguard.Policy{} // unreachable: only requests with a policy come here
+		}
+		return p.DialContext(ctx, network, addr)
+	}
+	hc := &http.Client{
+		Transport: guardedHTTP{plain: http.DefaultTransport, guarded: tr},
+		CheckRedirect: func(r *http.Request, via []*http.Request) error {
+			if len(via) >= 10 {
+				return errors.New("too many redirects")
+			}
+			p := netguard.From(r.Context())
+			if p == nil {
+				return nil
+			}
+			if r.URL.Scheme != "https" && r.URL.Scheme != "http" {
+				return fmt.Errorf("redirect: %w", netguard.ErrRefused)
+			}
+			if p.Restricted() && !p.Trusted(r.URL.Hostname(), r.URL.Port()) {
+				return fmt.Errorf("redirect to host %s: %w", r.URL.Hostname(), netguard.ErrRefused)
+			}
+			return nil
+		},
+	}
+	client.InstallProtocol("https", githttp.NewClient(hc))
+	client.InstallProtocol("http", githttp.NewClient(hc))
 }

@@ -28,9 +28,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
+
+	"codectx/pkg/location"
+	"codectx/pkg/netguard"
 )
 
 // ErrEmptyRepo is returned (wrapped) when a git repository has no commits.
@@ -50,6 +52,12 @@ type Options struct {
 	Progress io.Writer // optional: clone and fetch progress
 	Name     string    // optional: Snapshot.Repo; derived from the location when empty
 	Offline  bool      // URLs: use the cached clone without fetching (it must exist)
+	// Net, when set (or carried by the context, netguard.With), limits
+	// where clone URLs may reach (see pkg/netguard):
+	// HTTP(S) connections are checked when dialled, on the resolved
+	// address and after every redirect; ssh and git hosts are resolved
+	// and checked before the fetch. Nil: no limit (the command line).
+	Net *netguard.Policy
 }
 
 // File is a regular file of the snapshot.
@@ -94,24 +102,28 @@ type reader interface {
 
 // Open reads the snapshot at location (see the package doc for the kinds of
 // location).
-func Open(ctx context.Context, location string, opt Options) (*Snapshot, error) {
-	if location == "" {
+func Open(ctx context.Context, where string, opt Options) (*Snapshot, error) {
+	if where == "" {
 		return nil, errors.New("open: empty location")
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("open %s: %w", location, err)
+		return nil, fmt.Errorf("open %s: %w", Redact(where), err)
 	}
-	var (
-		s   *Snapshot
-		err error
-	)
-	if isURL(location) {
-		s, err = openURL(ctx, location, opt)
+	var s *Snapshot
+	if opt.Net == nil {
+		opt.Net = netguard.From(ctx)
+	}
+	loc, err := location.Parse(where)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", Redact(where), err)
+	}
+	if loc.Kind == location.Remote || loc.Scheme == "file" {
+		s, err = openURL(ctx, where, loc, opt)
 	} else {
-		s, err = openPath(ctx, location, opt)
+		s, err = openPath(ctx, where, opt)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", location, err)
+		return nil, fmt.Errorf("open %s: %w", Redact(where), err)
 	}
 	if opt.Name != "" {
 		s.Repo = opt.Name
@@ -190,28 +202,39 @@ func openPath(ctx context.Context, dir string, opt Options) (*Snapshot, error) {
 	return s, nil
 }
 
-// isURL reports whether location is a clone URL rather than a local path.
-func isURL(location string) bool {
-	for _, p := range []string{"http://", "https://", "ssh://", "git://", "file://", "git+ssh://", "ssh+git://"} {
-		if strings.HasPrefix(location, p) {
-			return true
-		}
-	}
-	return scpLike.MatchString(location)
+// isURL reports whether where is opened as a clone URL (a remote location
+// or a file:// URL) rather than as a local path; the classifier is
+// pkg/location, shared with the API.
+func isURL(where string) bool {
+	l, err := location.Parse(where)
+	return err == nil && (l.Kind == location.Remote || l.Scheme == "file")
 }
 
-// scpLike matches the user@host:path form of ssh URLs.
-var scpLike = regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]`)
+// Redact drops the user information (user:token@) of a URL, for messages
+// and logs.
+func Redact(where string) string {
+	if i := strings.Index(where, "://"); i >= 0 {
+		rest := where[i+3:]
+		end := strings.IndexAny(rest, "/?#")
+		if end < 0 {
+			end = len(rest)
+		}
+		if at := strings.LastIndexByte(rest[:end], '@'); at >= 0 {
+			return where[:i+3] + rest[at+1:]
+		}
+	}
+	return where
+}
 
 // RepoName is the name Open gives the repository at location: "owner/name"
 // for a URL on a host, the directory name (without ".git") for a path.
-func RepoName(location string) string {
-	if isURL(location) {
-		return urlName(location)
+func RepoName(where string) string {
+	if isURL(where) {
+		return urlName(where)
 	}
-	abs, err := filepath.Abs(location)
+	abs, err := filepath.Abs(where)
 	if err != nil {
-		abs = location
+		abs = where
 	}
 	return dirName(abs)
 }

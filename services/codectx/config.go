@@ -9,9 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"codectx/pkg/blob"
 	"codectx/pkg/blob/minio"
+	"codectx/pkg/netguard"
 )
 
 // Environment variables read by the role subcommands. A flag given on the
@@ -29,6 +31,9 @@ const (
 	envS3Secure  = "CODECTX_S3_SECURE"
 	envServer    = "CODECTX_SERVER"
 	envCache     = "CODECTX_CACHE_BYTES"
+	// The network policy of clones (pkg/netguard).
+	envAllowHosts   = "CODECTX_ALLOW_HOSTS"
+	envAllowPrivate = "CODECTX_ALLOW_PRIVATE_NETWORKS"
 )
 
 const defaultListen = "127.0.0.1:7700"
@@ -55,6 +60,29 @@ type config struct {
 	namespace string
 	nats      string
 	s3        minio.Config
+	// allowHosts and allowPrivate make the network policy of clones.
+	allowHosts   string
+	allowPrivate bool
+}
+
+// netFlags registers the network policy of the roles that clone or accept
+// clone URLs.
+func (c *config) netFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.allowHosts, "allow-hosts", env(envAllowHosts, ""),
+		"comma-separated hosts tenants may index from (\"github.com\", \".example.com\" for subdomains, \"host:port\"); they may resolve to private addresses; empty = any public host ($"+envAllowHosts+")")
+	fs.BoolVar(&c.allowPrivate, "allow-private-networks", envBool(envAllowPrivate, false),
+		"let clones connect to loopback, private and link-local addresses (refused by default) ($"+envAllowPrivate+")")
+}
+
+// netPolicy is the network policy of clones the flags describe.
+func (c *config) netPolicy() *netguard.Policy {
+	p := &netguard.Policy{AllowPrivate: c.allowPrivate}
+	for _, h := range strings.Split(c.allowHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			p.Hosts = append(p.Hosts, h)
+		}
+	}
+	return p
 }
 
 // Which dependencies a role connects to (selects the flags it takes).
@@ -77,6 +105,7 @@ func (c *config) flags(fs *flag.FlagSet, use int) {
 	if use&useStore != 0 {
 		c.storeFlags(fs)
 	}
+	c.netFlags(fs)
 }
 
 func (c *config) storeFlags(fs *flag.FlagSet) {

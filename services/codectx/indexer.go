@@ -41,7 +41,7 @@ func (t temporalIndexer) Status(ctx context.Context, tenant, repo string) (api.R
 func convertStatus(st workflows.RepoStatus) api.RepoStatus {
 	out := api.RepoStatus{
 		Tenant: st.Tenant, Repo: st.Repo, State: st.State, Current: st.Current,
-		Received: st.Received, Covered: st.Covered, LastCommit: st.LastCommit, LastError: st.LastError,
+		Received: st.Received, Covered: st.Covered, LastCommit: st.LastCommit, LastError: st.LastError, LastDetail: st.LastDetail,
 	}
 	if st.Pending != nil {
 		out.HasPending, out.Pending = true, st.Pending.Commit

@@ -15,6 +15,7 @@ import (
 	"codectx/pkg/api"
 	"codectx/pkg/blob"
 	"codectx/pkg/metrics"
+	"codectx/pkg/netguard"
 	"codectx/pkg/pipeline"
 	"codectx/pkg/queue"
 	"codectx/pkg/queue/natsq"
@@ -116,7 +117,7 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	m := metrics.New()
-	srv := &api.Server{Store: store, Metrics: m, Routes: r.routes, Checks: d.checks(r.use), Notes: r.notes, Log: log, CacheSize: cacheBytes}
+	srv := &api.Server{Store: store, Metrics: m, Routes: r.routes, Checks: d.checks(r.use), Notes: r.notes, Log: log, CacheSize: cacheBytes, Net: c.netPolicy()}
 	if r.routes&api.QueryRoutes != 0 && (r.use|r.soft)&useNATS != 0 {
 		srv.Sessions = &lazySessions{d: d}
 	}
@@ -192,7 +193,7 @@ func orchestratorRole() role {
 		help: "Runs the Temporal worker of the indexing workflows (RepoWorkflow, SnapshotWorkflow,\nOrgWorkflow) and their activities on task queue " + workflows.TaskQueue + ".",
 		use:  useTemporal | useNATS,
 		body: func(ctx context.Context, e *roleEnv) error {
-			w := newSDKWorker(e.deps.client(), e.deps.queue.Load(), e.store, e.cfg.data, 0)
+			w := newSDKWorker(e.deps.client(), e.deps.queue.Load(), e.store, e.cfg.data, e.cfg.netPolicy(), 0)
 			if err := w.Start(); err != nil {
 				return fmt.Errorf("start temporal worker: %w", err)
 			}
@@ -214,9 +215,9 @@ var queueBackoff []time.Duration
 
 // newSDKWorker is the orchestrator's Temporal worker. poll is how often the
 // waiting activities look for stage results (0: the workflows default).
-func newSDKWorker(c client.Client, q *natsq.Queue, store *blob.Bucket, data string, poll time.Duration) worker.Worker {
+func newSDKWorker(c client.Client, q *natsq.Queue, store *blob.Bucket, data string, net *netguard.Policy, poll time.Duration) worker.Worker {
 	w := worker.New(c, workflows.TaskQueue, worker.Options{WorkerStopTimeout: 10 * time.Second})
-	workflows.Register(w, &workflows.Activities{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), PollInterval: poll, InfraRetry: infraRetry})
+	workflows.Register(w, &workflows.Activities{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), Net: net, PollInterval: poll, InfraRetry: infraRetry})
 	return w
 }
 
@@ -227,7 +228,7 @@ func parseWorkerRole() role {
 		use:     useNATS,
 		workers: runtime.GOMAXPROCS(0),
 		body: func(ctx context.Context, e *roleEnv) error {
-			w := &pipeline.Workers{Store: e.store, Queue: e.deps.queue.Load(), CacheDir: filepath.Join(e.cfg.data, "clones"), Wrap: e.metrics.Wrap, Log: e.log}
+			w := &pipeline.Workers{Store: e.store, Queue: e.deps.queue.Load(), CacheDir: filepath.Join(e.cfg.data, "clones"), Net: e.cfg.netPolicy(), Wrap: e.metrics.Wrap, Log: e.log}
 			return w.RunParse(ctx, queue.Config{Workers: e.workers, Backoff: queueBackoff})
 		},
 	}

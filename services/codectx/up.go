@@ -53,6 +53,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.data, "data", dataDir(), "data directory: Temporal and NATS state, blob store, clone cache ($"+envData+")")
 	fs.StringVar(&c.listen, "listen", env(envListen, defaultListen), "address of the HTTP API ($"+envListen+")")
 	c.storeFlags(fs)
+	c.netFlags(fs)
 	var locations listFlag
 	fs.Var(&locations, "index", "index this path or clone URL on start (repeatable)")
 	tenant := fs.String("tenant", "default", "tenant of the --index repositories")
@@ -152,7 +153,7 @@ Stop with SIGINT or SIGTERM.`)
 		Deliveries: deliveries,
 		Store:      store, Indexer: temporalIndexer{tc}, Metrics: m, Routes: api.AllRoutes,
 		Checks: d.checks(useTemporal | useNATS), Notes: map[string]string{"embed": embedDisabled}, Log: log,
-		Webhooks: webhooks, Keys: keys, Sessions: sessions, CacheSize: cacheBytes,
+		Webhooks: webhooks, Keys: keys, Sessions: sessions, CacheSize: cacheBytes, Net: c.netPolicy(),
 	}
 	limits.apply(srv, c.listen)
 	hs, err := startHTTP(c.listen, srv.Handler(), limits.readTimeout)
@@ -164,13 +165,13 @@ Stop with SIGINT or SIGTERM.`)
 	wctx, stopWork := context.WithCancel(context.Background())
 	defer stopWork()
 	workers := newGroup()
-	pw := &pipeline.Workers{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), ParseHook: upParseHook, Wrap: m.Wrap, Log: log}
+	pw := &pipeline.Workers{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), Net: c.netPolicy(), ParseHook: upParseHook, Wrap: m.Wrap, Log: log}
 	workers.goFunc("parse worker", func() error { return pw.RunParse(wctx, queue.Config{Workers: *parseWorkers, Backoff: queueBackoff}) })
 	workers.goFunc("graph worker", func() error { return pw.RunGraph(wctx, queue.Config{Workers: 1, Backoff: queueBackoff}) })
 	go m.WatchLag(wctx, 5*time.Second, q.Pending, pipeline.StageParse, pipeline.StageGraph)
 	// Stage results land in a local store: polling it often is cheap and
 	// shortens push-to-queryable time.
-	sdk := newSDKWorker(tc, q, store, data, embeddedPoll)
+	sdk := newSDKWorker(tc, q, store, data, c.netPolicy(), embeddedPoll)
 	if err := sdk.Start(); err != nil {
 		stopWork()
 		workers.wait()

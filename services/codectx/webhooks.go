@@ -51,7 +51,7 @@ func (w *webhookFlags) config() (api.WebhookConfig, error) {
 		cfg.Secrets[index.DefaultTenant] = s
 	}
 	for t, s := range cfg.Secrets {
-		if !index.ValidName(t) {
+		if !index.ValidTenant(t) {
 			return cfg, fmt.Errorf("webhook secrets: invalid tenant %q", t)
 		}
 		if len(s) < 16 {
@@ -94,7 +94,7 @@ func readKeys(file string) (api.Keys, error) {
 		if err != nil || len(b) != 32 {
 			return nil, fmt.Errorf("api keys %s: %q is not a SHA-256 in hex (printf %%s KEY | sha256sum)", file, h)
 		}
-		if t != api.AllTenants && !index.ValidName(t) {
+		if t != api.AllTenants && !index.ValidTenant(t) {
 			return nil, fmt.Errorf("api keys %s: invalid tenant %q", file, t)
 		}
 		// One spelling of each hash: upper-case hex matches too.

@@ -131,10 +131,10 @@ func (d *driver) install(tmp, path string, place func(string, string) error) err
 
 func parentErr(err error) error {
 	if errors.Is(err, syscall.ENOTDIR) {
-		return fmt.Errorf("a parent of the key is an object: %w", err)
+		return fmt.Errorf("%w: a parent of the key is an object: %w", blob.ErrInvalidKey, err)
 	}
 	if errors.Is(err, syscall.EISDIR) {
-		return fmt.Errorf("the key is a prefix of other keys: %w", err)
+		return fmt.Errorf("%w: the key is a prefix of other keys: %w", blob.ErrInvalidKey, err)
 	}
 	return err
 }
