@@ -46,12 +46,15 @@ func (s *Server) repoNames(ctx context.Context, tenant string) ([]string, error)
 	}
 	names := make([]string, 0, len(keys))
 	for _, k := range keys {
-		if name := strings.TrimPrefix(k, prefix); index.ValidName(name) {
+		// HEADs end in /@/HEAD; one without is of the old layout.
+		name := strings.TrimPrefix(k, prefix)
+		name = strings.TrimSuffix(name, "/@/HEAD")
+		if index.ValidName(name) {
 			names = append(names, name)
 		}
 	}
 	slices.Sort(names)
-	return names, nil
+	return slices.Compact(names), nil
 }
 
 // resolveRepos turns a query's repos (names, or "*" for all of the

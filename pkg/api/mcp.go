@@ -41,7 +41,7 @@ func (p Principal) tenantFor(asked string) (string, error) {
 	if !p.Operator {
 		return "", fmt.Errorf("this API key is not valid for tenant %q", asked)
 	}
-	if !index.ValidName(asked) {
+	if !index.ValidTenant(asked) {
 		return "", fmt.Errorf("invalid tenant %q", asked)
 	}
 	return asked, nil

@@ -172,7 +172,7 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 	if req.Repo != "" {
 		repos = append([]string{req.Repo}, repos...)
 	}
-	if !index.ValidName(req.Tenant) {
+	if !index.ValidTenant(req.Tenant) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("invalid tenant %q", req.Tenant))
 		return
 	}

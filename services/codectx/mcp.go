@@ -41,7 +41,7 @@ the data directory; with --server it forwards every call to the server's
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if !index.ValidName(*tenant) {
+	if !index.ValidTenant(*tenant) {
 		return fmt.Errorf("mcp: invalid tenant %q", *tenant)
 	}
 	t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
