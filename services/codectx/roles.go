@@ -126,6 +126,9 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if r.routes&api.AdminRoutes != 0 {
 		srv.Indexer = lazyIndexer{d}
+		if (r.use|r.soft)&useNATS != 0 {
+			srv.Deliveries = &lazyDeliveries{d: d, mem: api.NewMemDeliveries(api.DefaultDeliveryWindow, 0)}
+		}
 		if srv.Webhooks, err = hooks.config(); err != nil {
 			return err
 		}
@@ -276,9 +279,57 @@ func gatewayRole() role {
 		name:   "gateway",
 		help:   "Serves the admin API: POST /v1/index signals the repository's RepoWorkflow,\nPOST /v1/webhooks/{github|gitlab|gitea}/{tenant} does the same for a verified push,\nGET /v1/repos/{tenant}/{repo}/status reports it.",
 		use:    useTemporal,
+		soft:   useNATS, // the webhook delivery log, shared by replicas
 		routes: api.AdminRoutes,
 		body:   waitDone,
 	}
+}
+
+// lazyDeliveries is the webhook delivery log of a gateway: NATS KV, shared
+// by every replica and kept across restarts, once NATS is connected; an
+// in-memory log of this replica until then.
+type lazyDeliveries struct {
+	d   *deps
+	mem *api.MemDeliveries
+	mu  sync.Mutex
+	kv  *natsq.Deliveries
+}
+
+func (l *lazyDeliveries) log(ctx context.Context) api.Deliveries {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.kv == nil {
+		q := l.d.queue.Load()
+		if q == nil {
+			return l.mem
+		}
+		kv, err := q.Deliveries(ctx, api.DefaultDeliveryWindow)
+		if err != nil {
+			l.d.log.Warn("webhook delivery log in memory until NATS answers", "error", err)
+			return l.mem
+		}
+		l.kv = kv
+	}
+	return l.kv
+}
+
+func (l *lazyDeliveries) Remember(ctx context.Context, key string) (bool, error) {
+	lg := l.log(ctx)
+	fresh, err := lg.Remember(ctx, key)
+	if err == nil && fresh && lg != api.Deliveries(l.mem) {
+		// Keep the local log too: a delivery taken while NATS was down is
+		// still refused by this replica after NATS comes back.
+		fresh, err = l.mem.Remember(ctx, key)
+	}
+	return fresh, err
+}
+
+func (l *lazyDeliveries) Forget(ctx context.Context, key string) error {
+	l.mem.Forget(ctx, key)
+	if lg := l.log(ctx); lg != api.Deliveries(l.mem) {
+		return lg.Forget(ctx, key)
+	}
+	return nil
 }
 
 // lazySessions is the session store of a role whose NATS connection may
