@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -11,6 +13,13 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 )
 
 const taskQueue = "temporalserver-test"
@@ -146,6 +155,60 @@ func TestRefusesClientsWithoutTheRunCertificate(t *testing.T) {
 		dcancel()
 		if err == nil {
 			t.Errorf("%s: the frontend answered", name)
+		}
+	}
+}
+
+// The internode ports (history, matching, worker) take the same mutual
+// TLS: a plaintext or certificate-less client gets no answer from them.
+func TestInternodeRefusesStrangers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var ports Ports
+	for _, p := range []*int{&ports.History, &ports.Matching, &ports.Worker} {
+		free, err := freePort("127.0.0.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		*p = free
+	}
+	s, err := Start(ctx, Config{DataDir: t.TempDir(), Ports: ports})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	noCert := s.ClientTLS()
+	noCert.Certificates = nil
+	for _, port := range []int{ports.History, ports.Matching, ports.Worker} {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		for name, creds := range map[string]credentials.TransportCredentials{
+			"plaintext":          insecure.NewCredentials(),
+			"TLS without a cert": credentials.NewTLS(noCert),
+		} {
+			conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+			if err != nil {
+				t.Fatal(err)
+			}
+			hctx, hcancel := context.WithTimeout(ctx, 3*time.Second)
+			_, err = healthpb.NewHealthClient(conn).Check(hctx, &healthpb.HealthCheckRequest{})
+			hcancel()
+			conn.Close()
+			if err == nil {
+				t.Errorf("port %d answered a %s client", port, name)
+			}
+		}
+		// The run's certificate is what they want: the same call gets an
+		// answer (an error of the service is fine, not of the transport).
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(s.ClientTLS())))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hctx, hcancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err = healthpb.NewHealthClient(conn).Check(hctx, &healthpb.HealthCheckRequest{})
+		hcancel()
+		conn.Close()
+		if code := status.Code(err); code == codes.Unavailable || code == codes.DeadlineExceeded {
+			t.Errorf("port %d with the run's certificate: %v", port, err)
 		}
 	}
 }
