@@ -124,8 +124,8 @@ func TestStartNeedsDataDir(t *testing.T) {
 }
 
 // Without the run's client certificate the frontend does not answer:
-// neither plaintext nor TLS without a certificate nor another run's. (The
-// internode ports take the same mutual TLS config.)
+// neither plaintext nor TLS without a certificate nor another run's
+// (TestInternodeRefusesStrangers checks the other ports).
 func TestRefusesClientsWithoutTheRunCertificate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
