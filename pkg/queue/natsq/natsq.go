@@ -14,11 +14,13 @@
 package natsq
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/url"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,7 +59,8 @@ type Queue struct {
 	js jetstream.JetStream
 
 	mu      sync.Mutex
-	streams map[string]bool // streams known to exist
+	streams map[string]bool  // streams known to exist
+	dlq     jetstream.Stream // the dead-letter stream, once looked up
 
 	acked, retried, panics, dead atomic.Int64
 }
@@ -373,42 +376,61 @@ func (q *Queue) DeadLettersOf(ctx context.Context, stage, subject string) ([]que
 	return q.deadLetters(ctx, stage, subjectFor(dlqSubject, stage, subject))
 }
 
+// deadLetters reads the dead letters on the filter subjects with direct
+// message gets (the next message at or after a sequence on a subject): a
+// poll creates no consumer, so waiting on dead letters costs the server
+// nothing to clean up.
 func (q *Queue) deadLetters(ctx context.Context, stage string, filters ...string) ([]queue.DeadLetter, error) {
-	cons, err := q.js.OrderedConsumer(ctx, dlqStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: filters,
-	})
+	st, err := q.dlqStream(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("dead letters %s: %w", stage, err)
 	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("dead letters %s: %w", stage, err)
+	var msgs []*jetstream.RawStreamMsg
+	for _, f := range filters {
+		for seq := uint64(1); ; {
+			m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(f))
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("dead letters %s: %w", stage, err)
+			}
+			msgs = append(msgs, m)
+			seq = m.Sequence + 1
+		}
 	}
-	var out []queue.DeadLetter
-	for left := info.NumPending; left > 0; {
-		msg, err := cons.Next(jetstream.FetchContext(ctx))
-		if err != nil {
-			return nil, fmt.Errorf("dead letters %s: %w", stage, err)
-		}
-		md, err := msg.Metadata()
-		if err != nil {
-			return nil, fmt.Errorf("dead letters %s: %w", stage, err)
-		}
-		h := msg.Headers()
+	slices.SortFunc(msgs, func(a, b *jetstream.RawStreamMsg) int { return cmp.Compare(a.Sequence, b.Sequence) })
+	out := make([]queue.DeadLetter, 0, len(msgs))
+	for _, m := range msgs {
+		h := m.Header
 		n, _ := strconv.Atoi(h.Get(hdrDeliveries))
 		out = append(out, queue.DeadLetter{
 			Stage:      stage,
 			Subject:    h.Get(hdrSubject),
-			Data:       msg.Data(),
+			Data:       m.Data,
 			ID:         h.Get(hdrMsgID),
 			Reason:     h.Get(hdrReason),
 			Cause:      h.Get(hdrCause),
 			Deliveries: n,
-			Time:       md.Timestamp,
+			Time:       m.Time,
 		})
-		left = md.NumPending
 	}
 	return out, nil
+}
+
+// dlqStream is the handle of the dead-letter stream, looked up once.
+func (q *Queue) dlqStream(ctx context.Context) (jetstream.Stream, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.dlq != nil {
+		return q.dlq, nil
+	}
+	st, err := q.js.Stream(ctx, dlqStream)
+	if err != nil {
+		return nil, err
+	}
+	q.dlq = st
+	return st, nil
 }
 
 // Pending is the stage's lag: messages published and not yet done

@@ -468,6 +468,27 @@ func TestDeadLettersOfSubject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Polling dead letters creates no consumer (issue 14: 121 ephemeral
+	// consumers were open after a few snapshots).
+	for range 50 {
+		if _, err := q.DeadLettersOf(t.Context(), "parse", "snap2"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := q.DeadLetters(t.Context(), "parse"); err != nil {
+		t.Fatal(err)
+	}
+	if info, err = st.Info(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Consumers != 0 {
+		t.Errorf("%d consumers on the dead-letter stream after 51 reads, want 0", info.State.Consumers)
+	}
+	for _, d := range got {
+		if d.Cause != queue.CauseError || d.Poison() {
+			t.Errorf("dead letter %s: cause %q, want %q (a handler error, not a poison input)", d.ID, d.Cause, queue.CauseError)
+		}
+	}
 	if info.Config.MaxAge != natsq.DeadLetterMaxAge || info.Config.MaxMsgs <= 0 {
 		t.Errorf("dead-letter stream limits: max age %v, max msgs %d; want %v and a bound", info.Config.MaxAge, info.Config.MaxMsgs, natsq.DeadLetterMaxAge)
 	}
