@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"codectx/pkg/blob"
 	"codectx/pkg/classify"
@@ -91,16 +92,73 @@ func (s *Server) resolveRepos(ctx context.Context, tenant string, repos []string
 	return slices.Compact(out), nil
 }
 
+// headTimeout bounds the read of a HEAD when the server already knows one
+// for the repository: past it the known HEAD answers, marked stale.
+const headTimeout = 1500 * time.Millisecond
+
+// staleKey carries a request's *staleNote in its context.
+type staleKey struct{}
+
+// staleNote collects, for one request, why an answer is stale.
+type staleNote struct {
+	mu     sync.Mutex
+	reason string
+}
+
+func withStaleNote(ctx context.Context) (context.Context, *staleNote) {
+	n := &staleNote{}
+	return context.WithValue(ctx, staleKey{}, n), n
+}
+
+func (n *staleNote) get() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.reason
+}
+
 // load returns the published segment of a repository. A repository with
-// no HEAD gives an error wrapping errNotIndexed.
+// no HEAD gives an error wrapping errNotIndexed. When the store cannot be
+// read, the last HEAD this server read for the repository answers (its
+// segment is usually in the cache), and the request's stale note says so;
+// with no HEAD known the error says the store is unavailable.
 func (s *Server) load(ctx context.Context, tenant, repo string) (*segment.Segment, error) {
-	head, err := index.ReadHead(ctx, s.Store, tenant, repo)
+	key := tenant + "\x00" + repo
+	known, haveKnown := s.heads.Load(key)
+	hctx := ctx
+	if haveKnown {
+		var cancel context.CancelFunc
+		hctx, cancel = context.WithTimeout(ctx, headTimeout)
+		defer cancel()
+	}
+	head, err := index.ReadHead(hctx, s.Store, tenant, repo)
 	if errors.Is(err, blob.ErrNotFound) {
+		s.heads.Delete(key)
 		return nil, fmt.Errorf("repository %s/%s is %w", tenant, repo, errNotIndexed)
+	}
+	if err != nil && ctx.Err() == nil {
+		if haveKnown {
+			head = known.(index.Head)
+			seg, serr := s.segs.get(ctx, head.Segment)
+			if serr == nil {
+				if n, ok := ctx.Value(staleKey{}).(*staleNote); ok {
+					n.mu.Lock()
+					n.reason = fmt.Sprintf("store unavailable: answered from the last known HEAD of %s/%s (%.12s): %v", tenant, repo, head.Commit, err)
+					n.mu.Unlock()
+				}
+				if s.Metrics != nil {
+					s.Metrics.StaleHeads.Inc()
+				}
+				s.fails.Warn(ctx, "stale\x00"+key, "store unavailable: answering from the last known HEAD",
+					"tenant", tenant, "repo", repo, "commit", head.Commit, "cause", err.Error())
+				return seg, nil
+			}
+		}
+		return nil, fmt.Errorf("store unavailable: read HEAD of %s/%s: %w", tenant, repo, err)
 	}
 	if err != nil {
 		return nil, err
 	}
+	s.heads.Store(key, head)
 	return s.segs.get(ctx, head.Segment)
 }
 
@@ -155,6 +213,7 @@ type Search struct {
 // was already sent are left out and named; a TEMPORAL_HISTORY query ("the
 // function we looked at before") instead puts the session's chunks first.
 func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) {
+	ctx, note := withStaleNote(ctx)
 	if len(q.Query) > s.limits.Query {
 		return nil, badRequest{fmt.Errorf("query of %d bytes is longer than the %d-byte limit", len(q.Query), s.limits.Query)}
 	}
@@ -201,6 +260,9 @@ func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) 
 		}
 	}
 	resp := query.PackAll(parts, req, nil)
+	if r := note.get(); r != "" {
+		resp.Stale, resp.StaleReason = true, r
+	}
 	if sess != nil {
 		for _, c := range resp.Chunks {
 			sess.Add(query.Sent{Repo: c.Repo, Commit: c.Commit, Path: c.Path, StartLine: c.StartLine, EndLine: c.EndLine, Symbol: c.Symbol, Tokens: c.Tokens})

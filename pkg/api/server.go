@@ -18,6 +18,7 @@ import (
 	"codectx/pkg/netguard"
 	"codectx/pkg/pipeline"
 	"codectx/pkg/query"
+	"codectx/pkg/ratelog"
 	"codectx/pkg/session"
 )
 
@@ -33,8 +34,9 @@ const (
 
 // Check is one readiness probe: Fn returns nil when the dependency answers.
 type Check struct {
-	Name string
-	Fn   func(ctx context.Context) error
+	Name    string
+	Fn      func(ctx context.Context) error
+	Timeout time.Duration // deadline of this check alone; default 2s
 }
 
 // Server holds what the handlers need. Set the fields, then call Handler
@@ -74,7 +76,9 @@ type Server struct {
 	segs     *segCache
 	limits   Limits
 	rate     *rateLimiter
-	webhooks chan struct{} // a token per delivery being read
+	webhooks chan struct{}    // a token per delivery being read
+	heads    sync.Map         // tenant\x00repo -> index.Head last read, served while the store is down
+	fails    *ratelog.Limiter // failure log lines, rate-limited per cause
 }
 
 // init fills in the defaults, once.
@@ -90,6 +94,7 @@ func (s *Server) init() {
 			s.Sessions = &session.Mem{}
 		}
 		s.segs = newSegCache(s.Store, s.CacheSize)
+		s.fails = ratelog.New(s.Log, ratelog.DefaultInterval)
 		s.limits = s.Limits.withDefaults()
 		s.rate = newRateLimiter(s.limits.Rate, s.limits.Burst)
 		s.webhooks = make(chan struct{}, s.limits.Webhooks)
@@ -137,18 +142,41 @@ type Readiness struct {
 	Notes  map[string]string `json:"notes,omitempty"`
 }
 
+// checkTimeout is the deadline of one readiness check without its own.
+const checkTimeout = 2 * time.Second
+
+// readyz runs the checks concurrently, each under its own deadline, so a
+// dependency that hangs fails only its own check.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
-	defer cancel()
 	checks := append([]Check{{Name: "store", Fn: func(ctx context.Context) error {
 		_, err := s.Store.Exists(ctx, "readyz/probe")
 		return err
 	}}}, s.Checks...)
+	errs := make([]error, len(checks))
+	var wg sync.WaitGroup
+	for i, c := range checks {
+		wg.Go(func() {
+			d := c.Timeout
+			if d <= 0 {
+				d = checkTimeout
+			}
+			ctx, cancel := context.WithTimeout(r.Context(), d)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- c.Fn(ctx) }()
+			select {
+			case errs[i] = <-done:
+			case <-ctx.Done():
+				errs[i] = fmt.Errorf("no answer within %v", d)
+			}
+		})
+	}
+	wg.Wait()
 	res := Readiness{Ready: true, Checks: map[string]string{}, Notes: s.Notes}
-	for _, c := range checks {
-		if err := c.Fn(ctx); err != nil {
+	for i, c := range checks {
+		if errs[i] != nil {
 			res.Ready = false
-			res.Checks[c.Name] = err.Error()
+			res.Checks[c.Name] = errs[i].Error()
 			continue
 		}
 		res.Checks[c.Name] = "ok"
@@ -210,7 +238,12 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, err := s.search(r.Context(), Search{Tenant: req.Tenant, Repos: repos, Query: req.Query, Budget: req.Budget, Arms: req.Arms, NoRoute: req.NoRoute, Languages: req.Languages, Session: req.Session})
 	if err != nil {
-		writeError(w, searchCode(err), err)
+		code := searchCode(err)
+		if code >= 500 && r.Context().Err() == nil {
+			s.fails.Warn(r.Context(), "query\x00"+req.Tenant+"\x00"+strings.Join(repos, ","), "query failed",
+				"tenant", req.Tenant, "repos", strings.Join(repos, ","), "code", code, "cause", err.Error())
+		}
+		writeError(w, code, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, resp)

@@ -26,6 +26,7 @@ type Metrics struct {
 	QueueLag     *prometheus.GaugeVec     // codectx_queue_pending{stage}: messages published and not yet done
 	Requests     *prometheus.CounterVec   // codectx_http_requests_total{route,code}
 	HTTPSeconds  *prometheus.HistogramVec // codectx_http_request_seconds{route}
+	StaleHeads   prometheus.Counter       // codectx_stale_head_answers_total: answers from the last known HEAD while the store was unavailable
 }
 
 // New returns a registry with the codectx metrics and the Go runtime and
@@ -54,8 +55,11 @@ func New() *Metrics {
 			Name: "codectx_http_request_seconds", Help: "HTTP request latency, per route.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 9), // 0.5ms .. ~33s
 		}, []string{"route"}),
+		StaleHeads: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "codectx_stale_head_answers_total", Help: "Repositories answered from the last known HEAD because the store could not be read.",
+		}),
 	}
-	r.MustRegister(m.Items, m.Failures, m.StageSeconds, m.QueueLag, m.Requests, m.HTTPSeconds,
+	r.MustRegister(m.Items, m.Failures, m.StageSeconds, m.QueueLag, m.Requests, m.HTTPSeconds, m.StaleHeads,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

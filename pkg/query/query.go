@@ -166,6 +166,10 @@ type Response struct {
 	// what they cost when they were sent.
 	AlreadySent []string `json:"already_sent,omitempty"`
 	TokensSaved int      `json:"tokens_saved,omitempty"`
+	// Stale is set when the store could not be read and the answer comes
+	// from the last HEAD this server knew; StaleReason says why.
+	Stale       bool   `json:"stale,omitempty"`
+	StaleReason string `json:"stale_reason,omitempty"`
 }
 
 // Ranking is the fused ranking before packing: what eval measures.

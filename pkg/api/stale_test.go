@@ -1,0 +1,135 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"codectx/pkg/blob"
+)
+
+// downStore is a blob driver over a real store that can be taken down:
+// every call then fails like an S3 endpoint that refuses connections.
+type downStore struct {
+	*blob.Bucket
+	down atomic.Bool
+}
+
+var errRefused = errors.New("dial tcp 127.0.0.1:9000: connect: connection refused")
+
+func (d *downStore) Get(ctx context.Context, key string) ([]byte, error) {
+	if d.down.Load() {
+		return nil, errRefused
+	}
+	return d.Bucket.Get(ctx, key)
+}
+
+func (d *downStore) Exists(ctx context.Context, key string) (bool, error) {
+	if d.down.Load() {
+		return false, errRefused
+	}
+	return d.Bucket.Exists(ctx, key)
+}
+
+// A store outage does not stop queries: the last HEAD the server read
+// answers, marked stale, counted in a metric; a repository the server
+// never read says "store unavailable", not "not indexed" (issue 14 item 1).
+func TestQueryServesLastHeadWhenStoreIsDown(t *testing.T) {
+	mem := blob.NewMem()
+	sum := fixture(t, mem, "")
+	ds := &downStore{Bucket: mem}
+	ts, c := newServer(t, &Server{Store: blob.NewBucket(ds), Routes: AllRoutes})
+	ctx := context.Background()
+	q := QueryRequest{Repo: "demo", Query: "where is ParseToken defined", Budget: 2000}
+	resp, err := c.Query(ctx, q)
+	if err != nil || resp.Stale {
+		t.Fatalf("query with the store up: %v, stale %v", err, resp != nil && resp.Stale)
+	}
+
+	ds.down.Store(true)
+	start := time.Now()
+	resp, err = c.Query(ctx, q)
+	if err != nil {
+		t.Fatalf("query with the store down: %v", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("stale answer took %v", took)
+	}
+	if !resp.Stale || !strings.Contains(resp.StaleReason, "store unavailable") || resp.Commit != sum.Commit || len(resp.Chunks) == 0 || resp.Chunks[0].Path != "auth/token.go" {
+		t.Errorf("query with the store down = stale %v (%q), commit %s, %d chunks; want a stale answer from %s", resp.Stale, resp.StaleReason, resp.Commit, len(resp.Chunks), sum.Commit)
+	}
+	// A repository never read: 503 "store unavailable".
+	code, body := post(t, ts.URL+"/v1/query", `{"repo":"other","query":"x"}`)
+	if msg, _ := body["error"].(string); code != http.StatusServiceUnavailable || !strings.Contains(msg, "store unavailable") {
+		t.Errorf("unknown repo with the store down = %d %v, want 503 store unavailable", code, body)
+	}
+	mresp, err := http.Get(ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	if !strings.Contains(string(m), "codectx_stale_head_answers_total 1") {
+		t.Errorf("metrics lack one stale answer:\n%s", grepLines(string(m), "stale"))
+	}
+
+	ds.down.Store(false)
+	if resp, err = c.Query(ctx, q); err != nil || resp.Stale {
+		t.Errorf("query with the store back: %v, stale %v", err, resp != nil && resp.Stale)
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// Readiness checks run concurrently, each with its own deadline: a hung
+// store fails only the store check, and the answer comes within about one
+// deadline, not the sum (issue 14 item 2).
+func TestReadyChecksHaveOwnDeadlines(t *testing.T) {
+	hang := &hangStore{Bucket: blob.NewMem()}
+	ok := func(ctx context.Context) error { return ctx.Err() }
+	slow := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	s := &Server{Store: blob.NewBucket(hang), Checks: []Check{
+		{Name: "temporal", Fn: ok}, {Name: "nats", Fn: ok},
+		{Name: "slow", Fn: slow, Timeout: 300 * time.Millisecond},
+	}}
+	ts, _ := newServer(t, s)
+	start := time.Now()
+	resp, err := http.Get(ts.URL + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	took := time.Since(start)
+	var r Readiness
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 503 || r.Checks["temporal"] != "ok" || r.Checks["nats"] != "ok" || r.Checks["store"] == "ok" || r.Checks["slow"] == "ok" {
+		t.Errorf("/readyz with a hung store = %d %+v, want 503 with temporal and nats ok, store and slow failing", resp.StatusCode, r)
+	}
+	if took > checkTimeout+time.Second {
+		t.Errorf("/readyz took %v, want about one deadline (%v)", took, checkTimeout)
+	}
+}
+
+// hangStore never answers Exists (a store behind a black-holed network).
+type hangStore struct{ *blob.Bucket }
+
+func (h *hangStore) Exists(ctx context.Context, key string) (bool, error) {
+	<-ctx.Done()
+	return false, ctx.Err()
+}
