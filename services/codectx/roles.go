@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"codectx/pkg/api"
@@ -108,36 +111,48 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	log := newLogger(stderr).With("role", r.name)
 	d := &deps{log: log}
+	keys, err := readKeys(keysFile)
+	if err != nil {
+		return err
+	}
+	var webhooks api.WebhookConfig
+	if r.routes&api.AdminRoutes != 0 {
+		if webhooks, err = hooks.config(); err != nil {
+			return err
+		}
+	}
+	// Serve /healthz (and a /readyz that says what is missing) before the
+	// store answers: a liveness probe must not kill a pod whose store is
+	// unreachable at start.
+	var handler swapHandler
+	handler.set(startingHandler("blob store"))
+	hs, err := startHTTP(c.listen, &handler, limits.readTimeout)
+	if err != nil {
+		return err
+	}
 	var where string
 	store, err := retry(ctx, log, "blob store", func(ctx context.Context) (st *blob.Bucket, err error) {
 		st, where, err = c.store(ctx)
 		return st, err
 	})
 	if err != nil {
-		return err
+		hs.shutdown(time.Second)
+		return ignoreCancel(ctx, err)
 	}
 	m := metrics.New()
-	srv := &api.Server{Store: store, Metrics: m, Routes: r.routes, Checks: d.checks(r.use), Notes: r.notes, Log: log, CacheSize: cacheBytes, Net: c.netPolicy()}
+	srv := &api.Server{Store: store, Metrics: m, Routes: r.routes, Checks: d.checks(r.use), Notes: r.notes, Log: log, CacheSize: cacheBytes, Net: c.netPolicy(), Keys: keys}
 	if r.routes&api.QueryRoutes != 0 && (r.use|r.soft)&useNATS != 0 {
 		srv.Sessions = &lazySessions{d: d}
-	}
-	if srv.Keys, err = readKeys(keysFile); err != nil {
-		return err
 	}
 	if r.routes&api.AdminRoutes != 0 {
 		srv.Indexer = lazyIndexer{d}
 		if (r.use|r.soft)&useNATS != 0 {
 			srv.Deliveries = &lazyDeliveries{d: d, mem: api.NewMemDeliveries(api.DefaultDeliveryWindow, 0)}
 		}
-		if srv.Webhooks, err = hooks.config(); err != nil {
-			return err
-		}
+		srv.Webhooks = webhooks
 	}
 	limits.apply(srv, c.listen)
-	hs, err := startHTTP(c.listen, srv.Handler(), limits.readTimeout)
-	if err != nil {
-		return err
-	}
+	handler.set(srv.Handler())
 	log.Info("started", "listen", hs.URL(), "store", where)
 	defer func() {
 		if err := hs.shutdown(5 * time.Second); err != nil {
@@ -373,4 +388,32 @@ func (l *lazySessions) Save(ctx context.Context, key string, s *session.Session)
 		return err
 	}
 	return st.Save(ctx, key, s)
+}
+
+// swapHandler serves through the handler set last.
+type swapHandler struct{ h atomic.Pointer[http.Handler] }
+
+func (s *swapHandler) set(h http.Handler) { s.h.Store(&h) }
+
+func (s *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	(*s.h.Load()).ServeHTTP(w, r)
+}
+
+// startingHandler answers while a role waits for what: /healthz is 200
+// (the process is alive), every other route 503 naming what it waits for.
+func startingHandler(what string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/healthz" {
+			w.WriteHeader(http.StatusOK)
+			json.NewEncoder(w).Encode(map[string]string{"status": "ok"})
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		if r.URL.Path == "/readyz" {
+			json.NewEncoder(w).Encode(api.Readiness{Checks: map[string]string{"store": "connecting: " + what + " not reachable yet"}})
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]string{"error": "starting: " + what + " not reachable yet"})
+	})
 }

@@ -114,3 +114,27 @@ func TestGatewayNotReadyWithoutTemporal(t *testing.T) {
 	}
 	p.stop(t)
 }
+
+// A role whose store is unreachable at start still serves /healthz (a
+// liveness probe must not kill it) and reports the store in /readyz
+// (issue 14 item 2).
+func TestHealthzServedWhileStoreUnreachable(t *testing.T) {
+	addr := freeAddr(t)
+	dead := freeAddr(t) // nothing listens here
+	p := startRole(t, "query-service", "--data", t.TempDir(), "--listen", addr, "--s3-endpoint", dead,
+		"--s3-access-key", "k", "--s3-secret-key", "s")
+	base := "http://" + addr
+	p.waitFor(t, "/healthz", 30*time.Second, func() bool {
+		resp, err := http.Get(base + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	code, r := readyz(t, base)
+	if code != 503 || !strings.Contains(r.Checks["store"], "connecting") {
+		t.Errorf("readyz with the store unreachable = %d %v, want 503 naming the store", code, r.Checks)
+	}
+	p.stop(t)
+}
