@@ -5,6 +5,9 @@ package main
 // bodies, malformed JSON, hostile queries, rate limits, and the embedded
 // NATS and Temporal. Every refused request must leave nothing indexed and
 // leak nothing, and the server must still answer a valid query afterwards.
+// It runs on the suite's harness (security_test.go: startSecureUp and
+// assertClean); rawRequest adds what these attacks need (any content
+// type, Host and headers, streamed bodies).
 
 import (
 	"bufio"
@@ -23,6 +26,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,18 +41,12 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
-// secUp is a running `up` with keys and webhook secrets, and what the
-// attacks must never see in an answer.
-type secUp struct {
-	*upProc
-	base    string
-	secrets []string // strings no answer may contain
-}
-
-// req sends one request; hdr "Host" sets the Host header.
-func (s *secUp) req(t *testing.T, method, path, ctype, key string, body io.Reader, hdr map[string]string) (int, http.Header, string) {
+// rawRequest sends one request with any content type, key and headers
+// ("Host" sets the Host header) and fails the test if the answer contains
+// any of leaks.
+func rawRequest(t *testing.T, base, method, path, ctype, key string, body io.Reader, hdr map[string]string, leaks []string) (int, http.Header, string) {
 	t.Helper()
-	r, err := http.NewRequest(method, s.base+path, body)
+	r, err := http.NewRequest(method, base+path, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,18 +63,32 @@ func (s *secUp) req(t *testing.T, method, path, ctype, key string, body io.Reade
 			r.Header.Set(k, v)
 		}
 	}
-	resp, err := http.DefaultClient.Do(r)
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(r)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	for _, sec := range s.secrets {
+	for _, sec := range leaks {
 		if sec != "" && bytes.Contains(b, []byte(sec)) {
-			t.Errorf("%s %s answered %d with a secret or private datum %q: %s", method, path, resp.StatusCode, sec, b)
+			t.Errorf("%s %s answered %d with a secret or private datum %q: %.300s", method, path, resp.StatusCode, sec, b)
 		}
 	}
 	return resp.StatusCode, resp.Header, string(b)
+}
+
+// raw is rawRequest on the stack: no answer may hold a key, a webhook
+// secret or the data directory.
+func (s *secureStack) raw(t *testing.T, method, path, ctype, key string, body io.Reader, hdr map[string]string) (int, http.Header, string) {
+	t.Helper()
+	leaks := []string{s.data}
+	for _, k := range s.keys {
+		leaks = append(leaks, k)
+	}
+	for _, sec := range s.secrets {
+		leaks = append(leaks, sec)
+	}
+	return rawRequest(t, s.base, method, path, ctype, key, body, hdr, leaks)
 }
 
 // hostSig signs a delivery as host does, with secret.
@@ -128,35 +140,18 @@ func TestSecurityHTTP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts codectx up")
 	}
-	const (
-		acmeSecret = "acme-webhook-secret-0123456789"
-		betaSecret = "beta-webhook-secret-0123456789"
-		acmeKey    = "key-of-acme-0123456789"
-		betaKey    = "key-of-beta-0123456789"
-		gammaKey   = "key-of-gamma-0123456789"
-	)
-	repoDir, first := gitFixture(t)
-	second := commitFile(t, repoDir, "cart/discount.go", "package cart\n\n// ApplyDiscount takes a percentage off the cart total.\nfunc ApplyDiscount(total, percent int) int {\n\treturn total * (100 - percent) / 100\n}\n", 1700000100)
-	dir := t.TempDir()
-	keysFile := filepath.Join(dir, "keys.json")
-	secretsFile := filepath.Join(dir, "secrets.json")
-	keys := fmt.Sprintf(`{%q: "acme", %q: "beta", %q: "gamma"}`, api.HashKey(acmeKey), strings.ToUpper(api.HashKey(betaKey)), api.HashKey(gammaKey))
-	if err := os.WriteFile(keysFile, []byte(keys), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	secrets := fmt.Sprintf(`{"acme": %q, "beta": %q}`, acmeSecret, betaSecret)
-	if err := os.WriteFile(secretsFile, []byte(secrets), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	data := filepath.Join(dir, "data")
-	t.Setenv(envWebhookLocal, "true") // the fixture's clone URL is a local path
+	t.Setenv(envWebhookLocal, "true") // the pushes' clone URL is the fixture's path
 	t.Setenv(envReadTimeout, "2s")    // the slow-body attack is cut off in 2s
 	t.Setenv(envRate, "20")
 	t.Setenv(envBurst, "40")
-	addr := freeAddr(t)
-	s := &secUp{base: "http://" + addr, secrets: []string{acmeSecret, betaSecret, acmeKey, betaKey, gammaKey, data}}
-	s.upProc = startUp(t, "--data", data, "--listen", addr, "--api-keys", keysFile, "--webhook-secrets", secretsFile)
-	s.waitFor(t, "serving line", time.Minute, func() bool { return strings.Contains(s.out.String(), "serving on") })
+	s := startSecureUp(t)
+	acmeSecret, betaHook := s.secrets[tenantA], s.secrets[tenantB]
+	acmeKey, betaKey := s.keys[tenantA], s.keys[tenantB]
+	addr := strings.TrimPrefix(s.base, "http://")
+	// acme's pushes index the fixture as acme/shop (beside the stack's
+	// "shop"): first the stack's commit, then a second one.
+	repoDir, first := s.shopDir, s.commit[tenantA+"/shop"]
+	second := commitFile(t, repoDir, "cart/discount.go", "package cart\n\n// ApplyDiscount takes a percentage off the cart total.\nfunc ApplyDiscount(total, percent int) int {\n\treturn total * (100 - percent) / 100\n}\n", 1700000100)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	acme := &api.Client{BaseURL: s.base, Key: acmeKey, PollInterval: 100 * time.Millisecond}
@@ -172,7 +167,7 @@ func TestSecurityHTTP(t *testing.T) {
 		if id != "" {
 			h[map[string]string{"github": "X-GitHub-Delivery", "gitea": "X-Gitea-Delivery", "gitlab": "X-Gitlab-Event-UUID"}[host]] = id
 		}
-		code, _, b := s.req(t, "POST", "/v1/webhooks/"+host+"/"+tenant, ctJSON, "", strings.NewReader(body), h)
+		code, _, b := s.raw(t, "POST", "/v1/webhooks/"+host+"/"+tenant, ctJSON, "", strings.NewReader(body), h)
 		return code, b
 	}
 
@@ -185,6 +180,8 @@ func TestSecurityHTTP(t *testing.T) {
 	if _, err := acme.WaitIndexed(ctx, "acme", "acme/shop", first); err != nil {
 		t.Fatal(err)
 	}
+	s.repos[tenantA] = append(s.repos[tenantA], "acme/shop")
+	sort.Strings(s.repos[tenantA])
 	secondBody := pushBody("gitea", repoDir, first, second)
 	if code, b := deliver("gitea", "acme", secondBody, hostSig("gitea", acmeSecret, secondBody), "delivery-2"); code != http.StatusAccepted {
 		t.Fatalf("second push = %d %s", code, b)
@@ -210,11 +207,10 @@ func TestSecurityHTTP(t *testing.T) {
 		if err != nil || resp.Commit != second || len(resp.Chunks) == 0 {
 			t.Errorf("valid query after the attack: %v %+v", err, resp)
 		}
-		for _, tenant := range []string{"beta", "gamma"} {
-			if _, err := (&api.Client{BaseURL: s.base, Key: map[string]string{"beta": betaKey, "gamma": gammaKey}[tenant]}).Status(ctx, tenant, "acme/shop"); !api.IsNotFound(err) && !isCode(err, http.StatusTooManyRequests) {
-				t.Errorf("tenant %s has acme/shop: %v", tenant, err)
-			}
+		if _, err := s.client(tenantB).Status(ctx, tenantB, "acme/shop"); !api.IsNotFound(err) && !isCode(err, http.StatusTooManyRequests) {
+			t.Errorf("tenant beta has acme/shop: %v", err)
 		}
+		s.assertClean(t)
 	}
 
 	t.Run("keys on every route", func(t *testing.T) {
@@ -227,8 +223,8 @@ func TestSecurityHTTP(t *testing.T) {
 			for _, k := range []struct {
 				key  string
 				want int
-			}{{"", 401}, {"wrong-key", 401}, {strings.ToUpper(acmeKey), 401}, {betaKey, 403}, {gammaKey, 403}} {
-				code, _, b := s.req(t, rt.method, rt.path, ctJSON, k.key, strings.NewReader(rt.body), nil)
+			}{{"", 401}, {"wrong-key", 401}, {strings.ToUpper(acmeKey), 401}, {betaKey, 403}} {
+				code, _, b := s.raw(t, rt.method, rt.path, ctJSON, k.key, strings.NewReader(rt.body), nil)
 				if code != k.want {
 					t.Errorf("%s %s with key %q = %d %s, want %d", rt.method, rt.path, k.key, code, b, k.want)
 				}
@@ -249,14 +245,14 @@ func TestSecurityHTTP(t *testing.T) {
 			}{
 				"missing":              {"acme", map[string]string{"X-GitHub-Event": "push", "X-Gitea-Event": "push", "X-Gitlab-Event": "Push Hook"}},
 				"bad":                  {"acme", hostSig(host, "not-the-secret-0123456789", body)},
-				"other tenant's":       {"acme", hostSig(host, betaSecret, body)},
+				"other tenant's":       {"acme", hostSig(host, betaHook, body)},
 				"for another tenant":   {"beta", hostSig(host, acmeSecret, body)},
 				"of another body":      {"acme", hostSig(host, acmeSecret, body+" ")},
-				"no secret for tenant": {"gamma", hostSig(host, acmeSecret, body)},
+				"no secret for tenant": {"nobody", hostSig(host, acmeSecret, body)},
 			}
 			for name, c := range cases {
 				want := http.StatusUnauthorized
-				if c.tenant == "gamma" {
+				if c.tenant == "nobody" {
 					want = http.StatusForbidden
 				}
 				if host == "gitlab" && name == "of another body" {
@@ -289,7 +285,7 @@ func TestSecurityHTTP(t *testing.T) {
 			received++
 		}
 		var st *api.RepoStatus
-		s.waitFor(t, "late pushes covered", time.Minute, func() bool {
+		s.up.waitFor(t, "late pushes covered", time.Minute, func() bool {
 			st, _ = acme.Status(ctx, "acme", "acme/shop")
 			return st != nil && st.Covered >= received && st.State == api.StateIdle
 		})
@@ -312,7 +308,7 @@ func TestSecurityHTTP(t *testing.T) {
 			{"rebound Host", ctJSON, map[string]string{"Host": "attacker.example:" + strings.Split(addr, ":")[1]}, 421},
 			{"Host 127.0.0.1.nip", ctJSON, map[string]string{"Host": "127.0.0.1.attacker.example"}, 421},
 		} {
-			code, _, b := s.req(t, "POST", "/v1/query", c.ctype, acmeKey, strings.NewReader(q), c.hdr)
+			code, _, b := s.raw(t, "POST", "/v1/query", c.ctype, acmeKey, strings.NewReader(q), c.hdr)
 			if code != c.want {
 				t.Errorf("%s = %d %s, want %d", c.name, code, b, c.want)
 			}
@@ -336,7 +332,7 @@ func TestSecurityHTTP(t *testing.T) {
 			{"/v1/webhooks/github/acme", "", io.MultiReader(strings.NewReader(`{"ref":"`), io.LimitReader(zeros{}, api.DefaultWebhookBody+1)), hostSig("github", acmeSecret, "x")},
 			{"/v1/webhooks/gitlab/acme", "", io.MultiReader(strings.NewReader(`{"ref":"`), io.LimitReader(zeros{}, api.DefaultWebhookBody+1)), hostSig("gitlab", acmeSecret, "x")},
 		} {
-			code, _, b := s.req(t, "POST", c.path, ctJSON, c.key, c.body, c.hdr)
+			code, _, b := s.raw(t, "POST", c.path, ctJSON, c.key, c.body, c.hdr)
 			if code != http.StatusRequestEntityTooLarge && !(c.key == "" && c.path == "/v1/query" && code == http.StatusUnauthorized) {
 				t.Errorf("oversized body to %s = %d %.200s, want 413", c.path, code, b)
 			}
@@ -353,7 +349,7 @@ func TestSecurityHTTP(t *testing.T) {
 			"\x00\xff",
 		} {
 			for _, path := range []string{"/v1/query", "/v1/index"} {
-				if code, _, b := s.req(t, "POST", path, ctJSON, acmeKey, strings.NewReader(body), nil); code != http.StatusBadRequest {
+				if code, _, b := s.raw(t, "POST", path, ctJSON, acmeKey, strings.NewReader(body), nil); code != http.StatusBadRequest {
 					t.Errorf("POST %s %q = %d %s, want 400", path, body, code, b)
 				}
 			}
@@ -365,7 +361,7 @@ func TestSecurityHTTP(t *testing.T) {
 		query := func(q string) (int, string, time.Duration) {
 			body, _ := json.Marshal(api.QueryRequest{Tenant: "acme", Repo: "acme/shop", Query: q})
 			t0 := time.Now()
-			code, _, b := s.req(t, "POST", "/v1/query", ctJSON, acmeKey, bytes.NewReader(body), nil)
+			code, _, b := s.raw(t, "POST", "/v1/query", ctJSON, acmeKey, bytes.NewReader(body), nil)
 			return code, b, time.Since(t0)
 		}
 		if code, b, _ := query(strings.Repeat(` "x`, (api.DefaultQuery+3)/3)); code != http.StatusBadRequest || !strings.Contains(b, "limit") {
@@ -449,7 +445,7 @@ func TestSecurityHTTP(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				code, _, _ := s.req(t, "POST", "/v1/webhooks/github/acme", ctJSON, "", bytes.NewReader(big), bad)
+				code, _, _ := s.raw(t, "POST", "/v1/webhooks/github/acme", ctJSON, "", bytes.NewReader(big), bad)
 				mu.Lock()
 				codes[code]++
 				mu.Unlock()
@@ -479,16 +475,16 @@ func TestSecurityHTTP(t *testing.T) {
 		call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"ApplyDiscount","repos":["acme/shop"]}}}`
 		mcpHdr := map[string]string{"Accept": "application/json, text/event-stream"}
 		for _, key := range []string{"", "wrong-key"} {
-			if code, _, b := s.req(t, "POST", "/v1/mcp", ctJSON, key, strings.NewReader(call), mcpHdr); code != http.StatusUnauthorized {
+			if code, _, b := s.raw(t, "POST", "/v1/mcp", ctJSON, key, strings.NewReader(call), mcpHdr); code != http.StatusUnauthorized {
 				t.Errorf("/v1/mcp with key %q = %d %.200s, want 401", key, code, b)
 			}
 		}
 		// Another tenant's key reaches only its own tenant.
-		if _, _, b := s.req(t, "POST", "/v1/mcp", ctJSON, betaKey, strings.NewReader(call), mcpHdr); strings.Contains(b, second) || strings.Contains(b, "ApplyDiscount(") {
+		if _, _, b := s.raw(t, "POST", "/v1/mcp", ctJSON, betaKey, strings.NewReader(call), mcpHdr); strings.Contains(b, second) || strings.Contains(b, "ApplyDiscount(") {
 			t.Errorf("beta's key read acme's index over MCP: %.300s", b)
 		}
 		huge := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"` + strings.Repeat("a", api.DefaultMCPBody) + `"}}}`
-		if code, _, b := s.req(t, "POST", "/v1/mcp", ctJSON, acmeKey, strings.NewReader(huge), mcpHdr); code < 400 {
+		if code, _, b := s.raw(t, "POST", "/v1/mcp", ctJSON, acmeKey, strings.NewReader(huge), mcpHdr); code < 400 {
 			t.Errorf("oversized MCP request = %d %.200s, want refused", code, b)
 		}
 		unchanged(t)
@@ -504,7 +500,7 @@ func TestSecurityHTTP(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for range 25 {
-					code, hdr, _ := s.req(t, "POST", "/v1/query", ctJSON, gammaKey, strings.NewReader(`{"tenant":"gamma","repo":"none","query":"x"}`), nil)
+					code, hdr, _ := s.raw(t, "POST", "/v1/query", ctJSON, betaKey, strings.NewReader(`{"tenant":"beta","repo":"none","query":"x"}`), nil)
 					mu.Lock()
 					codes[code]++
 					if code == http.StatusTooManyRequests {
@@ -518,14 +514,19 @@ func TestSecurityHTTP(t *testing.T) {
 		if codes[http.StatusTooManyRequests] == 0 || retry == "" || codes[http.StatusNotFound] < 30 {
 			t.Errorf("200 requests of one tenant at once: %v (Retry-After %q), want about 40 answered (404) and the rest 429 with Retry-After", codes, retry)
 		}
-		// Another tenant is not slowed by gamma's flood.
+		// Another tenant is not slowed by beta's flood; beta's own query
+		// answers again once its bucket refills (40 at 20/s).
+		if resp, err := s.client(tenantA).Query(ctx, api.QueryRequest{Tenant: tenantA, Repo: "acme/shop", Query: "ApplyDiscount"}); err != nil || len(resp.Chunks) == 0 {
+			t.Errorf("acme's query during beta's flood: %v", err)
+		}
+		time.Sleep(2500 * time.Millisecond)
 		unchanged(t)
 	})
 
 	t.Run("embedded NATS and Temporal refuse strangers", func(t *testing.T) {
-		m := regexp.MustCompile(`temporal=(\S+) nats=(\S+)`).FindStringSubmatch(s.errs.String())
+		m := regexp.MustCompile(`temporal=(\S+) nats=(\S+)`).FindStringSubmatch(s.up.errs.String())
 		if m == nil {
-			t.Fatalf("no addresses in the log:\n%s", s.errs.String())
+			t.Fatalf("no addresses in the log:\n%s", s.up.errs.String())
 		}
 		if strings.Contains(m[2], "@") {
 			t.Errorf("the log shows NATS credentials: %s", m[2])
@@ -547,8 +548,8 @@ func TestSecurityHTTP(t *testing.T) {
 	})
 
 	t.Run("no secret in the logs", func(t *testing.T) {
-		logs := s.out.String() + s.errs.String()
-		for _, sec := range []string{acmeSecret, betaSecret, acmeKey, betaKey, gammaKey} {
+		logs := s.up.out.String() + s.up.errs.String()
+		for _, sec := range []string{acmeSecret, betaHook, acmeKey, betaKey, s.keys[api.AllTenants]} {
 			if strings.Contains(logs, sec) {
 				t.Errorf("the log shows %q", sec)
 			}
@@ -583,9 +584,9 @@ func TestSecurityOpenAPICrossSite(t *testing.T) {
 	}
 	repoDir, _ := gitFixture(t)
 	addr := freeAddr(t)
-	s := &secUp{base: "http://" + addr}
-	s.upProc = startUp(t, "--data", t.TempDir(), "--listen", addr)
-	s.waitFor(t, "serving line", time.Minute, func() bool { return strings.Contains(s.out.String(), "serving on") })
+	base := "http://" + addr
+	up := startUp(t, "--data", t.TempDir(), "--listen", addr)
+	up.waitFor(t, "serving line", time.Minute, func() bool { return strings.Contains(up.out.String(), "serving on") })
 	body := `{"location":"` + repoDir + `"}`
 	port := strings.Split(addr, ":")[1]
 	for _, c := range []struct {
@@ -601,16 +602,16 @@ func TestSecurityOpenAPICrossSite(t *testing.T) {
 		{"cross-site fetch", "application/json", map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
 		{"rebound Host", "application/json", map[string]string{"Host": "attacker.example:" + port}, 421},
 	} {
-		if code, _, b := s.req(t, "POST", "/v1/index", c.ctype, "", strings.NewReader(body), c.hdr); code != c.want {
+		if code, _, b := rawRequest(t, base, "POST", "/v1/index", c.ctype, "", strings.NewReader(body), c.hdr, nil); code != c.want {
 			t.Errorf("%s = %d %s, want %d", c.name, code, b, c.want)
 		}
 	}
-	cl := &api.Client{BaseURL: s.base}
+	cl := &api.Client{BaseURL: base}
 	if _, err := cl.Status(context.Background(), "default", "shop"); !api.IsNotFound(err) {
 		t.Errorf("a refused cross-site request indexed the directory: %v", err)
 	}
 	// The same request from a local tool (no Origin, JSON) is taken.
-	if code, _, b := s.req(t, "POST", "/v1/index", "application/json", "", strings.NewReader(body), map[string]string{"Host": "localhost:" + port}); code != http.StatusAccepted {
+	if code, _, b := rawRequest(t, base, "POST", "/v1/index", "application/json", "", strings.NewReader(body), map[string]string{"Host": "localhost:" + port}, nil); code != http.StatusAccepted {
 		t.Errorf("local index request = %d %s, want 202", code, b)
 	}
 }
