@@ -4,9 +4,18 @@
 # .cache/bin) and started on loopback by scripts/minio.sh when available.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Under CI=true a MinIO that fails to build or start fails the run (the
+# MinIO tests would otherwise skip and CI stay green without them).
 if [ -x scripts/minio.sh ] && [ "${CODECTX_SKIP_MINIO:-}" = "" ]; then
-  eval "$(scripts/minio.sh start)"
   trap 'scripts/minio.sh stop >/dev/null 2>&1 || true' EXIT
+  if minio_env="$(scripts/minio.sh start)" && [ -n "$minio_env" ]; then
+    eval "$minio_env"
+  elif [ "${CI:-}" = "true" ]; then
+    echo "test.sh: MinIO did not start (CI=true: failing the run)" >&2
+    exit 1
+  else
+    echo "test.sh: MinIO did not start; its tests will skip" >&2
+  fi
 fi
 # The default embedding model and the ONNX Runtime library (cached under
 # .cache; about 20-35 s on a fresh clone) so the ONNX driver's conformance
