@@ -38,6 +38,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzPack$$' -fuzztime 10s -fuzzminimizetime 1s ./pkg/pack/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 5s -fuzzminimizetime 1s ./pkg/webhook/
 	$(GO) test -run '^$$' -fuzz '^FuzzLiterals$$' -fuzztime 5s -fuzzminimizetime 1s ./pkg/query/
+	$(GO) test -run '^$$' -fuzz '^FuzzLocation$$' -fuzztime 5s -fuzzminimizetime 1s ./pkg/api/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./pkg/...

@@ -202,9 +202,11 @@ func openPath(ctx context.Context, dir string, opt Options) (*Snapshot, error) {
 	return s, nil
 }
 
-// isURL reports whether where is opened as a clone URL (a remote location
+// IsURL reports whether Open reads where as a clone URL (a remote location
 // or a file:// URL) rather than as a local path; the classifier is
 // pkg/location, shared with the API.
+func IsURL(where string) bool { return isURL(where) }
+
 func isURL(where string) bool {
 	l, err := location.Parse(where)
 	return err == nil && (l.Kind == location.Remote || l.Scheme == "file")

@@ -17,6 +17,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -81,7 +82,8 @@ func startSecureUp(t *testing.T, extra ...string) *secureStack {
 	secretsFile := writeJSON(t, filepath.Join(cfg, "secrets.json"), s.secrets)
 	addr := freeAddr(t)
 	s.base = "http://" + addr
-	args := append([]string{"--data", s.data, "--listen", addr, "--api-keys", keysFile, "--webhook-secrets", secretsFile}, extra...)
+	args := append([]string{"--data", s.data, "--listen", addr, "--api-keys", keysFile, "--webhook-secrets", secretsFile,
+		"--rate-limit", "-1"}, extra...) // the rate limit has its own test (security_http_test.go)
 	s.up = startUp(t, args...)
 	s.up.waitFor(t, "serving line", time.Minute, func() bool { return strings.Contains(s.up.out.String(), "serving on") })
 
@@ -308,13 +310,20 @@ func (s *secureStack) assertServes(t *testing.T) {
 }
 
 // waitSettled waits until tenant/repo's workflow (if any) has finished
-// what it received, and returns the status acme's key sees (nil: unknown).
+// what it received, and returns the status tenant's key sees (nil: unknown).
 func (s *secureStack) waitSettled(t *testing.T, tenant, repo string) *api.RepoStatus {
+	t.Helper()
+	return s.waitSettledAs(t, tenant, tenant, repo)
+}
+
+// waitSettledAs is waitSettled with the key of who (api.AllTenants: the
+// operator, who sees last_error in full).
+func (s *secureStack) waitSettledAs(t *testing.T, who, tenant, repo string) *api.RepoStatus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for {
-		st, err := s.client(tenant).Status(ctx, tenant, repo)
+		st, err := s.client(who).Status(ctx, tenant, repo)
 		if api.IsNotFound(err) {
 			return nil
 		}
@@ -488,4 +497,99 @@ func testNames(t *testing.T, s *secureStack) {
 	s.assertClean(t, bodies...)
 }
 
-func testSSRF(t *testing.T, s *secureStack) {}
+// ssrfTargets are clone URLs on addresses a tenant must not reach; %s is
+// the port of a local listener (open) or of a closed port.
+var ssrfTargets = []string{
+	"https://127.0.0.1:%s/x.git", "http://127.0.0.1:%s/x.git", "git://127.0.0.1:%s/x.git", "ssh://git@127.0.0.1:%s/x.git",
+	"https://localhost:%s/x.git", "https://LOCALHOST.:%s/x.git", "https://a.localhost:%s/x.git",
+	"https://0.0.0.0:%s/x.git", "https://[::]:%s/x.git", "https://[::ffff:127.0.0.1]:%s/x.git", "https://[::1]:%s/x.git",
+	"https://2130706433:%s/x.git", "https://0x7f000001:%s/x.git", "https://127.1:%s/x.git", "https://vm:%s/x.git",
+	"https://u:p@127.0.0.1:%s/x.git", "git@127.0.0.1:x.git#%s",
+	"https://10.0.0.1/x.git#%s", "https://172.16.0.1/x.git#%s", "https://192.168.0.1/x.git#%s", "https://[fd00::1]/x.git#%s",
+	"https://169.254.169.254/latest/meta-data/#%s", "https://[fe80::1]/x.git#%s", "https://100.64.0.1/x.git#%s",
+}
+
+// refusedError is the status' last_error of a snapshot refused by the
+// dial-time or resolve-time check.
+const refusedError = "location refused"
+
+// A tenant's clone URL (index route or webhook) cannot make the server
+// connect to loopback, private, link-local or CGNAT addresses, by address
+// or by a name that resolves there; the answers are the same for an open
+// and a closed port. An operator's request for a name that resolves to
+// loopback passes the API and is refused where the clone dials.
+func testSSRF(t *testing.T, s *secureStack) {
+	tr := newTrap(t, "127.0.0.1:0")
+	_, open, _ := net.SplitHostPort(tr.Addr())
+	closed := closedPort(t)
+	var bodies []string
+	n := 0
+	attempt := func(who, how, tmpl string) {
+		t.Helper()
+		var answers [2]string
+		for i, port := range []string{open, closed} {
+			loc := fmt.Sprintf(tmpl, port)
+			n++
+			repo := fmt.Sprintf("ssrf%d", n)
+			var code int
+			var body string
+			if how == "index" {
+				b, _ := json.Marshal(api.IndexRequest{Tenant: tenantA, Repo: repo, Location: loc})
+				code, body = s.do(t, "POST", "/v1/index", who, string(b))
+			} else {
+				repo = "acme/" + repo
+				code, body = s.webhook(t, tenantA, githubPush(repo, loc, strings.Repeat("1", 40)), true)
+			}
+			bodies = append(bodies, body)
+			switch code {
+			case http.StatusBadRequest, http.StatusForbidden:
+				answers[i] = fmt.Sprint(code, strings.ReplaceAll(body, port, "PORT"))
+			case http.StatusAccepted:
+				st := s.waitSettledAs(t, who, tenantA, repo)
+				if st == nil || st.Head != nil || !strings.HasPrefix(st.LastError, refusedError) && who != api.AllTenants {
+					t.Errorf("%s %s %q: 202, then %+v; want refused and nothing published", who, how, loc, st)
+				}
+				if who == api.AllTenants && (st == nil || !strings.Contains(st.LastError, "address not allowed")) {
+					t.Errorf("operator %q: 202, then %+v; want refused at the dial", loc, st)
+				}
+				bodies = append(bodies, st.LastError)
+				answers[i] = fmt.Sprint(code, strings.ReplaceAll(st.LastError, port, "PORT"))
+			default:
+				t.Errorf("%s %s %q = %d %s, want 400, 403 or 202 then refused", who, how, loc, code, body)
+			}
+		}
+		if answers[0] != answers[1] {
+			t.Errorf("%s %s %q: an open port answers %q, a closed one %q", who, how, tmpl, answers[0], answers[1])
+		}
+	}
+	for _, tmpl := range ssrfTargets {
+		attempt(tenantA, "index", tmpl)
+		attempt(tenantA, "webhook", tmpl)
+	}
+	// The operator passes the tenant checks; a name that resolves to
+	// loopback is still refused at the dial.
+	if host, err := os.Hostname(); err == nil {
+		if ips, err := net.LookupIP(host); err == nil && len(ips) > 0 && ips[0].IsLoopback() {
+			attempt(api.AllTenants, "index", "https://"+host+":%s/x.git")
+			attempt(api.AllTenants, "index", "http://"+host+":%s/x.git")
+		}
+	}
+	attempt(api.AllTenants, "index", "https://127.1:%s/x.git")
+	tr.assertUntouched(t)
+	t.Logf("%d SSRF requests, the listener saw none", n)
+	// Only what the operator asked for may have a (failed) workflow; no
+	// repository was published.
+	s.assertClean(t, bodies...)
+}
+
+// closedPort is a loopback port nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, p, _ := net.SplitHostPort(l.Addr().String())
+	l.Close()
+	return p
+}

@@ -1,0 +1,133 @@
+package netguard
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"testing"
+)
+
+func TestPublic(t *testing.T) {
+	for _, tt := range []struct {
+		addr string
+		want bool
+	}{
+		{"8.8.8.8", true}, {"140.82.112.3", true}, {"2606:4700::1111", true},
+		{"127.0.0.1", false}, {"127.5.5.5", false}, {"::1", false}, {"0.0.0.0", false}, {"::", false},
+		{"10.0.0.1", false}, {"172.16.0.1", false}, {"192.168.1.1", false}, {"fc00::1", false}, {"fd12::1", false},
+		{"169.254.169.254", false}, {"fe80::1", false}, {"100.64.0.1", false}, {"224.0.0.1", false},
+		{"255.255.255.255", false}, {"192.0.2.1", false}, {"::ffff:127.0.0.1", false}, {"::ffff:10.1.2.3", false},
+		{"::ffff:8.8.8.8", true}, {"64:ff9b::7f00:1", false}, {"2002:7f00:1::", false}, {"240.0.0.1", false},
+	} {
+		if got := Public(netip.MustParseAddr(tt.addr)); got != tt.want {
+			t.Errorf("Public(%s) = %v, want %v", tt.addr, got, tt.want)
+		}
+	}
+}
+
+func TestTrusted(t *testing.T) {
+	p := &Policy{Hosts: []string{"github.com", ".corp.example", "git.local:3000", "[::1]:8080"}}
+	for _, tt := range []struct {
+		host, port string
+		want       bool
+	}{
+		{"github.com", "443", true}, {"GitHub.com", "22", true}, {"evilgithub.com", "443", false},
+		{"git.corp.example", "443", true}, {"corp.example.evil", "443", false},
+		{"git.local", "3000", true}, {"git.local", "3001", false}, {"::1", "8080", true}, {"[::1]", "8080", true}, {"::1", "80", false},
+	} {
+		if got := p.Trusted(tt.host, tt.port); got != tt.want {
+			t.Errorf("Trusted(%s, %s) = %v, want %v", tt.host, tt.port, got, tt.want)
+		}
+	}
+	if (*Policy)(nil).Trusted("github.com", "443") || (*Policy)(nil).Restricted() {
+		t.Error("a nil policy trusts or restricts")
+	}
+}
+
+// listen counts the connections a listener accepts.
+func listen(t *testing.T, addr string) (string, *atomic.Int64) {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("listen %s: %v", addr, err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var n atomic.Int64
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			c.Close()
+		}
+	}()
+	return l.Addr().String(), &n
+}
+
+// The dial-time check holds after name resolution: "localhost" resolves
+// to loopback and is refused before a connection, with the same error for
+// an open and a closed port; a trusted host:port and AllowPrivate connect.
+func TestDialContext(t *testing.T) {
+	ctx := context.Background()
+	open, hits := listen(t, "127.0.0.1:0")
+	_, port, _ := net.SplitHostPort(open)
+	closed := func() string {
+		l, _ := net.Listen("tcp", "127.0.0.1:0")
+		defer l.Close()
+		_, p, _ := net.SplitHostPort(l.Addr().String())
+		return p
+	}()
+	var p Policy
+	var msgs []string
+	for _, addr := range []string{"localhost:" + port, "localhost:" + closed, "127.0.0.1:" + port, "127.0.0.1:" + closed} {
+		c, err := p.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			c.Close()
+			t.Fatalf("dial %s: connected", addr)
+		}
+		if !errors.Is(err, ErrRefused) {
+			t.Errorf("dial %s: %v, want ErrRefused", addr, err)
+		}
+		msgs = append(msgs, err.Error())
+	}
+	if msgs[0] != msgs[1] || msgs[2] != msgs[3] {
+		t.Errorf("errors tell an open port from a closed one: %q", msgs)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the listener saw %d connections", n)
+	}
+	if err := p.Check(ctx, "localhost", port); !errors.Is(err, ErrRefused) {
+		t.Errorf("Check(localhost) = %v", err)
+	}
+	for _, q := range []*Policy{{Hosts: []string{"localhost:" + port}}, {AllowPrivate: true}} {
+		c, err := q.DialContext(ctx, "tcp", "localhost:"+port)
+		if err != nil {
+			t.Errorf("policy %+v: %v", q, err)
+			continue
+		}
+		c.Close()
+	}
+	// Trust is per host:port: another port of the same host is checked.
+	q := &Policy{Hosts: []string{"localhost:" + port}}
+	if _, err := q.DialContext(ctx, "tcp", "localhost:"+closed); !errors.Is(err, ErrRefused) {
+		t.Errorf("a trusted host's other port: %v", err)
+	}
+}
+
+func TestCheckName(t *testing.T) {
+	var p *Policy
+	for _, h := range []string{"127.0.0.1", "::1", "10.1.2.3", "169.254.169.254", "localhost", "LOCALHOST.", "a.localhost", "0.0.0.0", "fe80::1"} {
+		if err := p.CheckName(h, "443"); !errors.Is(err, ErrRefused) {
+			t.Errorf("CheckName(%s) = %v, want refused", h, err)
+		}
+	}
+	for _, h := range []string{"github.com", "8.8.8.8", "2606:4700::1111"} {
+		if err := p.CheckName(h, "443"); err != nil {
+			t.Errorf("CheckName(%s) = %v", h, err)
+		}
+	}
+}
