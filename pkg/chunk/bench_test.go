@@ -3,12 +3,16 @@ package chunk
 import (
 	"context"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
 	"testing"
+
+	"codectx/pkg/codectx"
 )
 
 type file struct {
@@ -107,7 +111,7 @@ def helper_%[1]d(values: list[int]) -> int:
 }
 
 func BenchmarkParseGo(b *testing.B) {
-	files := goCorpus(b, 512<<10)
+	files := parsedCorpus(b)
 	total := 0
 	for _, f := range files {
 		total += len(f.src)
@@ -134,6 +138,60 @@ func BenchmarkParsePython(b *testing.B) {
 	for b.Loop() {
 		if r := Parse(ctx, "app/handlers.py", src, Options{}); r.Skip != "" || r.Degraded != "" {
 			b.Fatalf("skip=%q degraded=%q", r.Skip, r.Degraded)
+		}
+	}
+}
+
+// parsedCorpus is goCorpus without the files Parse skips (generated code),
+// so that the ceilings below parse what BenchmarkParseGo parses.
+func parsedCorpus(b *testing.B) []file {
+	var out []file
+	for _, f := range goCorpus(b, 512<<10) {
+		if Parse(context.Background(), f.path, f.src, Options{}).Skip == "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// BenchmarkParseGoTreeSitter is the ceiling of BenchmarkParseGo: the same
+// files parsed by tree-sitter alone (no query, no chunks).
+func BenchmarkParseGoTreeSitter(b *testing.B) {
+	files := parsedCorpus(b)
+	total := 0
+	for _, f := range files {
+		total += len(f.src)
+	}
+	w := specFor(codectx.Go).get()
+	defer w.close()
+	b.SetBytes(int64(total))
+	b.ResetTimer()
+	for b.Loop() {
+		for _, f := range files {
+			tree, err := w.p.ParseCtx(context.Background(), nil, f.src)
+			if err != nil {
+				b.Fatal(err)
+			}
+			tree.Close()
+		}
+	}
+}
+
+// BenchmarkParseGoStdlib parses the same files with go/parser (comments
+// kept), the alternative parser for Go.
+func BenchmarkParseGoStdlib(b *testing.B) {
+	files := parsedCorpus(b)
+	total := 0
+	for _, f := range files {
+		total += len(f.src)
+	}
+	b.SetBytes(int64(total))
+	b.ResetTimer()
+	for b.Loop() {
+		for _, f := range files {
+			if _, err := parser.ParseFile(token.NewFileSet(), f.path, f.src, parser.ParseComments|parser.SkipObjectResolution); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 }

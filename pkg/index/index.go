@@ -433,10 +433,14 @@ func Assemble(m *Manifest, results []Parsed) (*segment.Segment, *Summary) {
 	for _, s := range m.Skipped {
 		st.Skipped[s.Reason]++
 	}
-	var (
-		files  []segment.File
-		chunks []codectx.Chunk
-	)
+	n := 0
+	for _, p := range results {
+		if p.Result.Skip == "" {
+			n += len(p.Result.Chunks)
+		}
+	}
+	files := make([]segment.File, 0, len(results))
+	chunks := make([]codectx.Chunk, 0, n) // sized once: a repository's chunks are most of the memory
 	gin := graph.Input{GoModule: m.GoModule, GoModules: m.GoModules}
 	for i, p := range results {
 		file := m.Files[i]

@@ -261,10 +261,15 @@ func (s *Segment) MarshalBinary() ([]byte, error) {
 		buf.Write(data)
 	}
 	for _, sec := range []struct {
-		tag int
-		v   any
-	}{{tagMeta, s.Meta}, {tagFiles, s.Files}, {tagChunks, s.Chunks}, {tagHistory, s.History}} {
-		data, err := gzipJSON(sec.v)
+		tag  int
+		data func() ([]byte, error)
+	}{
+		{tagMeta, func() ([]byte, error) { return gzipJSON(s.Meta) }},
+		{tagFiles, func() ([]byte, error) { return gzipJSONList(s.Files) }},
+		{tagChunks, func() ([]byte, error) { return gzipJSONList(s.Chunks) }},
+		{tagHistory, func() ([]byte, error) { return gzipJSONList(s.History) }},
+	} {
+		data, err := sec.data()
 		if err != nil {
 			return nil, fmt.Errorf("segment: encode section %d: %w", sec.tag, err)
 		}
@@ -346,11 +351,11 @@ func Load(data []byte) (*Segment, error) {
 		case tagMeta:
 			err = gunzipJSON(p, &s.Meta)
 		case tagFiles:
-			err = gunzipJSON(p, &s.Files)
+			s.Files, err = gunzipJSONList[File](p)
 		case tagChunks:
-			err = gunzipJSON(p, &s.Chunks)
+			s.Chunks, err = gunzipJSONList[codectx.Chunk](p)
 		case tagHistory:
-			err = gunzipJSON(p, &s.History)
+			s.History, err = gunzipJSONList[Commit](p)
 		case tagSymbols:
 			err = gunzipJSON(p, &syms)
 		// The indexes keep their postings as slices of the bytes they are
@@ -408,6 +413,69 @@ func gzipJSON(v any) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// gzipJSONList encodes a list as gzip-compressed JSON one element at a
+// time, so the uncompressed JSON of the whole list (several times the
+// source of a big repository) is never held in memory. The bytes are an
+// ordinary JSON array (elements on lines of their own).
+func gzipJSONList[T any](list []T) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	enc := json.NewEncoder(zw)
+	if list == nil {
+		io.WriteString(zw, "null")
+	} else {
+		io.WriteString(zw, "[")
+		for i := range list {
+			if i > 0 {
+				io.WriteString(zw, ",")
+			}
+			if err := enc.Encode(&list[i]); err != nil {
+				return nil, err
+			}
+		}
+		io.WriteString(zw, "]")
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// gunzipJSONList decodes a JSON array (or null) from gzip-compressed p one
+// element at a time, holding only one element's JSON at once.
+func gunzipJSONList[T any](p []byte) ([]T, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(p))
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+	dec := json.NewDecoder(zr)
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if tok == nil {
+		return nil, nil
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return nil, fmt.Errorf("want a JSON array, got %v", tok)
+	}
+	var out []T
+	for dec.More() {
+		out = append(out, *new(T))
+		if err := dec.Decode(&out[len(out)-1]); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := dec.Token(); err != nil { // ']'
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("data after the JSON array")
+	}
+	return out, nil
 }
 
 func gunzipJSON(p []byte, v any) error {
