@@ -75,6 +75,7 @@ type RepoCarry struct {
 	Last       *SnapshotResult
 	LastError  string // what a tenant is told (PublicError)
 	LastDetail string // the cause for an operator (Cause)
+	Location   string // of the last push: what a reindex fetches
 }
 
 // RepoStatus is the answer of the "status" query.
@@ -90,6 +91,7 @@ type RepoStatus struct {
 	Received     int    // pushes received
 	Covered      int    // pushes covered by finished snapshots
 	Snapshots    int
+	Location     string // of the last push received
 }
 
 // RepoWorkflow serialises the indexing of one repository. Pushes received
@@ -106,7 +108,7 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 		return RepoStatus{
 			Tenant: tenant, Repo: repo, State: state, Current: current, Pending: st.Pending,
 			LastCommit: st.LastCommit, Last: st.Last, LastError: st.LastError,
-			LastDetail: st.LastDetail, Received: st.Received, Covered: st.Covered, Snapshots: st.Snapshots,
+			LastDetail: st.LastDetail, Received: st.Received, Covered: st.Covered, Snapshots: st.Snapshots, Location: st.Location,
 		}, nil
 	}); err != nil {
 		return err
@@ -116,6 +118,7 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 	take := func(p Push) {
 		st.Received++
 		st.Pending = &p
+		st.Location = p.Location
 	}
 	drain := func() {
 		var p Push

@@ -86,6 +86,9 @@ type RepoStatus struct {
 	Already    bool        `json:"already_indexed,omitempty"` // the last snapshot found HEAD complete at its commit
 	Embed      string      `json:"embed,omitempty"`           // what the embed stage did
 	Head       *index.Head `json:"head,omitempty"`            // the published HEAD, nil if none
+	// Location is where the last push fetched from: what a reindex
+	// fetches again. Not shown: it may be a path on the server.
+	Location string `json:"-"`
 }
 
 // LeftOut is a file left out of the published snapshot because it is

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"codectx/pkg/index"
+	"codectx/pkg/keys"
 )
 
 // AllTenants in Keys grants a key every tenant (an operator's key).
@@ -16,7 +17,14 @@ const AllTenants = "*"
 
 // Keys maps the SHA-256 (hex) of each API key to the tenant it may act
 // for. Only hashes are kept, so a leaked configuration reveals no key.
+// A tenant's key here has scope index, an AllTenants key scope admin.
 type Keys map[string]string
+
+// KeyStore looks keys up in a store that may change while the server
+// runs (keys.File re-reads its file).
+type KeyStore interface {
+	Lookup(key string) (keys.Key, bool)
+}
 
 // HashKey is the form a key is listed under in Keys.
 func HashKey(key string) string {
@@ -24,15 +32,19 @@ func HashKey(key string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// authorize checks the request's bearer key against tenant. With no keys
-// configured the API is open (a single-user `codectx up` on loopback).
-// It writes the error answer and returns false when the request may not
-// proceed: 401 without a known key, 403 for a key of another tenant.
-func (s *Server) authorize(w http.ResponseWriter, r *http.Request, tenant string) bool {
-	if len(s.Keys) == 0 {
+// keysOn reports whether requests need a key.
+func (s *Server) keysOn() bool { return len(s.Keys) > 0 || s.KeyStore != nil }
+
+// authorize checks the request's bearer key against tenant and the scope
+// the route needs. With no keys configured the API is open (a single-user
+// `codectx up` on loopback). It writes the error answer and returns false
+// when the request may not proceed: 401 without a known key, 403 for a key
+// of another tenant or of a narrower scope.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, tenant string, need keys.Scope) bool {
+	if !s.keysOn() {
 		return s.allow(w, tenant)
 	}
-	owner, known, sent := s.keyOwner(r)
+	k, known, sent := s.keyOwner(r)
 	if !sent {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="codectx"`)
 		writeError(w, http.StatusUnauthorized, fmt.Errorf("an API key is required (Authorization: Bearer KEY)"))
@@ -43,44 +55,58 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, tenant string
 		w.Header().Set("WWW-Authenticate", `Bearer realm="codectx", error="invalid_token"`)
 		writeError(w, http.StatusUnauthorized, fmt.Errorf("unknown API key"))
 		return false
-	case owner != AllTenants && owner != tenant:
+	case k.Tenant != AllTenants && k.Tenant != tenant:
 		// Say no more than that the key does not reach this tenant: not
 		// whether the tenant or its repositories exist.
 		writeError(w, http.StatusForbidden, fmt.Errorf("this API key is not valid for tenant %q", tenant))
+		return false
+	case !k.Scope.Allows(need):
+		writeError(w, http.StatusForbidden, fmt.Errorf("this API key has scope %s; this needs %s", k.Scope, need))
 		return false
 	}
 	return s.allow(w, tenant)
 }
 
 // operator reports whether the request may act beyond one tenant: always
-// on an open API, else only with an AllTenants key.
+// on an open API, else only with an admin key for AllTenants.
 func (s *Server) operator(r *http.Request) bool {
-	if len(s.Keys) == 0 {
+	if !s.keysOn() {
 		return true
 	}
-	owner, known, _ := s.keyOwner(r)
-	return known && owner == AllTenants
+	k, known, _ := s.keyOwner(r)
+	return known && k.Tenant == AllTenants && k.Scope.Allows(keys.Admin)
 }
 
-// keyOwner looks up the request's bearer key: the tenant it belongs to,
-// whether it is known, and whether a key was sent at all.
-func (s *Server) keyOwner(r *http.Request) (owner string, known, sent bool) {
+// keyOwner looks up the request's bearer key: its entry, whether it is
+// known, and whether a key was sent at all.
+func (s *Server) keyOwner(r *http.Request) (k keys.Key, known, sent bool) {
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || tok == "" {
-		return "", false, false
+		return keys.Key{}, false, false
 	}
-	owner, known = s.Keys.lookup(tok)
-	return owner, known, true
+	if s.KeyStore != nil {
+		if k, ok := s.KeyStore.Lookup(tok); ok {
+			return k, true, true
+		}
+	}
+	if owner, ok := s.Keys.lookup(tok); ok {
+		sc := keys.Index
+		if owner == AllTenants {
+			sc = keys.Admin
+		}
+		return keys.Key{Tenant: owner, Scope: sc}, true, true
+	}
+	return keys.Key{}, false, true
 }
 
 // principal authenticates a request that acts for the tenant of its key
 // (MCP): with no keys configured, an operator of the default tenant. It
 // writes the 401 answer and returns false without a known key.
 func (s *Server) principal(w http.ResponseWriter, r *http.Request) (Principal, bool) {
-	if len(s.Keys) == 0 {
-		return Principal{Tenant: index.DefaultTenant, Operator: true}, true
+	if !s.keysOn() {
+		return Principal{Tenant: index.DefaultTenant, Operator: true}, s.allow(w, index.DefaultTenant)
 	}
-	owner, known, sent := s.keyOwner(r)
+	k, known, sent := s.keyOwner(r)
 	switch {
 	case !sent:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="codectx"`)
@@ -90,10 +116,13 @@ func (s *Server) principal(w http.ResponseWriter, r *http.Request) (Principal, b
 		w.Header().Set("WWW-Authenticate", `Bearer realm="codectx", error="invalid_token"`)
 		writeError(w, http.StatusUnauthorized, fmt.Errorf("unknown API key"))
 		return Principal{}, false
-	case owner == AllTenants:
-		return Principal{Tenant: index.DefaultTenant, Operator: true}, true
+	case !k.Scope.Allows(keys.Query):
+		writeError(w, http.StatusForbidden, fmt.Errorf("this API key has scope %s; MCP needs query", k.Scope))
+		return Principal{}, false
+	case k.Tenant == AllTenants:
+		return Principal{Tenant: index.DefaultTenant, Operator: true}, s.allow(w, index.DefaultTenant)
 	}
-	return Principal{Tenant: owner}, true
+	return Principal{Tenant: k.Tenant}, s.allow(w, k.Tenant)
 }
 
 // lookup finds the tenant of key. It compares the key's hash with every

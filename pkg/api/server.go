@@ -14,6 +14,7 @@ import (
 	"codectx/pkg/blob"
 	"codectx/pkg/index"
 	"codectx/pkg/location"
+	"codectx/pkg/keys"
 	"codectx/pkg/metrics"
 	"codectx/pkg/netguard"
 	"codectx/pkg/pipeline"
@@ -68,6 +69,9 @@ type Server struct {
 	// Net is where clone URLs may point (loopback, private and link-local
 	// addresses are refused unless it allows them); nil = public hosts only.
 	Net *netguard.Policy
+	// KeyStore, when set, is consulted first: keys with scopes, re-read
+	// while the server runs (keys.File).
+	KeyStore KeyStore
 	Log *slog.Logger // default slog.Default()
 	// Sessions keeps what each query session was sent; nil: in memory.
 	Sessions session.Store
@@ -121,8 +125,11 @@ func (s *Server) Handler() http.Handler {
 	if s.Routes&AdminRoutes != 0 {
 		handle("POST /v1/index", "index", s.index)
 		handle("POST /v1/webhooks/{host}/{tenant}", "webhook", s.webhook)
+		handle("POST /v1/repos/{tenant}/{rest...}", "reindex", s.repoAction)
+		handle("DELETE /v1/repos/{tenant}/{rest...}", "delete", s.deleteRepo)
 	}
 	if s.Routes != 0 {
+		handle("GET /v1/repos", "repos", s.listRepos)
 		handle("GET /v1/repos/{tenant}/{rest...}", "status", s.status)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -217,7 +224,7 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if !s.authorize(w, r, req.Tenant) {
+	if !s.authorize(w, r, req.Tenant, keys.Query) {
 		return
 	}
 	if strings.TrimSpace(req.Query) == "" {
@@ -280,7 +287,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("invalid tenant %q", req.Tenant))
 		return
 	}
-	if !s.authorize(w, r, req.Tenant) {
+	if !s.authorize(w, r, req.Tenant, keys.Index) {
 		return
 	}
 	if req.Location == "" {
@@ -318,7 +325,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if !s.authorize(w, r, tenant) {
+	if !s.authorize(w, r, tenant, keys.Query) {
 		return
 	}
 	ctx := r.Context()

@@ -39,6 +39,7 @@ Usage:
   codectx gc    [--data DIR | --s3-endpoint HOST:PORT] [--dry-run] [--json]
   codectx mcp   [--data DIR | --server URL]    MCP server over stdio for a coding agent
   codectx bench-query --server URL --repo NAME[,NAME...] [--clients 8] [--requests 2000] [--json]
+  codectx key   create --tenant T [--scope query|index|admin] | list | revoke ID
 
 Roles (one part each, configured by flags or CODECTX_* environment variables):
   codectx orchestrator    Temporal worker of the indexing workflows
@@ -72,6 +73,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runMCP(ctx, args[1:], stdout, stderr)
 	case "bench-query":
 		return runBenchQuery(ctx, args[1:], stdout, stderr)
+	case "key":
+		return runKey(ctx, args[1:], stdout, stderr)
 	case "orchestrator":
 		return orchestratorRole().run(ctx, args[1:], stdout, stderr)
 	case "parse-worker":

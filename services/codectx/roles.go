@@ -92,7 +92,7 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var limits limitFlags
 	if r.routes != 0 {
 		limits.register(fs)
-		fs.StringVar(&keysFile, "api-keys", env(envAPIKeys, ""), "JSON file of API key SHA-256 -> tenant; when set, every API route but health, metrics and webhooks needs a key ($"+envAPIKeys+")")
+		fs.StringVar(&keysFile, "api-keys", env(envAPIKeys, ""), "API key file (`codectx key create --file FILE` writes it; re-read when it changes); when set, every API route but health, metrics and webhooks needs a key ($"+envAPIKeys+")")
 	}
 	cacheBytes := int64(api.DefaultCacheBytes)
 	if r.routes&api.QueryRoutes != 0 {
@@ -111,7 +111,7 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	log := newLogger(stderr).With("role", r.name)
 	d := &deps{log: log}
-	keys, err := readKeys(keysFile)
+	keyStore, err := openKeys(keysFile)
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,10 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return ignoreCancel(ctx, err)
 	}
 	m := metrics.New()
-	srv := &api.Server{Store: store, Metrics: m, Routes: r.routes, Checks: d.checks(r.use), Notes: r.notes, Log: log, CacheSize: cacheBytes, Net: c.netPolicy(), Keys: keys}
+	srv := &api.Server{Store: store, Metrics: m, Routes: r.routes, Checks: d.checks(r.use), Notes: r.notes, Log: log, CacheSize: cacheBytes, Net: c.netPolicy()}
+	if keyStore != nil {
+		srv.KeyStore = keyStore
+	}
 	if r.routes&api.QueryRoutes != 0 && (r.use|r.soft)&useNATS != 0 {
 		srv.Sessions = &lazySessions{d: d}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"codectx/pkg/api"
 	"codectx/pkg/blob"
+	"codectx/pkg/keys"
 	"codectx/pkg/metrics"
 	"codectx/pkg/pipeline"
 	"codectx/pkg/queue"
@@ -64,7 +65,8 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	limits.register(fs)
 	cacheBytes := int64(api.DefaultCacheBytes)
 	cacheFlag(fs, &cacheBytes)
-	keysFile := fs.String("api-keys", env(envAPIKeys, ""), "JSON file of API key SHA-256 -> tenant; when set, query, index and status need a key ($"+envAPIKeys+")")
+	keysFile := fs.String("api-keys", env(envAPIKeys, ""), "API key file (`codectx key create` writes it; re-read when it changes); when set, every API route but health, metrics and webhooks needs a key ($"+envAPIKeys+")")
+	keysOn := fs.Bool("keys", envBool(envKeys, false), "require API keys from DATA/keys.json; on first start an admin key is written to DATA/admin.key (mode 0600) ($"+envKeys+")")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: codectx up [--data DIR] [--listen ADDR] [--index PATH_OR_URL ...]
 
@@ -84,15 +86,26 @@ Stop with SIGINT or SIGTERM.`)
 	if err != nil {
 		return err
 	}
-	keys, err := readKeys(*keysFile)
+	if *keysOn && *keysFile == "" {
+		*keysFile = filepath.Join(c.data, "keys.json")
+		made, err := keys.Bootstrap(*keysFile, filepath.Join(c.data, "admin.key"))
+		if err != nil {
+			return fmt.Errorf("up: %w", err)
+		}
+		if made {
+			fmt.Fprintf(stdout, "codectx up: keys on; an admin key was written to %s (mode 0600)\n", filepath.Join(c.data, "admin.key"))
+		}
+	}
+	keyStore, err := openKeys(*keysFile)
 	if err != nil {
 		return err
 	}
 	// up's own --index requests use a key minted for this run, valid for
 	// every tenant and for paths on this machine.
 	selfKey := rand.Text()
-	if keys != nil {
-		keys[api.HashKey(selfKey)] = api.AllTenants
+	var selfKeys api.Keys
+	if keyStore != nil {
+		selfKeys = api.Keys{api.HashKey(selfKey): api.AllTenants}
 	}
 	log := newLogger(stderr).With("role", "up")
 	defer log.Info("exited") // after the deferred stops of the servers
@@ -153,7 +166,10 @@ Stop with SIGINT or SIGTERM.`)
 		Deliveries: deliveries,
 		Store:      store, Indexer: temporalIndexer{tc}, Metrics: m, Routes: api.AllRoutes,
 		Checks: d.checks(useTemporal | useNATS), Notes: map[string]string{"embed": embedDisabled}, Log: log,
-		Webhooks: webhooks, Keys: keys, Sessions: sessions, CacheSize: cacheBytes, Net: c.netPolicy(),
+		Webhooks: webhooks, Keys: selfKeys, Sessions: sessions, CacheSize: cacheBytes, Net: c.netPolicy(),
+	}
+	if keyStore != nil {
+		srv.KeyStore = keyStore
 	}
 	limits.apply(srv, c.listen)
 	hs, err := startHTTP(c.listen, srv.Handler(), limits.readTimeout)

@@ -154,21 +154,30 @@ func TestReadKeys(t *testing.T) {
 		}
 		return p
 	}
-	if k, err := readKeys(""); err != nil || k != nil {
-		t.Errorf("readKeys(\"\") = %v, %v; want an open API", k, err)
+	if k, err := openKeys(""); err != nil || k != nil {
+		t.Errorf("openKeys(\"\") = %v, %v; want an open API", k, err)
 	}
 	good := `{"` + api.HashKey("k1") + `": "acme", "` + api.HashKey("k2") + `": "*"}`
-	k, err := readKeys(write(good))
-	if err != nil || len(k) != 2 || k[api.HashKey("k1")] != "acme" {
-		t.Errorf("readKeys = %v, %v", k, err)
+	k, err := openKeys(write(good))
+	if err != nil || k.Len() != 2 {
+		t.Fatalf("openKeys = %v, %v", k, err)
+	}
+	if got, ok := k.Lookup("k1"); !ok || got.Tenant != "acme" {
+		t.Errorf("k1 = %+v, %v", got, ok)
 	}
 	upper := `{"` + strings.ToUpper(api.HashKey("k1")) + `": "acme"}`
-	if k, err := readKeys(write(upper)); err != nil || k[api.HashKey("k1")] != "acme" {
-		t.Errorf("a hash in upper-case hex: readKeys = %v, %v; want it found under the lower-case hash", k, err)
+	if k, err := openKeys(write(upper)); err != nil {
+		t.Errorf("a hash in upper-case hex: %v", err)
+	} else if got, ok := k.Lookup("k1"); !ok || got.Tenant != "acme" {
+		t.Errorf("a hash in upper-case hex: k1 = %+v, %v; want it found", got, ok)
+	}
+	dup := `{"` + strings.ToUpper(api.HashKey("k1")) + `": "acme", "` + api.HashKey("k1") + `": "beta"}`
+	if _, err := openKeys(write(dup)); err == nil {
+		t.Error("one key listed for two tenants was accepted")
 	}
 	for _, bad := range []string{`{`, `{}`, `{"k1": "acme"}`, `{"` + api.HashKey("k") + `": "../x"}`} {
-		if _, err := readKeys(write(bad)); err == nil {
-			t.Errorf("readKeys accepted %s", bad)
+		if _, err := openKeys(write(bad)); err == nil {
+			t.Errorf("openKeys accepted %s", bad)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 
 	"codectx/pkg/api"
 	"codectx/pkg/index"
+	"codectx/pkg/keys"
 )
 
 const (
@@ -71,37 +71,19 @@ const (
 	envAPIKey  = "CODECTX_API_KEY"
 )
 
-// readKeys reads an API key file: a JSON object from the SHA-256 (hex) of
-// each key to its tenant ("*" for every tenant). "" means an open API.
-func readKeys(file string) (api.Keys, error) {
+// openKeys opens an API key file (`codectx key` writes it; the older
+// object of key SHA-256 -> tenant is read too). "" is an open API. The
+// server re-reads the file when it changes.
+func openKeys(file string) (*keys.File, error) {
 	if file == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(file)
+	f, err := keys.Open(file)
 	if err != nil {
 		return nil, fmt.Errorf("api keys: %w", err)
 	}
-	var keys api.Keys
-	if err := json.Unmarshal(data, &keys); err != nil {
-		return nil, fmt.Errorf("api keys %s: want a JSON object of key SHA-256 to tenant: %w", file, err)
-	}
-	if len(keys) == 0 {
+	if f.Len() == 0 {
 		return nil, fmt.Errorf("api keys %s: no keys (leave the file unset for an open API)", file)
 	}
-	norm := api.Keys{}
-	for h, t := range keys {
-		b, err := hex.DecodeString(h)
-		if err != nil || len(b) != 32 {
-			return nil, fmt.Errorf("api keys %s: %q is not a SHA-256 in hex (printf %%s KEY | sha256sum)", file, h)
-		}
-		if t != api.AllTenants && !index.ValidTenant(t) {
-			return nil, fmt.Errorf("api keys %s: invalid tenant %q", file, t)
-		}
-		// One spelling of each hash: upper-case hex matches too.
-		if prev, ok := norm[hex.EncodeToString(b)]; ok && prev != t {
-			return nil, fmt.Errorf("api keys %s: one key listed for tenants %q and %q", file, prev, t)
-		}
-		norm[hex.EncodeToString(b)] = t
-	}
-	return norm, nil
+	return f, nil
 }

@@ -1,0 +1,221 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/index"
+	"codectx/pkg/keys"
+)
+
+// RepoInfo is one repository in GET /v1/repos.
+type RepoInfo struct {
+	Repo      string `json:"repo"`
+	Commit    string `json:"commit"`               // published HEAD
+	IndexedAt string `json:"indexed_at"`           // RFC 3339, when that HEAD was built
+	Files     int    `json:"files"`                // files in the published index
+	Skipped   int    `json:"skipped"`              // files left out (binary, too large, generated, ...)
+	Degraded  int    `json:"degraded"`             // files cut into line windows (parse timeout, invalid UTF-8, ...)
+	Failed    int    `json:"failed"`               // files whose parse failed in the last snapshot (with an orchestrator)
+	State     string `json:"state,omitempty"`      // idle, indexing or unknown (with an orchestrator)
+	LastError string `json:"last_error,omitempty"` // error of the last snapshot
+}
+
+// RepoPage is the answer of GET /v1/repos: one page of a tenant's
+// repositories, by name. Pass Next as cursor for the next page; "" = last.
+type RepoPage struct {
+	Tenant string     `json:"tenant"`
+	Repos  []RepoInfo `json:"repos"`
+	Next   string     `json:"next,omitempty"`
+}
+
+// DeleteResponse is the answer of DELETE /v1/repos/{tenant}/{repo}.
+type DeleteResponse struct {
+	Tenant  string `json:"tenant"`
+	Repo    string `json:"repo"`
+	Deleted int    `json:"deleted"` // objects removed: HEAD, segments, manifests, plans
+}
+
+const (
+	defaultPage = 50
+	maxPage     = 500
+)
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// listRepos serves GET /v1/repos?tenant=T&limit=N&cursor=C.
+func (s *Server) listRepos(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	tenant := q.Get("tenant")
+	if tenant == "" {
+		tenant = index.DefaultTenant
+	}
+	if !index.ValidTenant(tenant) {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("invalid tenant %q", tenant))
+		return
+	}
+	limit := defaultPage
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxPage {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("limit %q: want 1..%d", v, maxPage))
+			return
+		}
+		limit = n
+	}
+	cursor := q.Get("cursor")
+	if !s.authorize(w, r, tenant, keys.Query) {
+		return
+	}
+	ctx := r.Context()
+	names, err := s.repoNames(ctx, tenant)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	page := RepoPage{Tenant: tenant, Repos: []RepoInfo{}}
+	start := 0
+	for start < len(names) && cursor != "" && names[start] <= cursor {
+		start++
+	}
+	end := min(start+limit, len(names))
+	if end < len(names) {
+		page.Next = names[end-1]
+	}
+	names = names[start:end]
+	page.Repos = make([]RepoInfo, len(names))
+	err = forEach(len(names), func(i int) error {
+		info, err := s.repoInfo(ctx, tenant, names[i])
+		page.Repos[i] = info
+		return err
+	})
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (s *Server) repoInfo(ctx context.Context, tenant, repo string) (RepoInfo, error) {
+	info := RepoInfo{Repo: repo}
+	head, err := index.ReadHead(ctx, s.Store, tenant, repo)
+	if err != nil {
+		return info, fmt.Errorf("HEAD of %s/%s: %w", tenant, repo, err)
+	}
+	info.Commit, info.IndexedAt = head.Commit, head.Built
+	seg, err := s.segs.get(ctx, head.Segment)
+	if err != nil {
+		return info, err
+	}
+	info.Files, info.Skipped, info.Degraded = len(seg.Files), sum(seg.Meta.Skipped), sum(seg.Meta.Degraded)
+	if s.Indexer != nil {
+		if st, err := s.Indexer.Status(ctx, tenant, repo); err == nil {
+			info.State, info.Failed, info.LastError = st.State, st.Failed, st.LastError
+		}
+	}
+	return info, nil
+}
+
+// repoAction routes POST /v1/repos/{tenant}/{repo}/reindex.
+func (s *Server) repoAction(w http.ResponseWriter, r *http.Request) {
+	tenant := r.PathValue("tenant")
+	repo, ok := strings.CutSuffix(r.PathValue("rest"), "/reindex")
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Errorf("no route %s %s", r.Method, r.URL.Path))
+		return
+	}
+	if err := validRepo(tenant, repo); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if !s.authorize(w, r, tenant, keys.Index) {
+		return
+	}
+	if s.Indexer == nil {
+		writeError(w, http.StatusServiceUnavailable, errors.New("no orchestrator configured"))
+		return
+	}
+	st, err := s.Indexer.Status(r.Context(), tenant, repo)
+	switch {
+	case errors.Is(err, ErrUnknownRepo):
+		writeError(w, http.StatusNotFound, fmt.Errorf("unknown repository %s/%s", tenant, repo))
+		return
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("status of %s/%s: %w", tenant, repo, err))
+		return
+	case st.Location == "":
+		writeError(w, http.StatusConflict, fmt.Errorf("%s/%s: no location recorded; POST /v1/index with one", tenant, repo))
+		return
+	}
+	run, err := s.Indexer.Index(r.Context(), IndexRequest{Tenant: tenant, Repo: repo, Location: st.Location})
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("signal %s/%s: %w", tenant, repo, err))
+		return
+	}
+	writeJSON(w, http.StatusAccepted, IndexResponse{Tenant: tenant, Repo: repo, RunID: run})
+}
+
+// deleteRepo serves DELETE /v1/repos/{tenant}/{repo}: the HEAD goes
+// first (queries stop finding the repository), then its segments,
+// manifests and plans. The parse cache is shared by content and is left
+// to `codectx gc`. No vector store exists yet, so there are no vectors to
+// remove.
+func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
+	tenant, repo := r.PathValue("tenant"), r.PathValue("rest")
+	if err := validRepo(tenant, repo); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if !s.authorize(w, r, tenant, keys.Admin) {
+		return
+	}
+	ctx := r.Context()
+	res := DeleteResponse{Tenant: tenant, Repo: repo}
+	head := index.HeadKey(tenant, repo)
+	had, err := s.Store.Exists(ctx, head)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	if had {
+		if err := s.Store.Delete(ctx, head); err != nil && !errors.Is(err, blob.ErrNotFound) {
+			writeError(w, http.StatusServiceUnavailable, err)
+			return
+		}
+		res.Deleted++
+	}
+	for _, root := range []string{"segments/", "manifests/", "plans/"} {
+		prefix := root + tenant + "/" + repo + "/"
+		ks, err := s.Store.List(ctx, prefix)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, err)
+			return
+		}
+		for _, k := range ks {
+			if strings.Contains(strings.TrimPrefix(k, prefix), "/") {
+				continue // another repository nested under this name
+			}
+			if err := s.Store.Delete(ctx, k); err != nil && !errors.Is(err, blob.ErrNotFound) {
+				writeError(w, http.StatusServiceUnavailable, err)
+				return
+			}
+			res.Deleted++
+		}
+	}
+	if res.Deleted == 0 {
+		writeError(w, http.StatusNotFound, fmt.Errorf("unknown repository %s/%s", tenant, repo))
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}

@@ -1,0 +1,322 @@
+// Package keys is the API key store: a JSON file of key hashes, each for
+// one tenant (or "*", every tenant) with a scope. `codectx key` creates,
+// lists and revokes keys in it; servers re-read it when it changes, so a
+// new or revoked key takes effect without a restart. Only SHA-256 hashes
+// are stored: a key is shown once, when it is created.
+package keys
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"codectx/pkg/index"
+)
+
+// Scope is what a key may do; each scope includes the ones before it.
+type Scope string
+
+const (
+	Query Scope = "query" // query, MCP, status, repository list
+	Index Scope = "index" // and index requests, reindex
+	Admin Scope = "admin" // and delete repositories; with tenant "*", paths on the server
+)
+
+func (s Scope) rank() int {
+	switch s {
+	case Query:
+		return 1
+	case Index:
+		return 2
+	case Admin:
+		return 3
+	}
+	return 0
+}
+
+// Valid reports whether s is a known scope.
+func (s Scope) Valid() bool { return s.rank() > 0 }
+
+// Allows reports whether a key of scope s may do what need requires.
+func (s Scope) Allows(need Scope) bool { return s.rank() >= need.rank() && need.rank() > 0 }
+
+// AllTenants as a key's tenant reaches every tenant.
+const AllTenants = "*"
+
+// Key is one entry of the store.
+type Key struct {
+	ID      string `json:"id"`
+	Hash    string `json:"hash"` // SHA-256 of the key, hex
+	Tenant  string `json:"tenant"`
+	Scope   Scope  `json:"scope"`
+	Created string `json:"created"` // RFC 3339
+}
+
+type fileFormat struct {
+	Keys []Key `json:"keys"`
+}
+
+// Hash is the form a key is stored under.
+func Hash(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(h[:])
+}
+
+// Parse reads a key file: {"keys": [...]}, or the older object of
+// hash -> tenant (scope index; "*" admin).
+func Parse(data []byte) ([]Key, error) {
+	var f fileFormat
+	if err := json.Unmarshal(data, &f); err == nil && f.Keys != nil {
+		for i, k := range f.Keys {
+			b, err := hex.DecodeString(k.Hash)
+			if err != nil || len(b) != 32 {
+				return nil, fmt.Errorf("key %s: hash is not a SHA-256 in hex", k.ID)
+			}
+			f.Keys[i].Hash = hex.EncodeToString(b) // one spelling: upper-case hex matches too
+			if !k.Scope.Valid() {
+				return nil, fmt.Errorf("key %s: unknown scope %q", k.ID, k.Scope)
+			}
+			if k.Tenant != AllTenants && !index.ValidTenant(k.Tenant) {
+				return nil, fmt.Errorf("key %s: invalid tenant %q", k.ID, k.Tenant)
+			}
+		}
+		return f.Keys, noDuplicates(f.Keys)
+	}
+	var legacy map[string]string
+	if err := json.Unmarshal(data, &legacy); err != nil {
+		return nil, fmt.Errorf(`want {"keys": [...]} or an object of key SHA-256 to tenant: %w`, err)
+	}
+	var out []Key
+	for h, t := range legacy {
+		b, err := hex.DecodeString(h)
+		if err != nil || len(b) != 32 {
+			return nil, fmt.Errorf("%q is not a SHA-256 in hex (printf %%s KEY | sha256sum)", h)
+		}
+		h = hex.EncodeToString(b)
+		if t != AllTenants && !index.ValidTenant(t) {
+			return nil, fmt.Errorf("invalid tenant %q", t)
+		}
+		sc := Index
+		if t == AllTenants {
+			sc = Admin
+		}
+		out = append(out, Key{ID: "k" + h[:10], Hash: h, Tenant: t, Scope: sc})
+	}
+	slices.SortFunc(out, func(a, b Key) int { return cmpString(a.ID, b.ID) })
+	return out, noDuplicates(out)
+}
+
+// noDuplicates refuses one key listed twice for different tenants or scopes.
+func noDuplicates(ks []Key) error {
+	seen := map[string]Key{}
+	for _, k := range ks {
+		if prev, ok := seen[k.Hash]; ok && (prev.Tenant != k.Tenant || prev.Scope != k.Scope) {
+			return fmt.Errorf("one key listed for tenants %q and %q", prev.Tenant, k.Tenant)
+		}
+		seen[k.Hash] = k
+	}
+	return nil
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// File is a key file that is re-read whenever it changes on disk.
+type File struct {
+	Path string
+
+	mu      sync.Mutex
+	mod     time.Time
+	size    int64
+	byHash  map[string]Key
+	loadErr error
+}
+
+// Open reads a key file; it must exist and parse.
+func Open(path string) (*File, error) {
+	f := &File{Path: path}
+	if err := f.refresh(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// refresh re-reads the file when its modification time or size changed.
+// On a read or parse error the keys read before stay in force.
+func (f *File) refresh() error {
+	st, err := os.Stat(f.Path)
+	if err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.byHash != nil && st.ModTime().Equal(f.mod) && st.Size() == f.size {
+		return f.loadErr
+	}
+	data, err := os.ReadFile(f.Path)
+	if err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
+	ks, err := Parse(data)
+	if err != nil {
+		f.loadErr = fmt.Errorf("keys %s: %w", f.Path, err)
+		if f.byHash == nil {
+			return f.loadErr
+		}
+		return f.loadErr
+	}
+	m := make(map[string]Key, len(ks))
+	for _, k := range ks {
+		m[k.Hash] = k
+	}
+	f.byHash, f.mod, f.size, f.loadErr = m, st.ModTime(), st.Size(), nil
+	return nil
+}
+
+// Lookup returns the entry of a key, re-reading the file if it changed.
+// The key's hash is compared with every stored hash in constant time.
+func (f *File) Lookup(key string) (Key, bool) {
+	_ = f.refresh() // a broken edit keeps the keys read before
+	sum := sha256.Sum256([]byte(key))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var found Key
+	ok := false
+	for h, k := range f.byHash {
+		want, err := hex.DecodeString(h)
+		if err == nil && subtle.ConstantTimeCompare(want, sum[:]) == 1 {
+			found, ok = k, true
+		}
+	}
+	return found, ok
+}
+
+var lock sync.Mutex // serialises this process's read-modify-write of key files
+
+// update applies fn to the keys of the file (none if it does not exist)
+// and writes the result atomically with mode 0600.
+func update(path string, fn func([]Key) ([]Key, error)) error {
+	lock.Lock()
+	defer lock.Unlock()
+	var ks []Key
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if ks, err = Parse(data); err != nil {
+			return fmt.Errorf("keys %s: %w", path, err)
+		}
+	case errors.Is(err, os.ErrNotExist):
+	default:
+		return fmt.Errorf("keys: %w", err)
+	}
+	if ks, err = fn(ks); err != nil {
+		return err
+	}
+	out, err := json.MarshalIndent(fileFormat{Keys: append([]Key{}, ks...)}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".keys-*")
+	if err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(out, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("keys: %w", err)
+	}
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return fmt.Errorf("keys: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// Create adds a new key for tenant with scope to the file (creating it)
+// and returns the key, which is stored nowhere else.
+func Create(path, tenant string, scope Scope) (string, Key, error) {
+	if !scope.Valid() {
+		return "", Key{}, fmt.Errorf("unknown scope %q (want query, index or admin)", scope)
+	}
+	secret := "cctx_" + rand.Text()
+	k := Key{Hash: Hash(secret), Tenant: tenant, Scope: scope, Created: time.Now().UTC().Format(time.RFC3339)}
+	k.ID = "k" + k.Hash[:10]
+	err := update(path, func(ks []Key) ([]Key, error) { return append(ks, k), nil })
+	if err != nil {
+		return "", Key{}, err
+	}
+	return secret, k, nil
+}
+
+// List returns the keys of the file (none if it does not exist).
+func List(path string) ([]Key, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("keys: %w", err)
+	}
+	return Parse(data)
+}
+
+// ErrUnknown is returned by Revoke for an id not in the file.
+var ErrUnknown = errors.New("no such key")
+
+// Revoke removes the key with the id.
+func Revoke(path, id string) error {
+	return update(path, func(ks []Key) ([]Key, error) {
+		i := slices.IndexFunc(ks, func(k Key) bool { return k.ID == id })
+		if i < 0 {
+			return nil, fmt.Errorf("%w: %s", ErrUnknown, id)
+		}
+		return slices.Delete(ks, i, i+1), nil
+	})
+}
+
+// Bootstrap makes sure a key file exists at path: on first start it
+// creates one holding a new admin key for every tenant and writes that
+// key to adminFile with mode 0600. It reports whether it did.
+func Bootstrap(path, adminFile string) (bool, error) {
+	if _, err := os.Stat(path); err == nil {
+		return false, nil
+	}
+	secret, _, err := Create(path, AllTenants, Admin)
+	if err != nil {
+		return false, err
+	}
+	if err := os.WriteFile(adminFile, []byte(secret+"\n"), 0o600); err != nil {
+		return false, fmt.Errorf("keys: write admin key: %w", err)
+	}
+	return true, os.Chmod(adminFile, 0o600)
+}
+
+// Len is the number of keys in force.
+func (f *File) Len() int {
+	_ = f.refresh()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.byHash)
+}

@@ -1,0 +1,108 @@
+package keys_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"codectx/pkg/keys"
+)
+
+func TestCreateLookupRevoke(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys.json")
+	secret, k, err := keys.Create(path, "acme", keys.Query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(secret, "cctx_") || k.Tenant != "acme" || k.Scope != keys.Query {
+		t.Fatalf("created %q %+v", secret, k)
+	}
+	data, _ := os.ReadFile(path)
+	if strings.Contains(string(data), secret) {
+		t.Fatal("the key itself is stored")
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Errorf("key file mode %v, want 0600", st.Mode().Perm())
+	}
+	f, err := keys.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := f.Lookup(secret); !ok || got.ID != k.ID {
+		t.Fatalf("Lookup = %+v, %v", got, ok)
+	}
+	if _, ok := f.Lookup("cctx_wrong"); ok {
+		t.Fatal("wrong key found")
+	}
+	// A key created after Open is seen without reopening; a revoked one goes.
+	second, k2, err := keys.Create(path, "beta", keys.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.Lookup(second); !ok {
+		t.Fatal("new key not seen without a reopen")
+	}
+	if err := keys.Revoke(path, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if _, ok := f.Lookup(secret); ok {
+		t.Fatal("revoked key still valid")
+	}
+	ks, err := keys.List(path)
+	if err != nil || len(ks) != 1 || ks[0].ID != k2.ID {
+		t.Fatalf("List = %+v, %v", ks, err)
+	}
+	if err := keys.Revoke(path, "knope"); err == nil {
+		t.Error("revoking an unknown id succeeded")
+	}
+}
+
+func TestLegacyFormat(t *testing.T) {
+	ks, err := keys.Parse([]byte(`{"` + keys.Hash("a") + `": "acme", "` + keys.Hash("b") + `": "*"}`))
+	if err != nil || len(ks) != 2 {
+		t.Fatalf("Parse = %+v, %v", ks, err)
+	}
+	for _, k := range ks {
+		if want := map[string]keys.Scope{"acme": keys.Index, "*": keys.Admin}[k.Tenant]; k.Scope != want {
+			t.Errorf("legacy key of %s has scope %s, want %s", k.Tenant, k.Scope, want)
+		}
+	}
+	if _, err := keys.Parse([]byte(`{"nothex": "acme"}`)); err == nil {
+		t.Error("a bad hash parsed")
+	}
+}
+
+func TestScopes(t *testing.T) {
+	for _, c := range []struct {
+		have, need keys.Scope
+		ok         bool
+	}{{keys.Query, keys.Query, true}, {keys.Query, keys.Index, false}, {keys.Index, keys.Query, true}, {keys.Index, keys.Admin, false}, {keys.Admin, keys.Index, true}, {"x", keys.Query, false}} {
+		if got := c.have.Allows(c.need); got != c.ok {
+			t.Errorf("%s allows %s = %v", c.have, c.need, got)
+		}
+	}
+}
+
+func TestBootstrap(t *testing.T) {
+	dir := t.TempDir()
+	path, admin := filepath.Join(dir, "keys.json"), filepath.Join(dir, "admin.key")
+	made, err := keys.Bootstrap(path, admin)
+	if err != nil || !made {
+		t.Fatalf("Bootstrap = %v, %v", made, err)
+	}
+	st, err := os.Stat(admin)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("admin key file: %v, mode %v", err, st.Mode().Perm())
+	}
+	secret, _ := os.ReadFile(admin)
+	f, _ := keys.Open(path)
+	if k, ok := f.Lookup(strings.TrimSpace(string(secret))); !ok || k.Tenant != keys.AllTenants || k.Scope != keys.Admin {
+		t.Fatalf("admin key = %+v, %v", k, ok)
+	}
+	if made, err := keys.Bootstrap(path, admin); err != nil || made {
+		t.Errorf("second Bootstrap = %v, %v; want nothing done", made, err)
+	}
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"codectx/pkg/index"
+	"codectx/pkg/keys"
+)
+
+const keyUsage = `usage: codectx key create --tenant T [--scope query|index|admin] [--file FILE | --data DIR]
+       codectx key list   [--json] [--file FILE | --data DIR]
+       codectx key revoke ID [--file FILE | --data DIR]
+
+Manages the API key file (default DATA/keys.json, or $` + envAPIKeys + `). A
+running server re-reads it, so created and revoked keys take effect
+without a restart. create prints the new key once: only its SHA-256 is
+stored. Scopes: query (query, MCP, status, repository list), index (and
+index, reindex), admin (and delete). --tenant '*' reaches every tenant.
+`
+
+func runKey(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, keyUsage)
+		if len(args) == 0 {
+			return fmt.Errorf("key: no subcommand (create, list, revoke)")
+		}
+		return nil
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("key "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, keyUsage) }
+	data := fs.String("data", dataDir(), "data directory whose keys.json to use ($"+envData+")")
+	file := fs.String("file", env(envAPIKeys, ""), "key file (default DATA/keys.json; $"+envAPIKeys+")")
+	var tenant, scope *string
+	var asJSON *bool
+	switch sub {
+	case "create":
+		tenant = fs.String("tenant", "", "tenant the key acts for (required; '*' for every tenant)")
+		scope = fs.String("scope", string(keys.Query), "query, index or admin")
+	case "list":
+		asJSON = fs.Bool("json", false, "print the keys as JSON")
+	case "revoke":
+	default:
+		fmt.Fprint(stderr, keyUsage)
+		return fmt.Errorf("key: unknown subcommand %q (create, list, revoke)", sub)
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	path := *file
+	if path == "" {
+		path = filepath.Join(*data, "keys.json")
+	}
+	switch sub {
+	case "create":
+		if fs.NArg() > 0 {
+			return fmt.Errorf("key create: unexpected arguments %q", fs.Args())
+		}
+		if *tenant == "" {
+			return fmt.Errorf("key create: --tenant is required")
+		}
+		if *tenant != keys.AllTenants && !index.ValidTenant(*tenant) {
+			return fmt.Errorf("key create: invalid tenant %q", *tenant)
+		}
+		secret, k, err := keys.Create(path, *tenant, keys.Scope(*scope))
+		if err != nil {
+			return fmt.Errorf("key create: %w", err)
+		}
+		fmt.Fprintln(stdout, secret)
+		fmt.Fprintf(stderr, "created key %s for tenant %s, scope %s, in %s; it is shown only this once\n", k.ID, k.Tenant, k.Scope, path)
+		return nil
+	case "list":
+		if fs.NArg() > 0 {
+			return fmt.Errorf("key list: unexpected arguments %q", fs.Args())
+		}
+		ks, err := keys.List(path)
+		if err != nil {
+			return fmt.Errorf("key list: %w", err)
+		}
+		if *asJSON {
+			type entry struct {
+				ID      string     `json:"id"`
+				Tenant  string     `json:"tenant"`
+				Scope   keys.Scope `json:"scope"`
+				Created string     `json:"created,omitempty"`
+			}
+			out := []entry{}
+			for _, k := range ks {
+				out = append(out, entry{k.ID, k.Tenant, k.Scope, k.Created})
+			}
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(out)
+		}
+		for _, k := range ks {
+			fmt.Fprintf(stdout, "%-12s %-20s %-6s %s\n", k.ID, k.Tenant, k.Scope, k.Created)
+		}
+		return nil
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("key revoke: want one key id (codectx key list shows them)")
+	}
+	if err := keys.Revoke(path, fs.Arg(0)); err != nil {
+		return fmt.Errorf("key revoke: %w", err)
+	}
+	fmt.Fprintf(stderr, "revoked %s\n", fs.Arg(0))
+	return nil
+}

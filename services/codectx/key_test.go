@@ -1,0 +1,71 @@
+package main
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestKeyCommandsLive: `up --keys` writes an admin key on first start;
+// keys created and revoked with `codectx key` take effect on the running
+// server without a restart.
+func TestKeyCommandsLive(t *testing.T) {
+	data := t.TempDir()
+	addr := freeAddr(t)
+	up := startUp(t, "--data", data, "--listen", addr, "--keys")
+	up.waitFor(t, "serving line", time.Minute, func() bool { return strings.Contains(up.out.String(), "serving on") })
+	adminFile := filepath.Join(data, "admin.key")
+	st, err := os.Stat(adminFile)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("admin key file: %v (mode %v)", err, st.Mode().Perm())
+	}
+	admin, _ := os.ReadFile(adminFile)
+	list := func(key string) int {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/v1/repos?tenant=acme", nil)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := list(""); code != 401 {
+		t.Fatalf("no key: HTTP %d, want 401", code)
+	}
+	if code := list(strings.TrimSpace(string(admin))); code != 200 {
+		t.Fatalf("admin key: HTTP %d, want 200", code)
+	}
+	out, err := runCLI(t, "key", "create", "--data", data, "--tenant", "acme", "--scope", "query")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSpace(out)
+	if code := list(key); code != 200 {
+		t.Fatalf("new key: HTTP %d, want 200", code)
+	}
+	out, err = runCLI(t, "key", "list", "--data", data)
+	if err != nil || strings.Contains(out, key) || !strings.Contains(out, "acme") || !strings.Contains(out, "admin") {
+		t.Fatalf("key list = %q, %v (must not show keys)", out, err)
+	}
+	var id string
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[1] == "acme" {
+			id = f[0]
+		}
+	}
+	if _, err := runCLI(t, "key", "revoke", "--data", data, id); err != nil {
+		t.Fatal(err)
+	}
+	if code := list(key); code != 401 {
+		t.Fatalf("revoked key: HTTP %d, want 401", code)
+	}
+	if _, err := runCLI(t, "key", "create", "--data", data, "--tenant", "acme", "--scope", "root"); err == nil {
+		t.Error("an unknown scope was accepted")
+	}
+}
