@@ -13,8 +13,8 @@ import (
 
 	"codectx/pkg/blob"
 	"codectx/pkg/index"
-	"codectx/pkg/location"
 	"codectx/pkg/keys"
+	"codectx/pkg/location"
 	"codectx/pkg/metrics"
 	"codectx/pkg/netguard"
 	"codectx/pkg/pipeline"
@@ -72,7 +72,7 @@ type Server struct {
 	// KeyStore, when set, is consulted first: keys with scopes, re-read
 	// while the server runs (keys.File).
 	KeyStore KeyStore
-	Log *slog.Logger // default slog.Default()
+	Log      *slog.Logger // default slog.Default()
 	// Sessions keeps what each query session was sent; nil: in memory.
 	Sessions session.Store
 

@@ -34,7 +34,7 @@ const (
 	// The network policy of clones (pkg/netguard).
 	envAllowHosts   = "CODECTX_ALLOW_HOSTS"
 	envAllowPrivate = "CODECTX_ALLOW_PRIVATE_NETWORKS"
-	envKeys      = "CODECTX_KEYS"
+	envKeys         = "CODECTX_KEYS"
 )
 
 const defaultListen = "127.0.0.1:7700"
