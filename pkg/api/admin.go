@@ -182,13 +182,17 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	res := DeleteResponse{Tenant: tenant, Repo: repo}
-	head := index.HeadKey(tenant, repo)
-	had, err := s.Store.Exists(ctx, head)
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, err)
-		return
-	}
-	if had {
+	// HEAD first, in both layouts (RepoPrefix, and the older one without
+	// the /@/ separator), so queries stop finding the repository.
+	for _, head := range []string{index.HeadKey(tenant, repo), "heads/" + tenant + "/" + repo} {
+		had, err := s.Store.Exists(ctx, head)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, err)
+			return
+		}
+		if !had {
+			continue
+		}
 		if err := s.Store.Delete(ctx, head); err != nil && !errors.Is(err, blob.ErrNotFound) {
 			writeError(w, http.StatusServiceUnavailable, err)
 			return
@@ -196,21 +200,22 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 		res.Deleted++
 	}
 	for _, root := range []string{"segments/", "manifests/", "plans/"} {
-		prefix := root + tenant + "/" + repo + "/"
-		ks, err := s.Store.List(ctx, prefix)
-		if err != nil {
-			writeError(w, http.StatusServiceUnavailable, err)
-			return
-		}
-		for _, k := range ks {
-			if strings.Contains(strings.TrimPrefix(k, prefix), "/") {
-				continue // another repository nested under this name
-			}
-			if err := s.Store.Delete(ctx, k); err != nil && !errors.Is(err, blob.ErrNotFound) {
+		for _, prefix := range []string{index.RepoPrefix(root, tenant, repo), root + tenant + "/" + repo + "/"} {
+			ks, err := s.Store.List(ctx, prefix)
+			if err != nil {
 				writeError(w, http.StatusServiceUnavailable, err)
 				return
 			}
-			res.Deleted++
+			for _, k := range ks {
+				if strings.Contains(strings.TrimPrefix(k, prefix), "/") {
+					continue // another repository nested under this name, or the other layout
+				}
+				if err := s.Store.Delete(ctx, k); err != nil && !errors.Is(err, blob.ErrNotFound) {
+					writeError(w, http.StatusServiceUnavailable, err)
+					return
+				}
+				res.Deleted++
+			}
 		}
 	}
 	if res.Deleted == 0 {
