@@ -517,12 +517,12 @@ func TestNames(t *testing.T) {
 			t.Errorf("urlName(%q) = %q, want %q", tt.url, got, tt.name)
 		}
 	}
-	for _, u := range []string{"https://github.com/psf/requests", "git@github.com:psf/requests.git", "ssh://git@github.com/psf/requests", "file:///srv/git/x y"} {
+	for _, u := range []string{"https://github.com/psf/requests", "git@github.com:psf/requests.git", "ssh://git@github.com/psf/requests", "file:///srv/git/x y", "a@b:/../.."} {
 		if !isURL(u) {
 			t.Errorf("isURL(%q) = false", u)
 		}
 	}
-	for _, p := range []string{"proj", "./proj", "/srv/git/proj.git", "C:/src/x", "dir@2024"} {
+	for _, p := range []string{"proj", "./proj", "/srv/git/proj.git", "C:/src/x", "dir@2024", "x://../../srv", "HTTP://../..", "https://../.."} {
 		if isURL(p) {
 			t.Errorf("isURL(%q) = true", p)
 		}
@@ -584,5 +584,28 @@ func TestOpenErrors(t *testing.T) {
 		if _, err := Open(canceled, loc, Options{}); !errors.Is(err, context.Canceled) {
 			t.Errorf("Open(%s) with a canceled context: %v", loc, err)
 		}
+	}
+}
+
+// Clone cache directories and messages never keep the user information of
+// a URL (user:token@).
+func TestCacheNameRedacts(t *testing.T) {
+	for _, u := range []string{
+		"https://user:s3cr3t-token@github.com/acme/shop.git", "https://s3cr3t-token@github.com/acme/shop",
+		"https://user:s3cr3t-token@github.com:443/acme/shop", "ssh://git:s3cr3t-token@host.example/acme/shop",
+	} {
+		if got := cacheName(u); strings.Contains(got, "s3cr3t") || strings.Contains(got, "user") {
+			t.Errorf("cacheName(%q) = %q", u, got)
+		}
+		if got := Redact(u); strings.Contains(got, "s3cr3t") {
+			t.Errorf("Redact(%q) = %q", u, got)
+		}
+		_, err := Open(context.Background(), u, Options{CacheDir: t.TempDir(), Offline: true})
+		if err == nil || strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("Open(%q) error = %v", u, err)
+		}
+	}
+	if a, b := cacheName("https://a:1@h.example/x"), cacheName("https://a:2@h.example/x"); a == b {
+		t.Errorf("two credentials share a cache directory %q", a)
 	}
 }

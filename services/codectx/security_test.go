@@ -21,7 +21,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -386,6 +389,28 @@ func TestSecurity(t *testing.T) {
 	t.Run("locations", func(t *testing.T) { testLocations(t, s) })
 	t.Run("names", func(t *testing.T) { testNames(t, s) })
 	t.Run("ssrf", func(t *testing.T) { testSSRF(t, s) })
+	t.Run("nested repositories", func(t *testing.T) { testNested(t, s) })
+}
+
+// Repositories "org" and "org/app" of one tenant both publish (on the local
+// store a HEAD object used to sit where the other's keys needed a
+// directory), and each answers from its own index.
+func testNested(t *testing.T, s *secureStack) {
+	vault2 := commitTree(t, filepath.Join(t.TempDir(), "app"), map[string]string{
+		"app/main.go": "package app\n\n// LaunchRocket starts the countdown.\nfunc LaunchRocket() {}\n",
+	})
+	s.index(t, tenantA, "org", s.shopDir)
+	s.index(t, tenantA, "org/app", vault2)
+	s.index(t, tenantA, "org/app/x", s.shopDir)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for repo, want := range map[string]string{"org": "payment/refund.go", "org/app": "app/main.go", "org/app/x": "payment/refund.go"} {
+		resp, err := s.client(tenantA).Query(ctx, api.QueryRequest{Tenant: tenantA, Repo: repo, Query: "LaunchRocket IssueRefund", Budget: 500})
+		if err != nil || len(resp.Chunks) == 0 || resp.Chunks[0].Path != want {
+			t.Errorf("query %s: %v %+v, want first %s", repo, err, resp, want)
+		}
+	}
+	s.assertClean(t)
 }
 
 // traversals are locations that name beta's repository (at vault) on the
@@ -592,4 +617,90 @@ func closedPort(t *testing.T) string {
 	_, p, _ := net.SplitHostPort(l.Addr().String())
 	l.Close()
 	return p
+}
+
+// A host on the operator's allow-list is the only one tenants may clone
+// from, and may be on loopback; its redirects are not followed off the
+// list, so it cannot bounce a clone to a local listener.
+func TestSecurityRedirect(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts codectx up")
+	}
+	tr := newTrap(t, "127.0.0.1:0")
+	var hops atomic.Int64
+	mux := http.NewServeMux()
+	gitPath, gitErr := exec.LookPath("git")
+	root := t.TempDir()
+	if gitErr == nil {
+		// A real git host for the positive control: smart HTTP by git
+		// http-backend over a bare clone of a fixture.
+		src, _ := gitFixture(t)
+		if _, err := git.PlainClone(filepath.Join(root, "pub.git"), true, &git.CloneOptions{URL: src}); err != nil {
+			t.Fatal(err)
+		}
+		mux.Handle("/ok/", &cgi.Handler{Path: gitPath, Args: []string{"http-backend"}, Root: "/ok",
+			Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}})
+	}
+	mux.HandleFunc("/to-trap/", func(w http.ResponseWriter, r *http.Request) {
+		hops.Add(1)
+		http.Redirect(w, r, "http://"+tr.Addr()+r.URL.Path, http.StatusFound)
+	})
+	mux.HandleFunc("/to-localhost/", func(w http.ResponseWriter, r *http.Request) {
+		hops.Add(1)
+		_, port, _ := net.SplitHostPort(tr.Addr())
+		http.Redirect(w, r, "http://localhost:"+port+r.URL.Path, http.StatusMovedPermanently)
+	})
+	mux.HandleFunc("/to-metadata/", func(w http.ResponseWriter, r *http.Request) {
+		hops.Add(1)
+		http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusTemporaryRedirect)
+	})
+	host := httptest.NewServer(mux)
+	defer host.Close()
+	allowed := strings.TrimPrefix(host.URL, "http://")
+	s := startSecureUp(t, "--allow-hosts", allowed)
+
+	var bodies []string
+	for i, path := range []string{"/to-trap/x.git", "/to-localhost/x.git", "/to-metadata/x.git"} {
+		repo := fmt.Sprintf("bounce%d", i)
+		b, _ := json.Marshal(api.IndexRequest{Tenant: tenantA, Repo: repo, Location: host.URL + path})
+		code, body := s.do(t, "POST", "/v1/index", tenantA, string(b))
+		if code != http.StatusAccepted {
+			t.Fatalf("index %s on the allowed host = %d %s, want 202", path, code, body)
+		}
+		st := s.waitSettled(t, tenantA, repo)
+		if st == nil || st.Head != nil || !strings.HasPrefix(st.LastError, refusedError) {
+			t.Errorf("a redirect from %s: %+v, want refused and nothing published", path, st)
+		} else {
+			bodies = append(bodies, st.LastError)
+		}
+	}
+	if hops.Load() == 0 {
+		t.Error("the allowed host saw no request: the redirects were not exercised")
+	}
+	tr.assertUntouched(t)
+	// Off the list: refused before any fetch.
+	for _, loc := range []string{"https://github.com/a/b.git", "https://127.0.0.1:1/x.git", "git@github.com:a/b.git"} {
+		b, _ := json.Marshal(api.IndexRequest{Tenant: tenantA, Repo: "offlist", Location: loc})
+		if code, body := s.do(t, "POST", "/v1/index", tenantA, string(b)); code != http.StatusForbidden {
+			t.Errorf("index %s, not on the allow-list = %d %s, want 403", loc, code, body)
+		}
+	}
+	if gitErr == nil {
+		// The allowed host itself works: the guard is not a wall.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cl := s.client(tenantA)
+		if _, err := cl.Index(ctx, api.IndexRequest{Tenant: tenantA, Repo: "pub", Location: host.URL + "/ok/pub.git"}); err != nil {
+			t.Fatal(err)
+		}
+		st, err := cl.WaitIndexed(ctx, tenantA, "pub", "")
+		if err != nil || st.Head == nil || st.Files != 4 {
+			t.Fatalf("clone from the allowed host: %v %+v", err, st)
+		}
+		s.repos[tenantA] = append(s.repos[tenantA], "pub")
+		sort.Strings(s.repos[tenantA])
+	} else {
+		t.Logf("no git binary: the positive control is skipped")
+	}
+	s.assertClean(t, bodies...)
 }
