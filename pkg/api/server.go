@@ -77,6 +77,7 @@ type Server struct {
 	Sessions session.Store
 
 	once     sync.Once
+	patterns []string // registered by Handler, for the OpenAPI agreement test
 	segs     *segCache
 	limits   Limits
 	rate     *rateLimiter
@@ -112,12 +113,16 @@ func (s *Server) init() {
 func (s *Server) Handler() http.Handler {
 	s.init()
 	mux := http.NewServeMux()
+	s.patterns = nil
 	handle := func(pattern, route string, h http.HandlerFunc) {
+		s.patterns = append(s.patterns, pattern)
 		mux.Handle(pattern, s.Metrics.Middleware(route, h))
 	}
 	handle("GET /healthz", "healthz", s.healthz)
 	handle("GET /readyz", "readyz", s.readyz)
+	s.patterns = append(s.patterns, "GET /metrics")
 	mux.Handle("GET /metrics", s.Metrics.Handler())
+	handle("GET /v1/openapi.json", "openapi", s.openapi)
 	if s.Routes&QueryRoutes != 0 {
 		handle("POST /v1/query", "query", s.query)
 		handle("/v1/mcp", "mcp", s.mcpHandler().ServeHTTP)

@@ -1,0 +1,235 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"codectx/pkg/query"
+)
+
+// routeDoc documents one route of the API in the OpenAPI document. The
+// schemas are inferred from the Go types the handlers encode, so the
+// document cannot drift from what they send.
+type routeDoc struct {
+	pattern string // as registered on the mux: "GET /v1/repos/{tenant}/{rest...}"
+	path    string // OpenAPI path template
+	id      string
+	summary string
+	routes  Routes // which servers register it (0: every one)
+	scope   string // key scope needed; "" = no key
+	params  []paramDoc
+	body    reflect.Type
+	ok      int
+	out     reflect.Type // nil: not JSON (text) or no body
+	text    string       // content type of a non-JSON answer
+	errors  []int
+}
+
+type paramDoc struct {
+	name, in, desc string
+	required       bool
+	schema         map[string]any
+}
+
+func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
+
+var (
+	tenantPath = paramDoc{name: "tenant", in: "path", desc: "tenant", required: true, schema: map[string]any{"type": "string", "pattern": `^[A-Za-z0-9._-]+$`}}
+	repoPath   = paramDoc{name: "repo", in: "path", desc: "repository name; may contain '/' (acme/shop), sent as is", required: true, schema: map[string]any{"type": "string"}}
+)
+
+var routeDocs = []routeDoc{
+	{pattern: "GET /healthz", path: "/healthz", id: "healthz", summary: "Liveness: 200 while the process runs", ok: 200, out: typeOf[map[string]string]()},
+	{pattern: "GET /readyz", path: "/readyz", id: "readyz", summary: "Readiness: 200 when every dependency answers, else 503 with the failing checks", ok: 200, out: typeOf[Readiness](), errors: []int{503}},
+	{pattern: "GET /metrics", path: "/metrics", id: "metrics", summary: "Prometheus metrics in the text format", ok: 200, text: "text/plain"},
+	{pattern: "GET /v1/openapi.json", path: "/v1/openapi.json", id: "openapi", summary: "This document", ok: 200, out: typeOf[map[string]any]()},
+	{pattern: "POST /v1/query", path: "/v1/query", id: "query", routes: QueryRoutes, scope: "query",
+		summary: "Packed, token-budgeted context for a question over one repository, a list, or all of the tenant's (repos [\"*\"]), fused into one ranking",
+		body:    typeOf[QueryRequest](), ok: 200, out: typeOf[query.Response](), errors: []int{400, 401, 403, 404, 413, 415, 429, 503}},
+	{pattern: "/v1/mcp", path: "/v1/mcp", id: "mcp", routes: QueryRoutes, scope: "query",
+		summary: "Model Context Protocol over Streamable HTTP (stateless, JSON responses): tools search, symbol, references, impact, read, repos. JSON-RPC 2.0 messages; see the MCP specification",
+		body:    typeOf[map[string]any](), ok: 200, out: typeOf[map[string]any](), errors: []int{400, 401, 403, 405, 429}},
+	{pattern: "POST /v1/index", path: "/v1/index", id: "index", routes: AdminRoutes, scope: "index",
+		summary: "Ask the orchestrator to index a repository (clone URL; a path on the server needs an operator key)",
+		body:    typeOf[IndexRequest](), ok: 202, out: typeOf[IndexResponse](), errors: []int{400, 401, 403, 413, 415, 429, 503}},
+	{pattern: "POST /v1/webhooks/{host}/{tenant}", path: "/v1/webhooks/{host}/{tenant}", id: "webhook", routes: AdminRoutes,
+		summary: "A signed push delivery of GitHub, GitLab or Gitea; reindexes the files it changed",
+		params: []paramDoc{{name: "host", in: "path", desc: "github, gitlab or gitea", required: true, schema: map[string]any{"type": "string", "enum": []string{"github", "gitlab", "gitea"}}}, tenantPath},
+		body:   typeOf[map[string]any](), ok: 202, out: typeOf[map[string]any](), errors: []int{400, 401, 404, 413, 429, 503}},
+	{pattern: "GET /v1/repos", path: "/v1/repos", id: "listRepos", scope: "query",
+		summary: "The tenant's indexed repositories, by name, a page at a time",
+		params: []paramDoc{
+			{name: "tenant", in: "query", desc: "tenant (default: default)", schema: map[string]any{"type": "string"}},
+			{name: "limit", in: "query", desc: "page size, 1..500 (default 50)", schema: map[string]any{"type": "integer", "minimum": 1, "maximum": maxPage}},
+			{name: "cursor", in: "query", desc: "next from the previous page", schema: map[string]any{"type": "string"}},
+		},
+		ok: 200, out: typeOf[RepoPage](), errors: []int{400, 401, 403, 429, 503}},
+	{pattern: "GET /v1/repos/{tenant}/{rest...}", path: "/v1/repos/{tenant}/{repo}/status", id: "status", scope: "query",
+		summary: "What the orchestrator is doing for a repository and what is published",
+		params:  []paramDoc{tenantPath, repoPath}, ok: 200, out: typeOf[RepoStatus](), errors: []int{400, 401, 403, 404, 429, 503}},
+	{pattern: "POST /v1/repos/{tenant}/{rest...}", path: "/v1/repos/{tenant}/{repo}/reindex", id: "reindex", routes: AdminRoutes, scope: "index",
+		summary: "Index the repository again from the location of its last push",
+		params:  []paramDoc{tenantPath, repoPath}, ok: 202, out: typeOf[IndexResponse](), errors: []int{400, 401, 403, 404, 409, 429, 503}},
+	{pattern: "DELETE /v1/repos/{tenant}/{rest...}", path: "/v1/repos/{tenant}/{repo}", id: "deleteRepo", routes: AdminRoutes, scope: "admin",
+		summary: "Delete a repository's index: its HEAD, segments, manifests and plans",
+		params:  []paramDoc{tenantPath, repoPath}, ok: 200, out: typeOf[DeleteResponse](), errors: []int{400, 401, 403, 404, 429, 503}},
+}
+
+var (
+	schemaOnce sync.Once
+	schemaDefs map[string]*jsonschema.Schema
+	schemaErr  error
+)
+
+// schemaName is the components name of a documented type.
+func schemaName(t reflect.Type) string {
+	if t.Name() == "" {
+		return ""
+	}
+	return strings.ReplaceAll(t.String(), ".", "_")
+}
+
+func schemaFor(t reflect.Type) (*jsonschema.Schema, error) {
+	return jsonschema.ForType(t, &jsonschema.ForOptions{})
+}
+
+// schemas infers the schema of every named type the routes use.
+func schemas() (map[string]*jsonschema.Schema, error) {
+	schemaOnce.Do(func() {
+		schemaDefs = map[string]*jsonschema.Schema{}
+		for _, t := range []reflect.Type{typeOf[ErrorBody]()} {
+			s, err := schemaFor(t)
+			if err != nil {
+				schemaErr = err
+				return
+			}
+			schemaDefs[schemaName(t)] = s
+		}
+		for _, r := range routeDocs {
+			for _, t := range []reflect.Type{r.body, r.out} {
+				if t == nil || schemaName(t) == "" {
+					continue
+				}
+				s, err := schemaFor(t)
+				if err != nil {
+					schemaErr = fmt.Errorf("openapi: schema of %s: %w", t, err)
+					return
+				}
+				schemaDefs[schemaName(t)] = s
+			}
+		}
+	})
+	return schemaDefs, schemaErr
+}
+
+func ref(t reflect.Type) any {
+	if n := schemaName(t); n != "" {
+		return map[string]any{"$ref": "#/components/schemas/" + n}
+	}
+	return map[string]any{"type": "object"}
+}
+
+// OpenAPI returns the OpenAPI 3.1 document of the routes this server
+// registers.
+func (s *Server) OpenAPI() (map[string]any, error) {
+	defs, err := schemas()
+	if err != nil {
+		return nil, err
+	}
+	paths := map[string]any{}
+	for _, r := range routeDocs {
+		if r.routes != 0 && s.Routes&r.routes == 0 || r.routes == 0 && s.Routes == 0 && strings.HasPrefix(r.path, "/v1/") && r.id != "openapi" {
+			continue
+		}
+		op := map[string]any{"operationId": r.id, "summary": r.summary}
+		if len(r.params) > 0 {
+			var ps []any
+			for _, p := range r.params {
+				ps = append(ps, map[string]any{"name": p.name, "in": p.in, "description": p.desc, "required": p.required, "schema": p.schema})
+			}
+			op["parameters"] = ps
+		}
+		if r.body != nil {
+			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": ref(r.body)}}}
+		}
+		resps := map[string]any{}
+		ok := map[string]any{"description": "success"}
+		switch {
+		case r.out != nil:
+			ok["content"] = map[string]any{"application/json": map[string]any{"schema": ref(r.out)}}
+		case r.text != "":
+			ok["content"] = map[string]any{r.text: map[string]any{"schema": map[string]any{"type": "string"}}}
+		}
+		resps[fmt.Sprint(r.ok)] = ok
+		for _, code := range r.errors {
+			schema := ref(typeOf[ErrorBody]())
+			if r.id == "readyz" {
+				schema = ref(typeOf[Readiness]())
+			}
+			resps[fmt.Sprint(code)] = map[string]any{"description": http.StatusText(code), "content": map[string]any{"application/json": map[string]any{"schema": schema}}}
+		}
+		op["responses"] = resps
+		if r.scope != "" {
+			op["security"] = []any{map[string]any{"bearer": []string{}}}
+			op["description"] = "Needs an API key of scope " + r.scope + " or wider for the tenant when the server has keys."
+		}
+		methods := []string{strings.ToLower(strings.Fields(r.pattern)[0])}
+		if !strings.Contains(r.pattern, " ") { // any method: MCP answers POST (and DELETE/GET with 405)
+			methods = []string{"post"}
+		}
+		item, _ := paths[r.path].(map[string]any)
+		if item == nil {
+			item = map[string]any{}
+			paths[r.path] = item
+		}
+		for _, m := range methods {
+			item[m] = op
+		}
+	}
+	comps := map[string]any{}
+	for name, sc := range defs {
+		comps[name] = sc
+	}
+	return map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{"title": "codectx", "version": Version,
+			"description": "Code context for coding agents: token-budgeted, provenance-carrying context from an organisation's indexed repositories. Errors are {\"error\": \"...\"}."},
+		"jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
+		"paths":             paths,
+		"components": map[string]any{
+			"schemas":         comps,
+			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "an API key (codectx key create)"}},
+		},
+	}, nil
+}
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
+	doc, err := s.OpenAPI()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(data)
+}
+
+// Patterns returns the route patterns Handler registered, and the
+// documented pattern of each route of the OpenAPI document.
+func (s *Server) Patterns() (registered []string, documented map[string]string) {
+	documented = map[string]string{}
+	for _, r := range routeDocs {
+		documented[r.pattern] = r.path
+	}
+	return append([]string(nil), s.patterns...), documented
+}
