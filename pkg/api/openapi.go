@@ -60,8 +60,8 @@ var routeDocs = []routeDoc{
 		body:    typeOf[IndexRequest](), ok: 202, out: typeOf[IndexResponse](), errors: []int{400, 401, 403, 413, 415, 429, 503}},
 	{pattern: "POST /v1/webhooks/{host}/{tenant}", path: "/v1/webhooks/{host}/{tenant}", id: "webhook", routes: AdminRoutes,
 		summary: "A signed push delivery of GitHub, GitLab or Gitea; reindexes the files it changed",
-		params: []paramDoc{{name: "host", in: "path", desc: "github, gitlab or gitea", required: true, schema: map[string]any{"type": "string", "enum": []string{"github", "gitlab", "gitea"}}}, tenantPath},
-		body:   typeOf[map[string]any](), ok: 202, out: typeOf[map[string]any](), errors: []int{400, 401, 404, 413, 429, 503}},
+		params:  []paramDoc{{name: "host", in: "path", desc: "github, gitlab or gitea", required: true, schema: map[string]any{"type": "string", "enum": []string{"github", "gitlab", "gitea"}}}, tenantPath},
+		body:    typeOf[map[string]any](), ok: 202, out: typeOf[map[string]any](), errors: []int{400, 401, 404, 413, 429, 503}},
 	{pattern: "GET /v1/repos", path: "/v1/repos", id: "listRepos", scope: "query",
 		summary: "The tenant's indexed repositories, by name, a page at a time",
 		params: []paramDoc{

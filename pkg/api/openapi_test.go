@@ -37,7 +37,7 @@ func TestOpenAPIAgreesWithServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc struct {
-		OpenAPI    string                                         `json:"openapi"`
+		OpenAPI    string                                           `json:"openapi"`
 		Paths      map[string]map[string]map[string]json.RawMessage `json:"paths"`
 		Components struct {
 			Schemas map[string]*jsonschema.Schema `json:"schemas"`
@@ -83,7 +83,7 @@ func TestOpenAPIAgreesWithServer(t *testing.T) {
 
 	type call struct {
 		method, path, docPath, key, body string
-		want                              int
+		want                             int
 	}
 	calls := []call{
 		{"GET", "/healthz", "/healthz", "", "", 200},
