@@ -17,6 +17,15 @@ if [ -x scripts/minio.sh ] && [ "${CODECTX_SKIP_MINIO:-}" = "" ]; then
     echo "test.sh: MinIO did not start; its tests will skip" >&2
   fi
 fi
+# The servers of the distributed end-to-end test (cached under .cache/bin;
+# about 4 minutes on a fresh clone). Under CI=true a failed build fails
+# the run; elsewhere the test skips without them.
+if [ "${CODECTX_SKIP_E2E:-}" = "" ]; then
+  if ! scripts/e2e-deps.sh && [ "${CI:-}" = "true" ]; then
+    echo "test.sh: the end-to-end servers did not build (CI=true: failing the run)" >&2
+    exit 1
+  fi
+fi
 # The default embedding model and the ONNX Runtime library (cached under
 # .cache; about 20-35 s on a fresh clone) so the ONNX driver's conformance
 # test and the tokenizer's reference check run for real.

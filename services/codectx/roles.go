@@ -110,7 +110,7 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	log := newLogger(stderr).With("role", r.name)
-	d := &deps{log: log}
+	d := &deps{log: log, namespace: c.namespace}
 	keyStore, err := openKeys(keysFile)
 	if err != nil {
 		return err

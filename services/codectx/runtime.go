@@ -16,6 +16,7 @@ import (
 	"codectx/pkg/pipeline"
 	"codectx/pkg/queue/natsq"
 
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 )
@@ -27,6 +28,8 @@ type deps struct {
 	temporal atomic.Value // client.Client
 	queue    atomic.Pointer[natsq.Queue]
 	stopping atomic.Bool
+	// namespace, when set, is checked to exist by the temporal readiness check.
+	namespace string
 }
 
 func (d *deps) client() client.Client {
@@ -48,8 +51,18 @@ func (d *deps) checks(use int) []api.Check {
 			if c == nil {
 				return errors.New("connecting")
 			}
-			_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
-			return err
+			if _, err := c.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+				return err
+			}
+			if d.namespace == "" {
+				return nil
+			}
+			// A namespace that does not exist makes every index request
+			// fail: not ready.
+			if _, err := c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: d.namespace}); err != nil {
+				return fmt.Errorf("namespace %s: %w", d.namespace, err)
+			}
+			return nil
 		}})
 	}
 	if use&useNATS != 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -32,16 +33,25 @@ func TestUpResumesAfterRestartMidIndexing(t *testing.T) {
 	t.Cleanup(func() { upParseHook = nil })
 
 	up := startUp(t, "--data", data, "--listen", addr, "--index", repoDir)
+	var held string
 	select {
-	case p := <-blocked:
-		t.Logf("indexing held while parsing %s", p)
+	case held = <-blocked:
+		t.Logf("indexing held while parsing %s", held)
 	case <-time.After(3 * time.Minute):
 		t.Fatalf("parsing never started\nstdout:\n%s\nstderr:\n%s", up.out.String(), up.errs.String())
 	}
-	// Stop in the middle: a parse is in flight, nothing is published.
+	// Stop in the middle: a parse is in flight, nothing is published. The
+	// held parse is released once up has begun to shut down, so that its
+	// message is nak'ed rather than finished.
 	stopped := make(chan struct{})
 	go func() { up.stop(t); close(stopped) }()
-	time.Sleep(200 * time.Millisecond)
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(up.errs.String(), "shutting down") {
+		if time.Now().After(deadline) {
+			t.Fatalf("up never began to shut down\nstderr:\n%s", up.errs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	close(release)
 	select {
 	case <-stopped:
@@ -56,13 +66,26 @@ func TestUpResumesAfterRestartMidIndexing(t *testing.T) {
 		t.Fatalf("HEAD published (%s) before the restart: the test did not stop indexing midway", h.Commit)
 	}
 
-	// Restart without --index: the unfinished snapshot resumes and publishes.
-	upParseHook = nil
+	// Restart without --index: the unfinished snapshot resumes and
+	// publishes, and the held file's batch is redelivered and parsed again.
+	var mu sync.Mutex
+	var parsed []string
+	upParseHook = func(path string) {
+		mu.Lock()
+		parsed = append(parsed, path)
+		mu.Unlock()
+	}
 	up = startUp(t, "--data", data, "--listen", addr)
 	up.waitFor(t, "published HEAD", 3*time.Minute, func() bool {
 		h, err := index.ReadHead(context.Background(), store, index.DefaultTenant, "shop")
 		return err == nil && h.Commit == commit
 	})
+	mu.Lock()
+	redelivered := slices.Contains(parsed, held)
+	mu.Unlock()
+	if !redelivered {
+		t.Errorf("after the restart %v were parsed, not the held %s: its batch was not redelivered", parsed, held)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	resp, err := (&api.Client{BaseURL: "http://" + addr}).Query(ctx, api.QueryRequest{Repo: "shop", Query: "Cart Total", Budget: 1000})
