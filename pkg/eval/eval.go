@@ -70,6 +70,7 @@ type Config struct {
 	Arms     []string           `json:"arms,omitempty"`     // query arms; empty = all
 	Route    bool               `json:"route,omitempty"`    // classifier routing (per-trigger weights)
 	Scale    map[string]float64 `json:"scale,omitempty"`    // fusion weight multipliers (query.Request.Scale)
+	Ranker   string             `json:"ranker,omitempty"`   // query.Request.Ranker: "" or "learned", "rrf"
 }
 
 // ReadConfigs reads a JSON array of configurations (the Config fields by
@@ -105,6 +106,9 @@ func ReadConfigs(r io.Reader) ([]Config, error) {
 			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 				return nil, fmt.Errorf("eval: config %q: scale %s = %v, want a finite number >= 0", c.Name, k, v)
 			}
+		}
+		if c.Ranker != "" && c.Ranker != query.RankLearned && c.Ranker != query.RankRRF {
+			return nil, fmt.Errorf("eval: config %q: unknown ranker %q", c.Name, c.Ranker)
 		}
 	}
 	return cs, nil
@@ -144,6 +148,30 @@ type Options struct {
 	RankOnly bool // file ranking only (R@k, MRR): no packing, no budgets
 	Configs  []Config
 	Progress io.Writer
+	// Features, when set, receives one JSON line per task and
+	// configuration: the learned ranker's candidate files with their
+	// feature vectors and gold labels (FeatureDump), for offline training.
+	Features io.Writer
+}
+
+// FeatureDump is one line of an --features file.
+type FeatureDump struct {
+	Task     string        `json:"task"`
+	Repo     string        `json:"repo"`
+	Language string        `json:"language"`
+	Config   string        `json:"config"`
+	Trigger  string        `json:"trigger"`
+	Names    []string      `json:"names"`
+	Gold     []string      `json:"gold"`
+	Files    []FeatureFile `json:"files"`
+	Missing  int           `json:"missing"` // gold files not among the candidates
+}
+
+// FeatureFile is one candidate file of a FeatureDump, in RRF order.
+type FeatureFile struct {
+	Path string    `json:"path"`
+	Gold bool      `json:"gold"`
+	X    []float64 `json:"x"`
 }
 
 // TaskResult is one task under one configuration.
@@ -287,9 +315,14 @@ func runTask(ctx context.Context, t Task, opt Options) (map[string]TaskResult, i
 			out[c.Name] = base.run(t, opt.Budgets)
 			continue
 		}
-		r, err := runQuery(ctx, seg, t, c, opt.Budgets)
+		r, cands, err := runQuery(ctx, seg, t, c, opt.Budgets, opt.Features != nil)
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", c.Name, err)
+		}
+		if opt.Features != nil {
+			if err := dumpFeatures(opt.Features, t, c, r.Trigger, cands); err != nil {
+				return nil, 0, err
+			}
 		}
 		out[c.Name] = r
 	}
@@ -307,14 +340,38 @@ func Languages(lang string) []codectx.Language {
 	return []codectx.Language{codectx.Language(lang)}
 }
 
-func runQuery(ctx context.Context, seg *segment.Segment, t Task, c Config, budgets []int) (TaskResult, error) {
+func dumpFeatures(w io.Writer, t Task, c Config, trigger string, cands []query.Candidate) error {
+	gold := map[string]bool{}
+	for _, g := range t.GoldFiles {
+		gold[g] = true
+	}
+	d := FeatureDump{Task: t.ID, Repo: t.Repo, Language: t.Language, Config: c.Name, Trigger: trigger, Names: query.FeatureNames, Gold: t.GoldFiles, Files: []FeatureFile{}}
+	found := 0
+	for _, cd := range cands {
+		d.Files = append(d.Files, FeatureFile{Path: cd.Path, Gold: gold[cd.Path], X: cd.X})
+		if gold[cd.Path] {
+			found++
+		}
+	}
+	d.Missing = len(gold) - found
+	line, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("eval: features: %w", err)
+	}
+	return nil
+}
+
+func runQuery(ctx context.Context, seg *segment.Segment, t Task, c Config, budgets []int, features bool) (TaskResult, []query.Candidate, error) {
 	eng := &query.Engine{Seg: seg}
 	res := TaskResult{Task: t.ID, Repo: t.Repo, Language: t.Language, Recall: map[int]float64{}, Tokens: map[int]int{}, PackFiles: map[int]int{}}
 	start := time.Now()
-	req := query.Request{Query: t.Query, Arms: c.Arms, Route: c.Route, Languages: Languages(t.Language), Scale: c.Scale, Paths: Candidate(t.Language)}
+	req := query.Request{Query: t.Query, Arms: c.Arms, Route: c.Route, Languages: Languages(t.Language), Scale: c.Scale, Paths: Candidate(t.Language), Ranker: c.Ranker, Features: features}
 	rk, err := eng.Search(ctx, req)
 	if err != nil {
-		return res, err
+		return res, nil, err
 	}
 	res.Trigger = string(rk.Class.Trigger)
 	for i, b := range budgets {
@@ -339,7 +396,7 @@ func runQuery(ctx context.Context, seg *segment.Segment, t Task, c Config, budge
 		ranked[i] = f.Path
 	}
 	scoreRanking(&res, t.GoldFiles, ranked)
-	return res, nil
+	return res, rk.Candidates, nil
 }
 
 func recall(gold []string, got map[string]bool) float64 {
@@ -519,6 +576,36 @@ func FormatTable(rows []Summary, budgets []int) string {
 			fmt.Fprintf(&b, " %.3f |", r.TES[bu])
 		}
 		fmt.Fprintf(&b, " %.1f |\n", r.LatencyUS/1000)
+	}
+	return b.String()
+}
+
+// FormatGroups renders the groups whose key starts with prefix ("repo:",
+// "lang:") as one Markdown table, a row per group and configuration, the
+// configurations of a group side by side: tasks, MRR, R@1, R@5 and recall
+// at each budget.
+func FormatGroups(rep *Report, prefix string, budgets []int) string {
+	var b strings.Builder
+	b.WriteString("| " + strings.TrimSuffix(prefix, ":") + " | config | tasks | MRR | R@1 | R@5 |")
+	for _, bu := range budgets {
+		fmt.Fprintf(&b, " R@%dk |", bu/1000)
+	}
+	b.WriteString("\n|---|---|---|---|---|---|")
+	for range budgets {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, g := range rep.GroupNames() {
+		if !strings.HasPrefix(g, prefix) {
+			continue
+		}
+		for _, r := range rep.ByGroup[g] {
+			fmt.Fprintf(&b, "| %s | %s | %d | %.3f | %.3f | %.3f |", strings.TrimPrefix(g, prefix), r.Config, r.Tasks, r.MRR, r.R1, r.R5)
+			for _, bu := range budgets {
+				fmt.Fprintf(&b, " %.3f |", r.Recall[bu])
+			}
+			b.WriteString("\n")
+		}
 	}
 	return b.String()
 }

@@ -34,7 +34,7 @@
 //     ranked by their best score and placed so the strongest evidence sits
 //     at both ends of the context (models read the middle least): ranks
 //     1, 3, 5, ... from the front, ranks 2, 4, 6, ... from the back, so the
-//     order is 1, 3, 5, ..., 6, 4, 2.
+//     order is 1, 3, 5, ..., 6, 4, 2; with Options.Ranked, in rank order.
 package pack
 
 import (
@@ -98,6 +98,10 @@ type Options struct {
 	Preamble   string           // optional text emitted first (counted); left out if it alone exceeds Budget
 	MaxPerFile int              // cap on chunks per file (0 = none)
 	FileFirst  bool             // breadth first: each file's best chunk before any file's second
+	// Ranked lays the file groups out in rank order (1, 2, 3, ...) instead
+	// of at both ends (1, 3, 5, ..., 6, 4, 2): for a reader that reads the
+	// top of the context first, as the query engine's files[] list does.
+	Ranked bool
 }
 
 // Sep joins the preamble and the chunk texts in Render.
@@ -235,7 +239,7 @@ func Pack(cands []Candidate, opt Options) Result {
 		for i, pk := range picks {
 			chosen[i], files[i] = pk.p, pk.it.file
 		}
-		res.Chunks = layout(chosen, files)
+		res.Chunks = layout(chosen, files, opt.Ranked)
 		res.Tokens = count(res.Render())
 		if res.Tokens <= opt.Budget || len(picks) == 0 {
 			break
@@ -251,8 +255,9 @@ func Pack(cands []Candidate, opt Options) Result {
 
 // layout groups chunks by file in line order and orders the groups by
 // their best score: ranks 1, 3, 5, ... from the front, 2, 4, ... from the
-// back. chosen is in score order; files[i] is the file of chosen[i].
-func layout(chosen []Packed, files []int) []Packed {
+// back (ranked: in rank order). chosen is in score order; files[i] is the
+// file of chosen[i].
+func layout(chosen []Packed, files []int, ranked bool) []Packed {
 	var groups [][]Packed // in order of their best (first) chunk
 	index := map[int]int{}
 	for i, p := range chosen {
@@ -270,6 +275,12 @@ func layout(chosen []Packed, files []int) []Packed {
 			return cmp.Or(cmp.Compare(a.StartLine, b.StartLine), cmp.Compare(a.EndLine, b.EndLine))
 		})
 		out = append(out, g...)
+	}
+	if ranked {
+		for _, g := range groups {
+			emit(g)
+		}
+		return out
 	}
 	for r := 0; r < len(groups); r += 2 {
 		emit(groups[r])

@@ -18,12 +18,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"codectx/pkg/classify"
 	"codectx/pkg/codectx"
 	"codectx/pkg/fusion"
 	"codectx/pkg/pack"
+	"codectx/pkg/query/rank"
 	"codectx/pkg/segment"
 	"codectx/pkg/tokenize"
 )
@@ -98,6 +100,14 @@ type Request struct {
 	// Pack leaves out every candidate overlapping one of them in the same
 	// file at the same commit, and names them in AlreadySent instead.
 	Sent []Sent
+	// Ranker picks the file ranking: "" or RankLearned reranks the top
+	// files with the engine's model (the shipped one by default),
+	// RankRRF keeps the fused RRF order.
+	Ranker string
+	// Features asks Search to return the learned ranker's candidates with
+	// their feature vectors (Ranking.Candidates), for codectx eval
+	// --features.
+	Features bool
 }
 
 // Sent is a chunk an earlier pack of a session emitted.
@@ -111,11 +121,28 @@ type Sent struct {
 	Tokens    int    `json:"tokens"`
 }
 
+// Rankers.
+const (
+	RankLearned = "learned"
+	RankRRF     = "rrf"
+)
+
 // Engine answers queries over one segment.
 type Engine struct {
 	Seg   *segment.Segment
 	Dense Dense
 	Count func(string) int // token counter; default o200k
+	Model *rank.Model      // learned file ranker; nil = the shipped model
+}
+
+var shipped = sync.OnceValues(func() (*rank.Model, error) { return rank.Shipped(FeatureNames) })
+
+// model returns the engine's learned ranker.
+func (e *Engine) model() (*rank.Model, error) {
+	if e.Model != nil {
+		return e.Model, nil
+	}
+	return shipped()
 }
 
 // File is one ranked file of a response.
@@ -179,6 +206,9 @@ type Ranking struct {
 	Fused   []fusion.Scored // chunk ids as decimal strings
 	Files   []File
 	Timings map[string]int
+	// Candidates are the files the learned ranker scored, in RRF order,
+	// with their features (only when Request.Features).
+	Candidates []Candidate
 }
 
 // Search runs classification, retrieval and fusion.
@@ -233,6 +263,8 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 	if err := stop(); err != nil {
 		return nil, err
 	}
+	var bm25Scores []float64
+	var fileBM map[string]float64
 	if want[ArmSymbol] {
 		t := time.Now()
 		add(ArmSymbol, e.symbolArm(cls, keep))
@@ -240,9 +272,12 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 	}
 	if want[ArmBM25] {
 		t := time.Now()
-		chunks := e.bm25Arm(q, depth, keep)
+		var chunks []int
+		chunks, bm25Scores = e.bm25Arm(q, depth, keep)
 		add(ArmBM25, chunks)
-		add(armBM25File, e.fileBM25Arm(q, chunks, keep))
+		var fileIDs []int
+		fileIDs, fileBM = e.fileBM25Arm(q, chunks, keep)
+		add(armBM25File, fileIDs)
 		add(armBM25Path, e.pathArm(q, cls.Scope, chunks, keep))
 		lits, err := e.literalArm(ctx, q, keep)
 		if err != nil {
@@ -324,9 +359,29 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 			used = append(used, l.Arm)
 		}
 	}
-	tm["total"] = int(time.Since(t0).Microseconds())
 	files := e.rankFiles(fused)
-	return &Ranking{Class: cls, Arms: used, Fused: orderByFile(seg, fused, files), Files: files, Timings: tm}, nil
+	var cands []Candidate
+	if req.Ranker != RankRRF || req.Features {
+		if req.Ranker != "" && req.Ranker != RankRRF && req.Ranker != RankLearned {
+			return nil, fmt.Errorf("query: unknown ranker %q", req.Ranker)
+		}
+		t := time.Now()
+		m, err := e.model()
+		if err != nil {
+			return nil, fmt.Errorf("query: %w", err)
+		}
+		cands = e.features(featureInput{q: q, cls: cls, lists: lists, bm25: bm25Scores, files: files, keep: keep, n: m.Depth, fileBM: fileBM})
+		if req.Ranker != RankRRF {
+			rerank(files, cands, m.Score)
+		}
+		tm["rank"] = int(time.Since(t).Microseconds())
+	}
+	tm["total"] = int(time.Since(t0).Microseconds())
+	rk := &Ranking{Class: cls, Arms: used, Fused: orderByFile(seg, fused, files), Files: files, Timings: tm}
+	if req.Features {
+		rk.Candidates = cands
+	}
+	return rk, nil
 }
 
 // Query runs Search and packs the result into the budget.
@@ -417,7 +472,8 @@ func PackAll(parts []Part, req Request, count func(string) int) *Response {
 		}
 		slices.SortStableFunc(files, func(a, b File) int { return cmp.Compare(b.Score, a.Score) })
 	}
-	opt := pack.Options{Budget: req.Budget, FileFirst: true}
+	// The context reads in the ranking's order, as files[] does.
+	opt := pack.Options{Budget: req.Budget, FileFirst: true, Ranked: true}
 	if count != nil {
 		opt.Count = count
 	}
@@ -616,12 +672,12 @@ func (e *Engine) byQualifier(ids []int, quals []string) []int {
 	return out
 }
 
-func (e *Engine) bm25Arm(q string, k int, keep func(int) bool) []int {
+func (e *Engine) bm25Arm(q string, k int, keep func(int) bool) ([]int, []float64) {
 	terms := tokenize.QueryTokens(q)
 	terms = append(terms, compoundTerms(q, e.Seg.BM25, terms)...)
 	terms = append(terms, rootTerms(e.Seg.BM25, terms)...)
 	if len(terms) == 0 {
-		return nil
+		return nil, nil
 	}
 	weights := make([]float64, len(terms), 2*len(terms))
 	for i := range weights {
@@ -632,21 +688,24 @@ func (e *Engine) bm25Arm(q string, k int, keep func(int) bool) []int {
 		weights = append(weights, abbrevWeight)
 	}
 	var hits []int
+	var scores []float64
 	for _, h := range e.Seg.BM25.SearchWeighted(terms, weights, k, Params(), keep) {
 		hits = append(hits, h.Doc)
+		scores = append(scores, h.Score)
 	}
-	return hits
+	return hits, scores
 }
 
-func (e *Engine) fileBM25Arm(q string, chunks []int, keep func(int) bool) []int {
+// fileBM25Arm also returns the whole-file BM25 score of each file it ranks.
+func (e *Engine) fileBM25Arm(q string, chunks []int, keep func(int) bool) ([]int, map[string]float64) {
 	seg := e.Seg
 	if seg.FileBM25 == nil {
-		return nil
+		return nil, nil
 	}
 	terms := tokenize.QueryTokens(q)
 	terms = append(terms, compoundTerms(q, seg.FileBM25, terms)...)
 	if len(terms) == 0 {
-		return nil
+		return nil, nil
 	}
 	best := bestChunks(seg, chunks)
 	var fileKeep func(int) bool
@@ -658,12 +717,14 @@ func (e *Engine) fileBM25Arm(q string, chunks []int, keep func(int) bool) []int 
 	}
 	hits := seg.FileBM25.SearchFilter(terms, 50, FileParams(), fileKeep)
 	ids := make([]int, 0, len(hits))
+	scores := make(map[string]float64, len(hits))
 	for _, h := range hits {
 		if id, ok := fileChunk(seg.Files[h.Doc], best); ok {
 			ids = append(ids, id)
+			scores[seg.Files[h.Doc].Path] = h.Score
 		}
 	}
-	return ids
+	return ids, scores
 }
 
 // bestChunks maps each file of a chunk ranking to its best chunk.

@@ -216,14 +216,61 @@ func TestEvalConfigs(t *testing.T) {
 	if len(rep.Budgets) != 0 || len(rep.Tasks["plain"]) != 1 || len(rep.Tasks["no symbol"]) != 1 {
 		t.Errorf("report budgets %v, tasks %v", rep.Budgets, rep.Tasks)
 	}
+	// --features dumps each task's candidates with gold labels; --by-repo
+	// prints the configurations side by side per repository and language.
+	feats := filepath.Join(dir, "features.jsonl")
+	out, err = runCLI(t, append(args, "--configs", configs, "--features", feats, "--by-repo")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## by repository", "| acme/shop | plain | 1 |", "| acme/shop | baseline: bm25 whole files | 1 |", "## by language", "| go | no symbol | 1 |", " R@2k |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--by-repo output lacks %q:\n%s", want, out)
+		}
+	}
+	b, err = os.ReadFile(feats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 { // one task, two configurations
+		t.Fatalf("features file has %d lines, want 2:\n%s", len(lines), b)
+	}
+	var dump struct {
+		Task  string   `json:"task"`
+		Names []string `json:"names"`
+		Files []struct {
+			Path string    `json:"path"`
+			Gold bool      `json:"gold"`
+			X    []float64 `json:"x"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &dump); err != nil {
+		t.Fatal(err)
+	}
+	gold := false
+	for _, f := range dump.Files {
+		gold = gold || (f.Path == "cart/cart.go" && f.Gold)
+		if len(f.X) != len(dump.Names) {
+			t.Errorf("%s: %d features, %d names", f.Path, len(f.X), len(dump.Names))
+		}
+	}
+	if dump.Task != "shop-1" || !gold {
+		t.Errorf("dump = %+v, want task shop-1 with cart/cart.go labelled gold", dump)
+	}
 	bad := filepath.Join(dir, "bad.json")
 	if err := os.WriteFile(bad, []byte(`[{"name":"x","scale":{"grpah":2}}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	unknownRanker := filepath.Join(dir, "ranker.json")
+	if err := os.WriteFile(unknownRanker, []byte(`[{"name":"x","ranker":"magic"}]`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, extra := range [][]string{
 		{"--configs", bad},
 		{"--configs", filepath.Join(dir, "missing.json")},
 		{"--configs", configs, "--arms", "bm25"},
+		{"--configs", unknownRanker},
 	} {
 		if _, err := runCLI(t, append(args, extra...)...); err == nil {
 			t.Errorf("eval %v succeeded, want an error", extra)

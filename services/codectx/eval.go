@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -30,6 +31,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	rankOnly := fs.Bool("rank-only", false, "score the file ranking only (R@k, MRR), without packing: fast, for weight sweeps")
 	out := fs.String("json", "", "write the full report (per task) as JSON to this file")
 	only := fs.String("only", "", "only tasks whose id contains this string")
+	featureFile := fs.String("features", "", "write each task's ranker candidates with their features and gold labels (JSONL) to this file, for scripts/train-rank.py")
+	byRepo := fs.Bool("by-repo", false, "print compact tables by repository and by language: every configuration side by side")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -98,7 +101,18 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	rep, err := eval.Run(ctx, tasks, eval.Options{GitDirs: dirs, Store: store, Budgets: budgets, RankOnly: *rankOnly, Configs: configs, Progress: stderr})
+	opt := eval.Options{GitDirs: dirs, Store: store, Budgets: budgets, RankOnly: *rankOnly, Configs: configs, Progress: stderr}
+	if *featureFile != "" {
+		ff, err := os.Create(*featureFile)
+		if err != nil {
+			return fmt.Errorf("eval: %w", err)
+		}
+		defer ff.Close()
+		bw := bufio.NewWriter(ff)
+		defer bw.Flush()
+		opt.Features = bw
+	}
+	rep, err := eval.Run(ctx, tasks, opt)
 	if err != nil {
 		return err
 	}
@@ -111,8 +125,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		fmt.Fprintln(stdout)
 	}
-	for _, g := range rep.GroupNames() {
-		fmt.Fprintf(stdout, "## %s\n\n%s\n", g, eval.FormatTable(rep.ByGroup[g], budgets))
+	if *byRepo {
+		fmt.Fprintf(stdout, "## by repository\n\n%s\n## by language\n\n%s\n", eval.FormatGroups(rep, "repo:", budgets), eval.FormatGroups(rep, "lang:", budgets))
+	} else {
+		for _, g := range rep.GroupNames() {
+			fmt.Fprintf(stdout, "## %s\n\n%s\n", g, eval.FormatTable(rep.ByGroup[g], budgets))
+		}
 	}
 	if *out != "" {
 		if err := eval.WriteReport(*out, rep); err != nil {

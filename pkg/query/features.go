@@ -1,0 +1,383 @@
+package query
+
+import (
+	"math"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"codectx/pkg/classify"
+	"codectx/pkg/fusion"
+	"codectx/pkg/segment"
+	"codectx/pkg/tokenize"
+)
+
+// featureLists are the rankings whose file ranks become features, in a
+// fixed order.
+var featureLists = []string{ArmSymbol, ArmBM25, armBM25File, armBM25Path, armBM25Literal, ArmDense, ArmGraph, armGraphIndex, ArmHistory}
+
+// FeatureNames is the layout of a candidate file's feature vector
+// (Candidate.X): what the learned ranker (package rank) reads and what
+// codectx eval --features dumps.
+var FeatureNames = func() []string {
+	var n []string
+	for _, l := range featureLists {
+		n = append(n, "rr_"+l) // 10/(10+rank) of the file's best chunk in the list, 0 if absent
+	}
+	return append(n,
+		"bm25_rel",        // best chunk's BM25 score / the query's top BM25 score
+		"bm25_chunks",     // log1p(chunks of the file in the BM25 top 200)
+		"file_bm25_rel",   // whole-file BM25 score / the top one
+		"title_rr",        // 10/(10+rank) in a whole-file BM25 of the title alone
+		"fused_rel",       // the RRF file score / the top file's
+		"fused_rr",        // 10/(10+rank) of the file in the RRF file ranking
+		"prior",           // path prior (tests, examples, vendored, stubs, prose)
+		"is_test",         // test file
+		"is_docs",         // examples, docs, benches, prose
+		"decl_only",       // declares types and nothing else
+		"is_index",        // index.ts, mod.rs, __init__.py, lib.rs
+		"is_generated",    // generated or minified
+		"log_chunks",      // log1p(chunks of the file)
+		"log_size",        // log1p(bytes/1000)
+		"log_degree",      // log1p(graph neighbours)
+		"near_top",        // graph neighbour of one of the three top RRF files
+		"same_dir_top",    // in the directory of the top RRF file
+		"hist_commits",    // log1p(commits of the history touching the file)
+		"hist_recency",    // 1/(1+i/20) for the newest commit i touching it, 0 if none
+		"cochange",        // commits shared with the top five BM25 files, damped by commit size
+		"path_title",      // share of the title's words in the file's path
+		"stem_title",      // the file's name is a word of the title
+		"dir_title",       // share of the title's words in the directory names
+		"path_body",       // share of the body's words in the path
+		"code_share",      // share of the query's words that are code-like (identifiers)
+		"trig_symbol",     // trigger EXPLICIT_SYMBOL
+		"trig_temporal",   // trigger TEMPORAL_HISTORY
+		"trig_implicit",   // trigger IMPLICIT_CONTEXT
+		"additive",        // the query adds something
+		"sym_x_code",      // rr_symbol * code_share
+		"path_x_concept",  // path_title * (trigger SEMANTIC_CONCEPT)
+		"fused_x_concept", // fused_rel * (trigger SEMANTIC_CONCEPT)
+	)
+}()
+
+// Candidate is one file the learned ranker scores, with its features.
+type Candidate struct {
+	Path string    `json:"path"`
+	X    []float64 `json:"x"`
+}
+
+// featureInput is what Search hands the feature builder.
+type featureInput struct {
+	q      string
+	cls    classify.Result
+	lists  []fusion.Ranked
+	bm25   []float64 // scores of the bm25 list, by position
+	files  []File    // RRF file ranking
+	keep   func(int) bool
+	n      int
+	fileBM map[string]float64
+}
+
+// historyIndex maps each path to the history positions (newest first) of
+// the commits that touched it.
+func historyIndex(seg *segment.Segment) map[string][]int {
+	return seg.Memo("query.historyIndex", func() any {
+		m := map[string][]int{}
+		for i, c := range seg.History {
+			for _, p := range c.Files {
+				m[p] = append(m[p], i)
+			}
+		}
+		return m
+	}).(map[string][]int)
+}
+
+// features computes the feature vectors of the top in.n files of the RRF
+// ranking.
+func (e *Engine) features(in featureInput) []Candidate {
+	seg := e.Seg
+	n := min(in.n, len(in.files))
+	if n == 0 {
+		return nil
+	}
+	col := map[string]int{}
+	for i, s := range FeatureNames {
+		col[s] = i
+	}
+	cands := make([]Candidate, n)
+	pos := make(map[string]int, n)
+	for i := 0; i < n; i++ {
+		cands[i] = Candidate{Path: in.files[i].Path, X: make([]float64, len(FeatureNames))}
+		pos[in.files[i].Path] = i
+	}
+	set := func(i int, name string, v float64) { cands[i].X[col[name]] = v }
+	rr := func(rank int) float64 { return 10 / (10 + float64(rank)) }
+
+	// List ranks (best chunk per file), BM25 scores and chunk counts.
+	var bm25Top float64
+	if len(in.bm25) > 0 {
+		bm25Top = in.bm25[0]
+	}
+	for _, l := range in.lists {
+		seen := map[string]bool{}
+		for r, sid := range l.IDs {
+			id, _ := strconv.Atoi(sid)
+			p := seg.Chunks[id].Path
+			i, ok := pos[p]
+			if !ok {
+				continue
+			}
+			if l.Arm == ArmBM25 {
+				cands[i].X[col["bm25_chunks"]]++
+			}
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			set(i, "rr_"+l.Arm, rr(r+1))
+			if l.Arm == ArmBM25 && bm25Top > 0 && r < len(in.bm25) {
+				set(i, "bm25_rel", in.bm25[r]/bm25Top)
+			}
+		}
+	}
+	var fileTop float64
+	for _, v := range in.fileBM {
+		fileTop = math.Max(fileTop, v)
+	}
+	top := in.files[0].Score
+	decl := declOnly(seg)
+	hist := historyIndex(seg)
+	tt := tokenize.QueryTokens(title(in.q))
+	bodyT := tokenize.QueryTokens(strings.TrimPrefix(strings.TrimSpace(in.q), title(in.q)))
+	tset := map[string]bool{}
+	for _, t := range tt {
+		tset[t] = true
+	}
+	code := codeShare(in.q)
+	concept := b2f(in.cls.Trigger == classify.SemanticConcept)
+
+	// Graph: neighbours of the three top files.
+	near := map[string]bool{}
+	if seg.Graph != nil {
+		for i := 0; i < min(3, n); i++ {
+			for _, nb := range seg.Graph.FileNeighbors(in.files[i].Path) {
+				near[nb.Path] = true
+			}
+		}
+	}
+	topDir := path.Dir(in.files[0].Path)
+
+	// Co-change with the top five BM25 files.
+	co := map[string]float64{}
+	var seeds []string
+	for _, l := range in.lists {
+		if l.Arm != ArmBM25 {
+			continue
+		}
+		sseen := map[string]bool{}
+		for _, sid := range l.IDs {
+			id, _ := strconv.Atoi(sid)
+			p := seg.Chunks[id].Path
+			if !sseen[p] {
+				sseen[p] = true
+				seeds = append(seeds, p)
+			}
+			if len(seeds) == 5 {
+				break
+			}
+		}
+	}
+	for _, s := range seeds {
+		for _, ci := range hist[s] {
+			c := seg.History[ci]
+			if len(c.Files) > 50 {
+				continue
+			}
+			w := 1 / math.Sqrt(float64(len(c.Files)))
+			for _, p := range c.Files {
+				if p != s {
+					co[p] += w
+				}
+			}
+		}
+	}
+
+	// Title-only whole-file BM25.
+	titleRank := map[string]int{}
+	if seg.FileBM25 != nil && len(tt) > 0 {
+		var fileKeep func(int) bool
+		if in.keep != nil {
+			fileKeep = func(i int) bool {
+				f := seg.Files[i]
+				return len(f.Chunks) > 0 && in.keep(f.Chunks[0])
+			}
+		}
+		for r, h := range seg.FileBM25.SearchFilter(tt, 30, FileParams(), fileKeep) {
+			titleRank[seg.Files[h.Doc].Path] = r + 1
+		}
+	}
+
+	for i := 0; i < n; i++ {
+		f := in.files[i]
+		p := f.Path
+		x := cands[i].X
+		x[col["bm25_chunks"]] = math.Log1p(x[col["bm25_chunks"]])
+		if fileTop > 0 {
+			set(i, "file_bm25_rel", in.fileBM[p]/fileTop)
+		}
+		if r, ok := titleRank[p]; ok {
+			set(i, "title_rr", rr(r))
+		}
+		if top > 0 {
+			set(i, "fused_rel", f.Score/top)
+		}
+		set(i, "fused_rr", rr(i+1))
+		prior := PathPrior(p)
+		set(i, "prior", prior)
+		set(i, "is_test", b2f(IsTestPath(p)))
+		set(i, "is_docs", b2f(prior == priorExample))
+		set(i, "decl_only", b2f(decl[p]))
+		set(i, "is_index", b2f(indexStems[baseStem(p)]))
+		set(i, "is_generated", b2f(isGenerated(p)))
+		if sf, ok := seg.File(p); ok {
+			set(i, "log_chunks", math.Log1p(float64(len(sf.Chunks))))
+			set(i, "log_size", math.Log1p(float64(sf.Size)/1000))
+		}
+		if seg.Graph != nil {
+			set(i, "log_degree", math.Log1p(float64(len(seg.Graph.FileNeighbors(p)))))
+		}
+		set(i, "near_top", b2f(near[p]))
+		set(i, "same_dir_top", b2f(i > 0 && path.Dir(p) == topDir))
+		if cs := hist[p]; len(cs) > 0 {
+			set(i, "hist_commits", math.Log1p(float64(len(cs))))
+			set(i, "hist_recency", 1/(1+float64(cs[0])/20))
+		}
+		set(i, "cochange", math.Log1p(co[p]))
+		pt := tokenize.Tokens(p)
+		dt := tokenize.Tokens(path.Dir(p))
+		set(i, "path_title", share(tt, pt))
+		set(i, "dir_title", share(tt, dt))
+		set(i, "path_body", share(bodyT, pt))
+		stem := tokenize.Tokens(fileStem(p))
+		set(i, "stem_title", b2f(len(stem) > 0 && allIn(stem, tset)))
+		set(i, "code_share", code)
+		set(i, "trig_symbol", b2f(in.cls.Trigger == classify.ExplicitSymbol))
+		set(i, "trig_temporal", b2f(in.cls.Trigger == classify.TemporalHistory))
+		set(i, "trig_implicit", b2f(in.cls.Trigger == classify.ImplicitContext))
+		set(i, "additive", b2f(isAdditive(in.q)))
+		set(i, "sym_x_code", x[col["rr_symbol"]]*code)
+		set(i, "path_x_concept", x[col["path_title"]]*concept)
+		set(i, "fused_x_concept", x[col["fused_rel"]]*concept)
+	}
+	return cands
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// share is the fraction of the distinct words of q found in of.
+func share(q, of []string) float64 {
+	if len(q) == 0 {
+		return 0
+	}
+	in := map[string]bool{}
+	for _, t := range of {
+		in[t] = true
+	}
+	seen := map[string]bool{}
+	hit := 0
+	for _, t := range q {
+		if seen[t] {
+			continue
+		}
+		seen[t] = true
+		if in[t] {
+			hit++
+		}
+	}
+	return float64(hit) / float64(len(seen))
+}
+
+func allIn(ws []string, set map[string]bool) bool {
+	for _, w := range ws {
+		if !set[w] {
+			return false
+		}
+	}
+	return true
+}
+
+// isGenerated reports generated or minified files by name.
+func isGenerated(p string) bool {
+	l := strings.ToLower(p)
+	return strings.Contains(l, "generated") || strings.Contains(l, ".pb.") || strings.HasSuffix(l, ".min.js") ||
+		strings.Contains(l, "_gen.") || strings.Contains(l, "/gen/")
+}
+
+// codeShare is the share of the query's words written as code: with an
+// underscore, inner capitals, dots or colons between letters, or brackets.
+func codeShare(q string) float64 {
+	ws := strings.Fields(q)
+	if len(ws) == 0 {
+		return 0
+	}
+	n := 0
+	for _, w := range ws {
+		if codeLike(strings.Trim(w, "`'\",;:!?()")) {
+			n++
+		}
+	}
+	return float64(n) / float64(len(ws))
+}
+
+func codeLike(w string) bool {
+	if len(w) < 2 {
+		return false
+	}
+	if strings.ContainsAny(w, "_()[]<>") || strings.Contains(w, "::") {
+		return true
+	}
+	if i := strings.IndexByte(w, '.'); i > 0 && i < len(w)-1 {
+		return true
+	}
+	for i, r := range w {
+		if i > 0 && unicode.IsUpper(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// rerank orders the top files by the model's scores. The reranked files
+// take the top scores of the RRF ranking, in the model's order, so scores
+// stay on one scale and files below the reranked ones keep theirs.
+func rerank(files []File, cands []Candidate, score func([]float64) float64) {
+	n := len(cands)
+	type sc struct {
+		f File
+		s float64
+		i int
+	}
+	xs := make([]sc, n)
+	scores := make([]float64, n)
+	for i := range cands {
+		xs[i] = sc{files[i], score(cands[i].X), i}
+		scores[i] = files[i].Score
+	}
+	sort.SliceStable(xs, func(a, b int) bool {
+		if xs[a].s != xs[b].s {
+			return xs[a].s > xs[b].s
+		}
+		return xs[a].i < xs[b].i
+	})
+	for i := range xs {
+		files[i] = xs[i].f
+		files[i].Score = scores[i]
+	}
+}

@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""Train codectx's learned file ranker (pkg/query/rank/model.json).
+
+Input: the feature dumps of `codectx eval --features FILE` (one JSON line per
+task: the query's top files in RRF order, each with its feature vector and
+gold label). Needs numpy (a venv is enough: python3 -m venv V; V/bin/pip
+install numpy).
+
+The model is linear, score = sum w_i * (x_i - mean_i) / scale_i, trained
+with a listwise softmax loss: per query, -log(sum over gold files of
+softmax(score)), which puts the first changed file on top, plus L2. The
+regularisation strength, the feature set and the number of reranked files
+are chosen by leave-one-repository-out validation on the training dumps:
+for each repository, a model trained on the others is scored on it.
+
+  scripts/train-rank.py cv TRAIN.jsonl
+      leave-repository-out MRR of every setting, and of the RRF order.
+  scripts/train-rank.py fit TRAIN.jsonl --out model.json [--eval VAL.jsonl]
+      fits the setting chosen by cv on all of TRAIN and writes the model;
+      with --eval, scores it (and the RRF order) on VAL, by repository and
+      by language.
+  scripts/train-rank.py ablate TRAIN.jsonl VAL.jsonl
+      the validation effect of each signal group: the chosen setting
+      trained without the group's features, scored on VAL.
+
+Metrics here are over the dumped candidates only (a gold file outside them
+counts as not found); `codectx eval` gives the exact figures.
+"""
+import argparse
+import collections
+import json
+import sys
+
+import numpy as np
+
+# Feature groups, for ablation and feature-set selection.
+GROUPS = {
+    "fusion": ["fused_rel", "fused_rr", "fused_x_concept"],
+    "lists": ["rr_symbol", "rr_bm25", "rr_bm25-file", "rr_bm25-path", "rr_bm25-literal",
+              "rr_dense", "rr_graph", "rr_graph-index", "rr_history", "bm25_rel", "bm25_chunks",
+              "file_bm25_rel", "sym_x_code"],
+    "title": ["title_rr"],
+    "path": ["path_title", "stem_title", "dir_title", "path_body", "path_x_concept"],
+    "priors": ["prior", "is_test", "is_docs", "decl_only", "is_index", "is_generated"],
+    "size": ["log_chunks", "log_size"],
+    "graph": ["log_degree", "near_top", "same_dir_top"],
+    "recency": ["hist_commits", "hist_recency"],
+    "cochange": ["cochange"],
+    "query": ["code_share", "trig_symbol", "trig_temporal", "trig_implicit", "additive", "sym_x_code"],
+}
+
+
+def load(paths):
+    qs = []
+    for p in paths:
+        with open(p) as f:
+            for line in f:
+                d = json.loads(line)
+                names = d["names"]
+                X = np.array([c["x"] for c in d["files"]], dtype=float).reshape(-1, len(names))
+                y = np.array([c["gold"] for c in d["files"]], dtype=bool)
+                qs.append({"task": d["task"], "repo": d["repo"], "lang": d["language"],
+                           "trigger": d["trigger"], "names": names, "X": X, "y": y})
+    return qs
+
+
+def select(qs, feats, depth):
+    names = qs[0]["names"]
+    idx = [names.index(f) for f in feats]
+    return [(q["X"][:depth, idx], q["y"][:depth]) for q in qs]
+
+
+def fit(data, l2, iters=300, lr=0.05):
+    """Listwise softmax loss with L2, full-batch Adam. Returns mean, scale, w."""
+    allX = np.vstack([X for X, _ in data if len(X)])
+    mean, scale = allX.mean(0), allX.std(0)
+    scale[scale < 1e-6] = 1
+    d = allX.shape[1]
+    # Pad queries to one array: Q x N x d, with a mask.
+    train = [(X, y) for X, y in data if y.any() and len(y) > 1]
+    n = max(len(y) for _, y in train)
+    Xp = np.zeros((len(train), n, d))
+    M = np.zeros((len(train), n), dtype=bool)
+    Y = np.zeros((len(train), n), dtype=bool)
+    for i, (X, y) in enumerate(train):
+        Xp[i, :len(y)] = (X - mean) / scale
+        M[i, :len(y)] = True
+        Y[i, :len(y)] = y
+    w = np.zeros(d)
+    m1, m2 = np.zeros(d), np.zeros(d)
+    for t in range(1, iters + 1):
+        s = Xp @ w
+        s = np.where(M, s, -1e9)
+        s = s - s.max(1, keepdims=True)
+        e = np.exp(s) * M
+        p_all = e / e.sum(1, keepdims=True)
+        eg = e * Y
+        p_gold = eg / eg.sum(1, keepdims=True)
+        # d loss / d s = p_all - p_gold
+        g = np.einsum("qn,qnd->d", p_all - p_gold, Xp) / len(train) + l2 * w
+        m1 = 0.9 * m1 + 0.1 * g
+        m2 = 0.999 * m2 + 0.001 * g * g
+        w -= lr * (m1 / (1 - 0.9 ** t)) / (np.sqrt(m2 / (1 - 0.999 ** t)) + 1e-8)
+    return mean, scale, w
+
+
+def metrics(X, y, model):
+    """MRR, R@1, R@5 of one query, ranked by model (None: the dumped RRF order)."""
+    if len(y) == 0:
+        return 0.0, 0.0, 0.0
+    if model is None:
+        order = np.arange(len(y))
+    else:
+        mean, scale, w = model
+        s = ((X - mean) / scale) @ w
+        order = np.argsort(-s, kind="stable")
+    ranked = y[order]
+    gold = max(1, int(y.sum()))
+    hits = np.flatnonzero(ranked)
+    mrr = 1.0 / (hits[0] + 1) if len(hits) else 0.0
+    return mrr, ranked[:1].sum() / gold, ranked[:5].sum() / gold
+
+
+def rerank_eval(qs, feats, depth, model, ngold):
+    """Metrics of reranking the top depth files, the rest left in RRF order."""
+    out = []
+    names = qs[0]["names"]
+    idx = [names.index(f) for f in feats]
+    for q, ng in zip(qs, ngold):
+        X, y = q["X"], q["y"]
+        if model is None or len(y) == 0:
+            order = np.arange(len(y))
+        else:
+            mean, scale, w = model
+            top = min(depth, len(y))
+            s = ((X[:top, idx] - mean) / scale) @ w
+            order = np.concatenate([np.argsort(-s, kind="stable"), np.arange(top, len(y))])
+        ranked = y[order]
+        hits = np.flatnonzero(ranked)
+        mrr = 1.0 / (hits[0] + 1) if len(hits) else 0.0
+        out.append((mrr, ranked[:1].sum() / ng, ranked[:5].sum() / ng))
+    return np.array(out)
+
+
+def ngold_of(qs, dumps):
+    """Gold count per query, from the dump lines (gold outside the candidates counts)."""
+    return [len(dumps[q["task"]]) for q in qs]
+
+
+def gold_lists(paths):
+    g = {}
+    for p in paths:
+        with open(p) as f:
+            for line in f:
+                d = json.loads(line)
+                g[d["task"]] = d["gold"]
+    return g
+
+
+ALL = [f for g in GROUPS.values() for f in g]
+
+
+def feature_sets():
+    base = list(dict.fromkeys(ALL))
+    no_query = [f for f in base if f not in GROUPS["query"] or f == "sym_x_code"]
+    return {"all": base, "no-query-crosses": no_query}
+
+
+SETTINGS = [(fs, l2, depth) for fs in ("all", "no-query-crosses") for l2 in (0.001, 0.01, 0.1) for depth in (20, 50)]
+
+
+def cv(qs, ngold, verbose=True):
+    repos = sorted({q["repo"] for q in qs})
+    sets = feature_sets()
+    results = {}
+    base = rerank_eval(qs, [], 0, None, ngold).mean(0)
+    if verbose:
+        print("RRF order (in-candidate): MRR %.3f R@1 %.3f R@5 %.3f" % tuple(base))
+    for fs, l2, depth in SETTINGS:
+        feats = sets[fs]
+        per = np.zeros((len(qs), 3))
+        for r in repos:
+            tr = [q for q in qs if q["repo"] != r]
+            te = [i for i, q in enumerate(qs) if q["repo"] == r]
+            model = fit(select(tr, feats, depth), l2)
+            per[te] = rerank_eval([qs[i] for i in te], feats, depth, model, [ngold[i] for i in te])
+        results[(fs, l2, depth)] = per.mean(0)
+        if verbose:
+            print("%-18s l2=%-6g depth=%-3d  MRR %.3f R@1 %.3f R@5 %.3f" % ((fs, l2, depth) + tuple(per.mean(0))), flush=True)
+    best = max(results, key=lambda k: results[k][0])
+    return best, results[best], base
+
+
+def table(qs, ngold, feats, depth, model, key):
+    groups = collections.defaultdict(list)
+    for i, q in enumerate(qs):
+        groups[q[key]].append(i)
+    rows = []
+    for g in sorted(groups):
+        ix = groups[g]
+        sub = [qs[i] for i in ix]
+        ng = [ngold[i] for i in ix]
+        a = rerank_eval(sub, [], 0, None, ng).mean(0)
+        b = rerank_eval(sub, feats, depth, model, ng).mean(0)
+        rows.append("| %s | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |" % ((g, len(ix)) + tuple(a) + tuple(b)))
+    return "| %s | tasks | MRR rrf | R@1 rrf | R@5 rrf | MRR learned | R@1 learned | R@5 learned |\n|---|---|---|---|---|---|---|---|\n" % key + "\n".join(rows)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("cmd", choices=["cv", "fit", "ablate"])
+    ap.add_argument("train")
+    ap.add_argument("val", nargs="?")
+    ap.add_argument("--out")
+    ap.add_argument("--eval")
+    a = ap.parse_args()
+    qs = load([a.train])
+    ng = ngold_of(qs, gold_lists([a.train]))
+    if a.cmd == "cv":
+        best, r, base = cv(qs, ng)
+        print("chosen:", best, "MRR %.3f R@1 %.3f R@5 %.3f" % tuple(r))
+        return
+    best, r, base = cv(qs, ng, verbose=False)
+    fs, l2, depth = best
+    feats = feature_sets()[fs]
+    if a.cmd == "ablate":
+        vq = load([a.val])
+        vng = ngold_of(vq, gold_lists([a.val]))
+        full = rerank_eval(vq, feats, depth, fit(select(qs, feats, depth), l2), vng).mean(0)
+        print("| signal group left out | validation MRR | R@1 | R@5 | MRR change |\n|---|---|---|---|---|")
+        print("| (none: all features) | %.3f | %.3f | %.3f | |" % tuple(full))
+        for g, gf in GROUPS.items():
+            sub = [f for f in feats if f not in gf]
+            m = rerank_eval(vq, sub, depth, fit(select(qs, sub, depth), l2), vng).mean(0)
+            print("| %s | %.3f | %.3f | %.3f | %+.3f |" % ((g,) + tuple(m) + (m[0] - full[0],)))
+        return
+    model = fit(select(qs, feats, depth), l2)
+    mean, scale, w = model
+    note = "trained by scripts/train-rank.py on %d tasks of %d repositories; setting %s l2=%g depth=%d chosen by leave-repository-out MRR %.3f (RRF order %.3f)" % (
+        len(qs), len({q["repo"] for q in qs}), fs, l2, depth, r[0], base[0])
+    out = {"kind": "linear", "features": feats, "mean": [round(v, 6) for v in mean], "scale": [round(v, 6) for v in scale],
+           "weights": [round(v, 6) for v in w], "bias": 0, "depth": depth, "note": note}
+    with open(a.out, "w") as f:
+        json.dump(out, f, indent=1)
+        f.write("\n")
+    print(note)
+    for fname, wt in sorted(zip(feats, w), key=lambda t: -abs(t[1])):
+        print("  %-16s %+.3f" % (fname, wt))
+    if a.eval:
+        vq = load([a.eval])
+        vng = ngold_of(vq, gold_lists([a.eval]))
+        print(table(vq, vng, feats, depth, model, "repo"))
+        print(table(vq, vng, feats, depth, model, "lang"))
+        b = rerank_eval(vq, [], 0, None, vng).mean(0)
+        m = rerank_eval(vq, feats, depth, model, vng).mean(0)
+        print("overall: rrf MRR %.3f R@1 %.3f R@5 %.3f; learned MRR %.3f R@1 %.3f R@5 %.3f" % (tuple(b) + tuple(m)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
