@@ -64,10 +64,20 @@ def load(paths):
     return qs
 
 
+def columns(X, names, feats):
+    """The model's feature columns of X: a name "a*b" is a product."""
+    cols = []
+    for f in feats:
+        a, _, b = f.partition("*")
+        c = X[:, names.index(a)]
+        if b:
+            c = c * X[:, names.index(b)]
+        cols.append(c)
+    return np.stack(cols, 1) if cols else np.zeros((len(X), 0))
+
+
 def select(qs, feats, depth):
-    names = qs[0]["names"]
-    idx = [names.index(f) for f in feats]
-    return [(q["X"][:depth, idx], q["y"][:depth]) for q in qs]
+    return [(columns(q["X"][:depth], q["names"], feats), q["y"][:depth]) for q in qs]
 
 
 def fit(data, l2, iters=300, lr=0.05):
@@ -124,8 +134,6 @@ def metrics(X, y, model):
 def rerank_eval(qs, feats, depth, model, ngold):
     """Metrics of reranking the top depth files, the rest left in RRF order."""
     out = []
-    names = qs[0]["names"]
-    idx = [names.index(f) for f in feats]
     for q, ng in zip(qs, ngold):
         X, y = q["X"], q["y"]
         if model is None or len(y) == 0:
@@ -133,7 +141,7 @@ def rerank_eval(qs, feats, depth, model, ngold):
         else:
             mean, scale, w = model
             top = min(depth, len(y))
-            s = ((X[:top, idx] - mean) / scale) @ w
+            s = ((columns(X[:top], q["names"], feats) - mean) / scale) @ w
             order = np.concatenate([np.argsort(-s, kind="stable"), np.arange(top, len(y))])
         ranked = y[order]
         hits = np.flatnonzero(ranked)
@@ -160,13 +168,20 @@ def gold_lists(paths):
 ALL = [f for g in GROUPS.values() for f in g]
 
 
+# Interactions: signals whose worth depends on the kind of query. The query
+# flags alone are constant within a query and cannot reorder its files.
+CROSS_BASE = ["rr_symbol", "rr_bm25", "rr_bm25-file", "rr_bm25-path", "rr_history", "rr_graph", "fused_rel",
+              "path_title", "stem_title", "title_rr", "cochange", "hist_recency", "is_test", "is_docs", "decl_only"]
+CROSS_BY = ["trig_symbol", "trig_temporal", "code_share", "additive"]
+
+
 def feature_sets():
-    base = list(dict.fromkeys(ALL))
-    no_query = [f for f in base if f not in GROUPS["query"] or f == "sym_x_code"]
-    return {"all": base, "no-query-crosses": no_query}
+    base = [f for f in dict.fromkeys(ALL) if f not in GROUPS["query"] or "_x_" in f]
+    crosses = base + ["%s*%s" % (a, b) for a in CROSS_BASE for b in CROSS_BY]
+    return {"base": base, "crosses": crosses}
 
 
-SETTINGS = [(fs, l2, depth) for fs in ("all", "no-query-crosses") for l2 in (0.001, 0.01, 0.1) for depth in (20, 50)]
+SETTINGS = [(fs, l2, depth) for fs in ("base", "crosses") for l2 in (0.003, 0.03, 0.3) for depth in (20, 50)]
 
 
 def cv(qs, ngold, verbose=True):
@@ -230,7 +245,7 @@ def main():
         print("| signal group left out | validation MRR | R@1 | R@5 | MRR change |\n|---|---|---|---|---|")
         print("| (none: all features) | %.3f | %.3f | %.3f | |" % tuple(full))
         for g, gf in GROUPS.items():
-            sub = [f for f in feats if f not in gf]
+            sub = [f for f in feats if not any(p in gf for p in f.split("*"))]
             m = rerank_eval(vq, sub, depth, fit(select(qs, sub, depth), l2), vng).mean(0)
             print("| %s | %.3f | %.3f | %.3f | %+.3f |" % ((g,) + tuple(m) + (m[0] - full[0],)))
         return

@@ -64,7 +64,7 @@ func benchSegment(b *testing.B) *segment.Segment {
 	return benchSeg
 }
 
-func benchQuery(b *testing.B, arms []string, route bool, budget int) {
+func benchQuery(b *testing.B, arms []string, route bool, budget int, ranker string) {
 	seg := benchSegment(b)
 	eng := &query.Engine{Seg: seg}
 	lat := make([]time.Duration, 0, b.N)
@@ -72,7 +72,7 @@ func benchQuery(b *testing.B, arms []string, route bool, budget int) {
 	for i := 0; i < b.N; i++ {
 		q := benchQueries[i%len(benchQueries)]
 		start := time.Now()
-		if _, err := eng.Query(context.Background(), query.Request{Query: q, Budget: budget, Arms: arms, Route: route}); err != nil {
+		if _, err := eng.Query(context.Background(), query.Request{Query: q, Budget: budget, Arms: arms, Route: route, Ranker: ranker}); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(start))
@@ -84,19 +84,29 @@ func benchQuery(b *testing.B, arms []string, route bool, budget int) {
 	b.ReportMetric(float64(len(seg.Chunks)), "chunks")
 }
 
-// BenchmarkQueryFull is the whole pipeline: classify, every arm, fuse, pack 8k.
-func BenchmarkQueryFull(b *testing.B) { benchQuery(b, nil, true, 8000) }
+// BenchmarkQueryFull is the whole pipeline: classify, every arm, fuse,
+// rerank with the learned model, pack 8k.
+func BenchmarkQueryFull(b *testing.B) { benchQuery(b, nil, true, 8000, "") }
+
+// BenchmarkQueryFullRRF is the whole pipeline with the RRF file order (no
+// learned reranking): the learned ranker's cost is the difference.
+func BenchmarkQueryFullRRF(b *testing.B) { benchQuery(b, nil, true, 8000, query.RankRRF) }
 
 // BenchmarkQueryBM25 is the chunk BM25 arm alone, packed into 8k.
-func BenchmarkQueryBM25(b *testing.B) { benchQuery(b, []string{query.ArmBM25}, false, 8000) }
+func BenchmarkQueryBM25(b *testing.B) { benchQuery(b, []string{query.ArmBM25}, false, 8000, "") }
 
 // BenchmarkSearchFull is retrieval and fusion without packing.
-func BenchmarkSearchFull(b *testing.B) {
+func BenchmarkSearchFull(b *testing.B) { benchSearch(b, "") }
+
+// BenchmarkSearchFullRRF is BenchmarkSearchFull without learned reranking.
+func BenchmarkSearchFullRRF(b *testing.B) { benchSearch(b, query.RankRRF) }
+
+func benchSearch(b *testing.B, ranker string) {
 	seg := benchSegment(b)
 	eng := &query.Engine{Seg: seg}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := eng.Search(context.Background(), query.Request{Query: benchQueries[i%len(benchQueries)], Route: true}); err != nil {
+		if _, err := eng.Search(context.Background(), query.Request{Query: benchQueries[i%len(benchQueries)], Route: true, Ranker: ranker}); err != nil {
 			b.Fatal(err)
 		}
 	}

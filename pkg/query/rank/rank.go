@@ -11,11 +11,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Model is a linear scorer over named features, optionally followed by
 // regression trees whose outputs are added: score = bias + sum w_i *
-// (x_i - mean_i) / scale_i + sum trees(x).
+// (x_i - mean_i) / scale_i + sum trees(x). A feature named "a*b" is the
+// product of the engine's features a and b (an interaction, such as a
+// list's rank times a trigger flag).
 type Model struct {
 	Kind     string    `json:"kind"` // "linear"
 	Features []string  `json:"features"`
@@ -27,7 +30,8 @@ type Model struct {
 	Depth    int       `json:"depth"` // rerank this many top files of the fused ranking
 	Note     string    `json:"note,omitempty"`
 
-	index []int // model feature i -> position in the caller's vector
+	index  []int // model feature i -> position in the caller's vector
+	index2 []int // second factor of a product feature, else -1
 }
 
 // Tree is one regression tree in array form: node i splits on
@@ -66,16 +70,21 @@ func Parse(data []byte, names []string) (*Model, error) {
 	for i, s := range names {
 		pos[s] = i
 	}
-	m.index = make([]int, n)
+	m.index, m.index2 = make([]int, n), make([]int, n)
 	for i, f := range m.Features {
-		p, ok := pos[f]
-		if !ok {
+		a, b, product := strings.Cut(f, "*")
+		p, ok := pos[a]
+		q, ok2 := pos[b]
+		if !ok || (product && !ok2) {
 			return nil, fmt.Errorf("rank: model feature %q is not computed by the engine", f)
+		}
+		if !product {
+			q = -1
 		}
 		if m.Scale[i] == 0 || math.IsNaN(m.Scale[i]) || math.IsNaN(m.Weights[i]) {
 			return nil, fmt.Errorf("rank: feature %q: bad scale or weight", f)
 		}
-		m.index[i] = p
+		m.index[i], m.index2[i] = p, q
 	}
 	for ti, t := range m.Trees {
 		k := len(t.Feature)
@@ -98,13 +107,13 @@ func Parse(data []byte, names []string) (*Model, error) {
 // given). Higher is better.
 func (m *Model) Score(x []float64) float64 {
 	s := m.Bias
-	for i, p := range m.index {
-		s += m.Weights[i] * (x[p] - m.Mean[i]) / m.Scale[i]
+	for i := range m.index {
+		s += m.Weights[i] * (m.value(x, i) - m.Mean[i]) / m.Scale[i]
 	}
 	for _, t := range m.Trees {
 		i := 0
 		for t.Left[i] >= 0 {
-			if x[m.index[t.Feature[i]]] < t.Threshold[i] {
+			if m.value(x, t.Feature[i]) < t.Threshold[i] {
 				i = t.Left[i]
 			} else {
 				i = t.Right[i]
@@ -113,4 +122,13 @@ func (m *Model) Score(x []float64) float64 {
 		s += t.Value[i]
 	}
 	return s
+}
+
+// value is model feature i of x.
+func (m *Model) value(x []float64, i int) float64 {
+	v := x[m.index[i]]
+	if j := m.index2[i]; j >= 0 {
+		v *= x[j]
+	}
+	return v
 }

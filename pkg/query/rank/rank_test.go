@@ -9,7 +9,7 @@ import (
 
 func TestParse(t *testing.T) {
 	names := []string{"a", "b", "c"}
-	m, err := rank.Parse([]byte(`{"kind":"linear","features":["c","a"],"mean":[1,0],"scale":[2,1],"weights":[4,-1],"bias":0.5,
+	m, err := rank.Parse([]byte(`{"kind":"linear","features":["c","a","a*b"],"mean":[1,0,0],"scale":[2,1,1],"weights":[4,-1,0.5],"bias":0.5,
 		"trees":[{"feature":[1,-1,-1],"threshold":[0.5,0,0],"left":[1,-1,-1],"right":[2,-1,-1],"value":[0,10,-10]}]}`), names)
 	if err != nil {
 		t.Fatal(err)
@@ -21,9 +21,9 @@ func TestParse(t *testing.T) {
 		x    []float64
 		want float64
 	}{
-		// 0.5 + 4*(c-1)/2 - a + tree(a < 0.5 ? 10 : -10)
+		// 0.5 + 4*(c-1)/2 - a + 0.5*a*b + tree(a < 0.5 ? 10 : -10)
 		{[]float64{0, 9, 3}, 0.5 + 4 + 10},
-		{[]float64{1, 9, 1}, 0.5 - 1 - 10},
+		{[]float64{1, 8, 1}, 0.5 - 1 + 4 - 10},
 	}
 	for _, tt := range tests {
 		if got := m.Score(tt.x); got != tt.want {
@@ -33,6 +33,7 @@ func TestParse(t *testing.T) {
 	for _, bad := range []string{
 		`{"kind":"forest"}`,
 		`{"kind":"linear","features":["z"],"mean":[0],"scale":[1],"weights":[1]}`,
+		`{"kind":"linear","features":["a*z"],"mean":[0],"scale":[1],"weights":[1]}`,
 		`{"kind":"linear","features":["a"],"mean":[0],"scale":[0],"weights":[1]}`,
 		`{"kind":"linear","features":["a","b"],"mean":[0],"scale":[1],"weights":[1]}`,
 		`{"kind":"linear","features":["a"],"mean":[0],"scale":[1],"weights":[1],"trees":[{"feature":[0],"threshold":[0],"left":[0],"right":[0],"value":[0]}]}`,
