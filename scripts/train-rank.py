@@ -19,6 +19,9 @@ for each repository, a model trained on the others is scored on it.
       fits the setting chosen by cv on all of TRAIN and writes the model;
       with --eval, scores it (and the RRF order) on VAL, by repository and
       by language.
+  scripts/train-rank.py score MODEL.json VAL.jsonl
+      scores a model file (and the RRF order) on VAL, by repository and by
+      language.
   scripts/train-rank.py ablate TRAIN.jsonl VAL.jsonl
       the validation effect of each signal group: the chosen setting
       trained without the group's features, scored on VAL.
@@ -178,10 +181,13 @@ CROSS_BY = ["trig_symbol", "trig_temporal", "code_share", "additive"]
 def feature_sets():
     base = [f for f in dict.fromkeys(ALL) if f not in GROUPS["query"] or "_x_" in f]
     crosses = base + ["%s*%s" % (a, b) for a in CROSS_BASE for b in CROSS_BY]
-    return {"base": base, "crosses": crosses}
+    few = base + ["rr_symbol*trig_symbol", "rr_history*trig_temporal", "rr_bm25-path*trig_symbol",
+                  "is_test*code_share", "stem_title*trig_symbol", "fused_rel*trig_temporal"]
+    return {"base": base, "few-crosses": few, "crosses": crosses}
 
 
-SETTINGS = [(fs, l2, depth) for fs in ("base", "crosses") for l2 in (0.003, 0.03, 0.3) for depth in (20, 50)]
+FEATURE_SETS = ("base", "few-crosses", "crosses")
+SETTINGS = [(fs, l2, depth) for fs in FEATURE_SETS for l2 in (0.001, 0.003, 0.01) for depth in (10, 20, 50)]
 
 
 def cv(qs, ngold, verbose=True):
@@ -223,19 +229,24 @@ def table(qs, ngold, feats, depth, model, key):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("cmd", choices=["cv", "fit", "ablate"])
+    ap.add_argument("cmd", choices=["cv", "fit", "ablate", "score"])
     ap.add_argument("train")
     ap.add_argument("val", nargs="?")
     ap.add_argument("--out")
     ap.add_argument("--eval")
     a = ap.parse_args()
+    if a.cmd == "score":
+        with open(a.train) as f:
+            m = json.load(f)
+        report(a.val, m["features"], m["depth"], (np.array(m["mean"]), np.array(m["scale"]), np.array(m["weights"])))
+        return
     qs = load([a.train])
     ng = ngold_of(qs, gold_lists([a.train]))
     if a.cmd == "cv":
         best, r, base = cv(qs, ng)
         print("chosen:", best, "MRR %.3f R@1 %.3f R@5 %.3f" % tuple(r))
         return
-    best, r, base = cv(qs, ng, verbose=False)
+    best, r, base = cv(qs, ng, verbose=a.cmd == "fit")
     fs, l2, depth = best
     feats = feature_sets()[fs]
     if a.cmd == "ablate":
@@ -262,13 +273,18 @@ def main():
     for fname, wt in sorted(zip(feats, w), key=lambda t: -abs(t[1])):
         print("  %-16s %+.3f" % (fname, wt))
     if a.eval:
-        vq = load([a.eval])
-        vng = ngold_of(vq, gold_lists([a.eval]))
-        print(table(vq, vng, feats, depth, model, "repo"))
-        print(table(vq, vng, feats, depth, model, "lang"))
-        b = rerank_eval(vq, [], 0, None, vng).mean(0)
-        m = rerank_eval(vq, feats, depth, model, vng).mean(0)
-        print("overall: rrf MRR %.3f R@1 %.3f R@5 %.3f; learned MRR %.3f R@1 %.3f R@5 %.3f" % (tuple(b) + tuple(m)))
+        report(a.eval, feats, depth, model)
+
+
+def report(path, feats, depth, model):
+    vq = load([path])
+    vng = ngold_of(vq, gold_lists([path]))
+    print(table(vq, vng, feats, depth, model, "repo"))
+    print(table(vq, vng, feats, depth, model, "lang"))
+    print(table(vq, vng, feats, depth, model, "trigger"))
+    b = rerank_eval(vq, [], 0, None, vng).mean(0)
+    m = rerank_eval(vq, feats, depth, model, vng).mean(0)
+    print("overall (%d tasks): rrf MRR %.3f R@1 %.3f R@5 %.3f; learned MRR %.3f R@1 %.3f R@5 %.3f" % ((len(vq),) + tuple(b) + tuple(m)))
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ var FeatureNames = func() []string {
 		"prior",           // path prior (tests, examples, vendored, stubs, prose)
 		"is_test",         // test file
 		"is_docs",         // examples, docs, benches, prose
-		"decl_only",       // declares types and nothing else
+		"decl_only",       // declares types and nothing else, and the query is not about types
 		"is_index",        // index.ts, mod.rs, __init__.py, lib.rs
 		"is_generated",    // generated or minified
 		"log_chunks",      // log1p(chunks of the file)
@@ -78,6 +78,7 @@ type featureInput struct {
 	keep   func(int) bool
 	n      int
 	fileBM map[string]float64
+	decl   map[string]bool // declaration-only files the query's priors lower (declPrior)
 }
 
 // historyIndex maps each path to the history positions (newest first) of
@@ -147,9 +148,11 @@ func (e *Engine) features(in featureInput) []Candidate {
 		fileTop = math.Max(fileTop, v)
 	}
 	top := in.files[0].Score
-	decl := declOnly(seg)
+	decl := in.decl
 	hist := historyIndex(seg)
-	tt := tokenize.QueryTokens(title(in.q))
+	// The title's words without change verbs ("fix", "add" name no file),
+	// as the file-name list reads them.
+	tt := nameTerms(title(in.q))
 	bodyT := tokenize.QueryTokens(strings.TrimPrefix(strings.TrimSpace(in.q), title(in.q)))
 	tset := map[string]bool{}
 	for _, t := range tt {

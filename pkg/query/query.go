@@ -370,7 +370,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 		if err != nil {
 			return nil, fmt.Errorf("query: %w", err)
 		}
-		cands = e.features(featureInput{q: q, cls: cls, lists: lists, bm25: bm25Scores, files: files, keep: keep, n: m.Depth, fileBM: fileBM})
+		cands = e.features(featureInput{q: q, cls: cls, lists: lists, bm25: bm25Scores, files: files, keep: keep, n: m.Depth, fileBM: fileBM, decl: decl})
 		if req.Ranker != RankRRF {
 			rerank(files, cands, m.Score)
 		}
