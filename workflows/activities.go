@@ -16,12 +16,14 @@ import (
 	"time"
 
 	"codectx/pkg/blob"
+	"codectx/pkg/embed"
 	"codectx/pkg/index"
 	"codectx/pkg/netguard"
 	"codectx/pkg/pipeline"
 	"codectx/pkg/queue"
 	"codectx/pkg/queue/natsq"
 	"codectx/pkg/source"
+	"codectx/pkg/vector"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -42,6 +44,11 @@ type Activities struct {
 	// for an infrastructure error (not a bad input), one per round; after
 	// the last round the snapshot fails. Nil: 5s, 20s, 1m.
 	InfraRetry []time.Duration
+	// Embedder, when set, turns the embed stage on: its model and
+	// dimension key the embedding cache and the vector collection (the
+	// embed workers run the same model). Vectors is where points go.
+	Embedder embed.Embedder
+	Vectors  vector.Store
 }
 
 func (a *Activities) batchSize() int {
@@ -647,12 +654,14 @@ type GCInput struct {
 // GCResult is the result of GC.
 type GCResult struct {
 	Deleted int
+	Points  int // vector points deleted
 }
 
-// GC deletes the manifests, plans and segments of the repository whose
-// commit is not kept (the current and the previous HEAD). The parse cache
-// is shared by content across repositories and tenants and is never
-// collected here.
+// GC deletes the manifests, plans, segments and vector sets of the
+// repository whose commit is not kept (the current and the previous HEAD),
+// and the repository's vector points that no kept snapshot references.
+// The parse and embedding caches are shared by content across
+// repositories and tenants and are never collected here.
 func (a *Activities) GC(ctx context.Context, in GCInput) (GCResult, error) {
 	var res GCResult
 	keep := map[string]bool{}
@@ -663,7 +672,12 @@ func (a *Activities) GC(ctx context.Context, in GCInput) (GCResult, error) {
 	if h, err := index.ReadHead(ctx, a.Store, in.Tenant, in.Repo); err == nil {
 		keep[h.Commit] = true
 	}
-	for _, dir := range []struct{ root, ext string }{{"manifests/", ".json"}, {"plans/", ".json"}, {"segments/", ".seg"}} {
+	n, err := a.pruneVectors(ctx, in.Tenant, in.Repo, keep)
+	if err != nil {
+		return res, fmt.Errorf("gc vectors: %w", err)
+	}
+	res.Points = n
+	for _, dir := range []struct{ root, ext string }{{"manifests/", ".json"}, {"plans/", ".json"}, {"segments/", ".seg"}, {"embedplans/", ".json"}, {"vectorsets/", ".json"}} {
 		prefix := index.RepoPrefix(dir.root, in.Tenant, in.Repo)
 		keys, err := a.Store.List(ctx, prefix)
 		if err != nil {

@@ -193,7 +193,12 @@ type SnapshotResult struct {
 	Segment     string    // segment key
 	Skipped     bool      // HEAD already pointed at this commit (or, Behind, at a descendant)
 	Behind      string    // a Forward push of this commit, an ancestor of the published Commit, was not published
-	Embed       string    // what the embed stage did (EmbedSkipped)
+	Embed       string    // what the embed stage did (EmbedSkipped, or counts)
+	Embedded    int       // chunks embedded by this snapshot
+	EmbedReused int       // chunks whose vector was cached
+	EmbedFailed int       // chunks left without a vector (batch dead-lettered)
+	Points      int       // vector points of the snapshot
+	PointsAdded int       // of those, written by this snapshot
 	Previous    string    // commit HEAD pointed at before
 	Deleted     int       // objects removed by GC
 }
@@ -219,7 +224,8 @@ var (
 const errInvalid = "InvalidInput"
 
 // SnapshotWorkflow indexes one snapshot: snapshot, parse fan-out and wait,
-// (embed: skipped), graph build, HEAD switch, GC.
+// embed fan-out and wait (when an embedder is configured) and the
+// snapshot's vector points, graph build, HEAD switch, GC.
 func SnapshotWorkflow(ctx workflow.Context, in SnapshotInput) (SnapshotResult, error) {
 	var a *Activities
 	log := workflow.GetLogger(ctx)
@@ -255,9 +261,9 @@ func SnapshotWorkflow(ctx workflow.Context, in SnapshotInput) (SnapshotResult, e
 		res.Parsed, res.Failed, res.FailedFiles, res.LeftOut = out.Parsed, len(out.Failed), out.Failed, out.LeftOut
 	}
 
-	// No embedder exists yet: say so instead of pretending.
-	res.Embed = EmbedSkipped
-	log.Info("embed stage skipped: no embedder configured", "repo", plan.Repo, "commit", plan.Commit)
+	if err := embedStage(ctx, plan, pin.Run, &res); err != nil {
+		return res, err
+	}
 
 	gin := GraphInput{Job: pipeline.GraphJob{Tenant: plan.Tenant, Repo: plan.Repo, Commit: plan.Commit, ManifestKey: plan.ManifestKey, Failed: res.FailedFiles}, Run: pin.Run}
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, waitOpts), a.Graph, gin).Get(ctx, &res.Segment); err != nil {
@@ -281,8 +287,54 @@ func SnapshotWorkflow(ctx workflow.Context, in SnapshotInput) (SnapshotResult, e
 		// HEAD has moved: a failed GC only leaves garbage for the next one.
 		log.Warn("gc failed", "repo", plan.Repo, "error", err)
 	}
-	res.Deleted = gc.Deleted
+	res.Deleted = gc.Deleted + gc.Points
 	return res, nil
+}
+
+// embedVersion marks the change that made the embed stage run activities;
+// histories recorded before it replay without them.
+const embedVersion = "embed-stage"
+
+// embedStage plans the embedding of the snapshot's chunks, fans the
+// chunks without a cached vector out to the embed workers, waits for them
+// and writes the snapshot's points to the vector store.
+func embedStage(ctx workflow.Context, plan SnapshotPlan, run string, res *SnapshotResult) error {
+	var a *Activities
+	log := workflow.GetLogger(ctx)
+	if workflow.GetVersion(ctx, embedVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		res.Embed = EmbedSkipped
+		return nil
+	}
+	var ep EmbedPlanResult
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, waitOpts), a.PlanEmbed, EmbedPlanInput{Plan: plan, Failed: res.FailedFiles}).Get(ctx, &ep); err != nil {
+		return fmt.Errorf("plan embed: %w", err)
+	}
+	if ep.Skipped {
+		res.Embed = EmbedSkipped
+		log.Info("embed stage skipped: no embedder configured", "repo", plan.Repo, "commit", plan.Commit)
+		return nil
+	}
+	ein := EmbedInput{Plan: plan, Embed: ep, Run: run}
+	var out EmbedOutcome
+	if ep.Batches > 0 {
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortOpts), a.FanOutEmbed, ein).Get(ctx, nil); err != nil {
+			return fmt.Errorf("fan out embed: %w", err)
+		}
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, waitOpts), a.WaitEmbed, ein).Get(ctx, &out); err != nil {
+			return fmt.Errorf("wait for embed: %w", err)
+		}
+	}
+	var vr VectorsResult
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, waitOpts), a.StoreVectors, ein).Get(ctx, &vr); err != nil {
+		return fmt.Errorf("store vectors: %w", err)
+	}
+	res.Embedded, res.EmbedReused, res.EmbedFailed = out.Embedded, ep.Chunks-ep.Missing, out.Failed
+	res.Points, res.PointsAdded = vr.Points, vr.Added
+	res.Embed = fmt.Sprintf("%s: %d chunks, %d embedded, %d reused from cache", ep.Model, ep.Chunks, res.Embedded, res.EmbedReused)
+	if out.Failed > 0 {
+		res.Embed += fmt.Sprintf(", %d failed", out.Failed)
+	}
+	return nil
 }
 
 // OrgInput lists the repositories of a tenant to index.

@@ -148,6 +148,9 @@ type fakeActivities struct {
 	publishFails int
 	calls        map[string]int
 	graphJob     pipeline.GraphJob
+	embed        *EmbedPlanResult // nil: no embedder (PlanEmbed skips)
+	embedFailed  int
+	planFailed   []string // the files PlanEmbed was told were left out
 }
 
 func (f *fakeActivities) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
@@ -168,6 +171,26 @@ func (f *fakeActivities) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env.OnActivity(a.WaitParse, mock.Anything, mock.Anything).Return(func(_ context.Context, in ParseInput) (ParseOutcome, error) {
 		f.calls["WaitParse"]++
 		return ParseOutcome{Parsed: in.Plan.Changed - len(f.failed), Failed: f.failed}, nil
+	})
+	env.OnActivity(a.PlanEmbed, mock.Anything, mock.Anything).Return(func(_ context.Context, in EmbedPlanInput) (EmbedPlanResult, error) {
+		f.calls["PlanEmbed"]++
+		f.planFailed = in.Failed
+		if f.embed == nil {
+			return EmbedPlanResult{Skipped: true}, nil
+		}
+		return *f.embed, nil
+	})
+	env.OnActivity(a.FanOutEmbed, mock.Anything, mock.Anything).Return(func(context.Context, EmbedInput) error {
+		f.calls["FanOutEmbed"]++
+		return nil
+	})
+	env.OnActivity(a.WaitEmbed, mock.Anything, mock.Anything).Return(func(_ context.Context, in EmbedInput) (EmbedOutcome, error) {
+		f.calls["WaitEmbed"]++
+		return EmbedOutcome{Embedded: in.Embed.Missing - f.embedFailed, Failed: f.embedFailed}, nil
+	})
+	env.OnActivity(a.StoreVectors, mock.Anything, mock.Anything).Return(func(_ context.Context, in EmbedInput) (VectorsResult, error) {
+		f.calls["StoreVectors"]++
+		return VectorsResult{Points: in.Embed.Chunks, Added: in.Embed.Missing - f.embedFailed}, nil
 	})
 	env.OnActivity(a.Graph, mock.Anything, mock.Anything).Return(func(_ context.Context, in GraphInput) (string, error) {
 		f.calls["Graph"]++
@@ -235,9 +258,47 @@ func TestSnapshotWorkflowReportsFailedFiles(t *testing.T) {
 	if res.Embed != EmbedSkipped || res.Segment != index.SegmentKey("t", "r", "c1") || res.Previous != "c0" || res.Deleted != 2 {
 		t.Errorf("result = %+v", res)
 	}
-	want := map[string]int{"Snapshot": 1, "FanOutParse": 1, "WaitParse": 1, "Graph": 1, "Publish": 1, "GC": 1}
+	want := map[string]int{"Snapshot": 1, "FanOutParse": 1, "WaitParse": 1, "PlanEmbed": 1, "Graph": 1, "Publish": 1, "GC": 1}
 	if !mapsEqual(f.calls, want) {
 		t.Errorf("calls = %v, want %v", f.calls, want)
+	}
+}
+
+func TestSnapshotWorkflowEmbeds(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		missing int
+		failed  int
+		calls   map[string]int
+		embed   string
+	}{
+		{"new chunks", 7, 0, map[string]int{"PlanEmbed": 1, "FanOutEmbed": 1, "WaitEmbed": 1, "StoreVectors": 1}, "m: 20 chunks, 7 embedded, 13 reused from cache"},
+		{"all cached", 0, 0, map[string]int{"PlanEmbed": 1, "StoreVectors": 1}, "m: 20 chunks, 0 embedded, 20 reused from cache"},
+		{"a batch failed", 7, 3, map[string]int{"PlanEmbed": 1, "FanOutEmbed": 1, "WaitEmbed": 1, "StoreVectors": 1}, "m: 20 chunks, 4 embedded, 13 reused from cache, 3 failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			batches := 0
+			if tc.missing > 0 {
+				batches = 1
+			}
+			f := &fakeActivities{plan: plan(3), failed: []string{"bad.py"}, embedFailed: tc.failed,
+				embed: &EmbedPlanResult{Model: "m", Dim: 4, Key: "embedplans/t/r/c1.json", Chunks: 20, Missing: tc.missing, Batches: batches}}
+			res := runSnapshot(t, f.env(t))
+			for k, n := range tc.calls {
+				if f.calls[k] != n {
+					t.Errorf("%s called %d times, want %d (calls %v)", k, f.calls[k], n, f.calls)
+				}
+			}
+			if f.calls["FanOutEmbed"] != tc.calls["FanOutEmbed"] || f.calls["Graph"] != 1 {
+				t.Errorf("calls = %v", f.calls)
+			}
+			if res.Embed != tc.embed || res.Embedded != tc.missing-tc.failed || res.EmbedReused != 20-tc.missing || res.EmbedFailed != tc.failed || res.Points != 20 {
+				t.Errorf("result = %+v, want embed %q", res, tc.embed)
+			}
+			if !slices.Equal(f.planFailed, []string{"bad.py"}) {
+				t.Errorf("PlanEmbed told %v failed, want [bad.py]", f.planFailed)
+			}
+		})
 	}
 }
 
@@ -324,6 +385,7 @@ func TestReplay(t *testing.T) {
 	}{
 		{"testdata/snapshot_history.json", SnapshotWorkflow},
 		{"testdata/repo_history.json", RepoWorkflow},
+		{"testdata/snapshot_embed_history.json", SnapshotWorkflow},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()

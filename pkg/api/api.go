@@ -67,25 +67,27 @@ const (
 // RepoStatus is the answer of GET /v1/repos/{tenant}/{repo}/status: what the
 // orchestrator is doing for the repository and what is published.
 type RepoStatus struct {
-	Tenant     string      `json:"tenant"`
-	Repo       string      `json:"repo"`
-	State      string      `json:"state"`
-	Current    string      `json:"current,omitempty"`         // commit being indexed ("" = the location's HEAD)
-	Pending    string      `json:"pending,omitempty"`         // commit of a push waiting for the current snapshot
-	HasPending bool        `json:"has_pending,omitempty"`     // a push is waiting (Pending may be "" = HEAD)
-	Received   int         `json:"received"`                  // pushes received
-	Covered    int         `json:"covered"`                   // pushes covered by finished snapshots
-	LastCommit string      `json:"last_commit,omitempty"`     // commit of the last finished snapshot
-	LastError  string      `json:"last_error,omitempty"`      // error of the last snapshot, "" if it succeeded (tenants: its cause class only)
-	LastDetail string      `json:"-"`                         // the error in full: served as last_error to operators only
-	Files      int         `json:"files"`                     // files of the last finished snapshot
-	Parsed     int         `json:"parsed"`                    // of those, parsed by it
-	Reused     int         `json:"reused"`                    // of those, reused from the parse cache
-	Failed     int         `json:"failed"`                    // of those, left out because their parse failed
-	LeftOut    []LeftOut   `json:"left_out,omitempty"`        // the files left out and why
-	Already    bool        `json:"already_indexed,omitempty"` // the last snapshot found HEAD complete at its commit
-	Embed      string      `json:"embed,omitempty"`           // what the embed stage did
-	Head       *index.Head `json:"head,omitempty"`            // the published HEAD, nil if none
+	Tenant      string      `json:"tenant"`
+	Repo        string      `json:"repo"`
+	State       string      `json:"state"`
+	Current     string      `json:"current,omitempty"`         // commit being indexed ("" = the location's HEAD)
+	Pending     string      `json:"pending,omitempty"`         // commit of a push waiting for the current snapshot
+	HasPending  bool        `json:"has_pending,omitempty"`     // a push is waiting (Pending may be "" = HEAD)
+	Received    int         `json:"received"`                  // pushes received
+	Covered     int         `json:"covered"`                   // pushes covered by finished snapshots
+	LastCommit  string      `json:"last_commit,omitempty"`     // commit of the last finished snapshot
+	LastError   string      `json:"last_error,omitempty"`      // error of the last snapshot, "" if it succeeded (tenants: its cause class only)
+	LastDetail  string      `json:"-"`                         // the error in full: served as last_error to operators only
+	Files       int         `json:"files"`                     // files of the last finished snapshot
+	Parsed      int         `json:"parsed"`                    // of those, parsed by it
+	Reused      int         `json:"reused"`                    // of those, reused from the parse cache
+	Failed      int         `json:"failed"`                    // of those, left out because their parse failed
+	LeftOut     []LeftOut   `json:"left_out,omitempty"`        // the files left out and why
+	Already     bool        `json:"already_indexed,omitempty"` // the last snapshot found HEAD complete at its commit
+	Embed       string      `json:"embed,omitempty"`           // what the embed stage did
+	Embedded    int         `json:"embedded"`                  // chunks embedded by the last snapshot
+	EmbedReused int         `json:"embed_reused"`              // chunks whose vector came from the embedding cache
+	Head        *index.Head `json:"head,omitempty"`            // the published HEAD, nil if none
 	// Location is where the last push fetched from: what a reindex
 	// fetches again. Not shown: it may be a path on the server.
 	Location string `json:"-"`

@@ -241,8 +241,12 @@ func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) 
 	}
 	req := query.Request{Query: q.Query, Budget: q.Budget, Arms: q.Arms, Route: !q.NoRoute, Languages: langs}
 	parts := make([]query.Part, len(segs))
+	dn := s.Dense
+	if r, ok := dn.(interface{ ForRequest() query.Dense }); ok {
+		dn = r.ForRequest() // the query is embedded once for all repositories
+	}
 	err = forEach(len(segs), func(i int) error {
-		rk, err := (&query.Engine{Seg: segs[i]}).Search(ctx, req)
+		rk, err := (&query.Engine{Seg: segs[i], Dense: dn}).Search(ctx, req)
 		parts[i] = query.Part{Seg: segs[i], Ranking: rk}
 		if err != nil && ctx.Err() == nil {
 			return badRequest{err}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -75,6 +76,9 @@ type Server struct {
 	Log      *slog.Logger // default slog.Default()
 	// Sessions keeps what each query session was sent; nil: in memory.
 	Sessions session.Store
+	// Dense is the query engine's dense arm; nil: no embedder, and a
+	// request for the dense arm is refused.
+	Dense query.Dense
 
 	once     sync.Once
 	patterns []string // registered by Handler, for the OpenAPI agreement test
@@ -246,6 +250,10 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := validArms(req.Arms); err != nil {
 		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if s.Dense == nil && slices.Contains(req.Arms, query.ArmDense) {
+		writeError(w, http.StatusBadRequest, errors.New("the dense arm needs an embedder, and this server has none configured"))
 		return
 	}
 	resp, err := s.search(r.Context(), Search{Tenant: req.Tenant, Repos: repos, Query: req.Query, Budget: req.Budget, Arms: req.Arms, NoRoute: req.NoRoute, Languages: req.Languages, Session: req.Session})

@@ -21,11 +21,14 @@ import (
 	"codectx/pkg/blob"
 	"codectx/pkg/bm25"
 	"codectx/pkg/codectx"
+	"codectx/pkg/dense"
+	"codectx/pkg/embed"
 	"codectx/pkg/index"
 	"codectx/pkg/query"
 	"codectx/pkg/segment"
 	"codectx/pkg/source"
 	"codectx/pkg/tokenize"
+	vlocal "codectx/pkg/vector/local"
 )
 
 // Task is one line of a tasks.jsonl file.
@@ -130,6 +133,18 @@ func DefaultConfigs() []Config {
 	}
 }
 
+// DenseConfigs are the rows that measure the dense arm (with an embedder):
+// dense alone, BM25 with dense, and the full pipeline without dense (the
+// default table's "full" includes it when an embedder is configured).
+func DenseConfigs() []Config {
+	return []Config{
+		{Name: "dense", Arms: []string{query.ArmDense}, Route: true},
+		{Name: "bm25 + dense", Arms: []string{query.ArmBM25, query.ArmDense}, Route: true},
+		{Name: "bm25 + graph + dense", Arms: []string{query.ArmBM25, query.ArmGraph, query.ArmDense}, Route: true},
+		{Name: "full - dense", Arms: without(query.AllArms, query.ArmDense), Route: true},
+	}
+}
+
 func without(arms []string, drop string) []string {
 	var out []string
 	for _, a := range arms {
@@ -152,6 +167,10 @@ type Options struct {
 	// configuration: the learned ranker's candidate files with their
 	// feature vectors and gold labels (FeatureDump), for offline training.
 	Features io.Writer
+	// Embedder, when set, embeds each task's snapshot (vectors cached in
+	// Store by model and content) into an in-memory vector store and gives
+	// the queries the dense arm.
+	Embedder embed.Embedder
 }
 
 // FeatureDump is one line of an --features file.
@@ -303,6 +322,14 @@ func runTask(ctx context.Context, t Task, opt Options) (map[string]TaskResult, i
 	if err != nil {
 		return nil, 0, fmt.Errorf("index: %w", err)
 	}
+	var dn query.Dense
+	if opt.Embedder != nil {
+		vs := vlocal.New(blob.NewMem(), vlocal.Int8)
+		if _, err := dense.IndexSegment(ctx, opt.Store, vs, opt.Embedder, seg); err != nil {
+			return nil, 0, fmt.Errorf("dense: %w", err)
+		}
+		dn = &dense.Arm{Embedder: opt.Embedder, Store: vs}
+	}
 	out := map[string]TaskResult{}
 	var base *baseline
 	for _, c := range opt.Configs {
@@ -315,7 +342,7 @@ func runTask(ctx context.Context, t Task, opt Options) (map[string]TaskResult, i
 			out[c.Name] = base.run(t, opt.Budgets)
 			continue
 		}
-		r, cands, err := runQuery(ctx, seg, t, c, opt.Budgets, opt.Features != nil)
+		r, cands, err := runQuery(ctx, seg, dn, t, c, opt.Budgets, opt.Features != nil)
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", c.Name, err)
 		}
@@ -364,8 +391,8 @@ func dumpFeatures(w io.Writer, t Task, c Config, trigger string, cands []query.C
 	return nil
 }
 
-func runQuery(ctx context.Context, seg *segment.Segment, t Task, c Config, budgets []int, features bool) (TaskResult, []query.Candidate, error) {
-	eng := &query.Engine{Seg: seg}
+func runQuery(ctx context.Context, seg *segment.Segment, dn query.Dense, t Task, c Config, budgets []int, features bool) (TaskResult, []query.Candidate, error) {
+	eng := &query.Engine{Seg: seg, Dense: dn}
 	res := TaskResult{Task: t.ID, Repo: t.Repo, Language: t.Language, Recall: map[int]float64{}, Tokens: map[int]int{}, PackFiles: map[int]int{}}
 	start := time.Now()
 	req := query.Request{Query: t.Query, Arms: c.Arms, Route: c.Route, Languages: Languages(t.Language), Scale: c.Scale, Paths: Candidate(t.Language), Ranker: c.Ranker, Features: features}

@@ -13,6 +13,7 @@ import (
 
 	"codectx/pkg/blob"
 	"codectx/pkg/chunk"
+	"codectx/pkg/embed"
 	"codectx/pkg/index"
 	"codectx/pkg/queue"
 	"codectx/pkg/queue/natsq"
@@ -20,7 +21,7 @@ import (
 	"codectx/pkg/source"
 )
 
-// Workers are the queue consumers of the parse and graph stages.
+// Workers are the queue consumers of the parse, embed and graph stages.
 type Workers struct {
 	Store    *blob.Bucket
 	Queue    *natsq.Queue
@@ -37,6 +38,8 @@ type Workers struct {
 	// Log, if set, gets one line per failed job (tenant, repo, commit,
 	// cause), repeats of one cause for one commit rate-limited.
 	Log *slog.Logger
+	// Embedder embeds the chunks of the embed stage (RunEmbed).
+	Embedder embed.Embedder
 
 	snaps   snapCache
 	logOnce sync.Once

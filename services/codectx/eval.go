@@ -33,6 +33,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	only := fs.String("only", "", "only tasks whose id contains this string")
 	featureFile := fs.String("features", "", "write each task's ranker candidates with their features and gold labels (JSONL) to this file, for scripts/train-rank.py")
 	byRepo := fs.Bool("by-repo", false, "print compact tables by repository and by language: every configuration side by side")
+	var df denseFlags
+	df.register(fs, false)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -101,7 +103,25 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	opt := eval.Options{GitDirs: dirs, Store: store, Budgets: budgets, RankOnly: *rankOnly, Configs: configs, Progress: stderr}
+	kit, err := df.open(ctx, store)
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	defer kit.close()
+	if kit.emb != nil && *armList == "" && *configFile == "" {
+		configs = append(configs, eval.DenseConfigs()...)
+	}
+	// Arms asked for by name must run; the default table's rows that
+	// include dense run without it when there is no embedder.
+	for _, c := range configs[1:] {
+		if *armList == "" && *configFile == "" {
+			break
+		}
+		if err := checkArms(c.Arms, kit); err != nil {
+			return fmt.Errorf("eval: config %q: %w", c.Name, err)
+		}
+	}
+	opt := eval.Options{GitDirs: dirs, Store: store, Budgets: budgets, RankOnly: *rankOnly, Configs: configs, Progress: stderr, Embedder: kit.emb}
 	if *featureFile != "" {
 		ff, err := os.Create(*featureFile)
 		if err != nil {

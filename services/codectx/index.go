@@ -14,6 +14,7 @@ import (
 	"codectx/pkg/blob"
 	"codectx/pkg/blob/local"
 	"codectx/pkg/chunk"
+	"codectx/pkg/dense"
 	"codectx/pkg/index"
 )
 
@@ -37,6 +38,8 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	workers := fs.Int("workers", 0, "parse goroutines (default: number of CPUs)")
 	server := fs.String("server", env(envServer, ""), "send the request to a running `codectx up` or gateway at this URL and wait ($"+envServer+")")
 	timeout := fs.Duration("timeout", time.Hour, "with --server: how long to wait for the index")
+	var df denseFlags
+	df.register(fs, false)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: codectx index [flags] PATH_OR_URL\n\nIndexes a working directory, a clone, a bare git directory or a clone URL.")
 		fs.PrintDefaults()
@@ -64,16 +67,38 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if isTerminal(stderr) {
 		opt.Progress = index.WriteProgress(stderr)
 	}
+	kit, err := df.open(ctx, store)
+	if err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
+	defer kit.close()
 	sum, err := index.Build(ctx, store, fs.Arg(0), opt)
 	if err != nil {
 		return err
 	}
+	var ds *dense.Stats
+	if kit.emb != nil {
+		// The library path embeds in process; HEAD is its only snapshot.
+		seg, err := index.LoadHead(ctx, store, sum.Tenant, sum.Repo)
+		if err != nil {
+			return err
+		}
+		if ds, err = dense.IndexSegment(ctx, store, kit.store, kit.emb, seg); err != nil {
+			return fmt.Errorf("index: dense: %w", err)
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(sum)
+		return enc.Encode(struct {
+			*index.Summary
+			Dense *dense.Stats `json:"dense,omitempty"`
+		}{sum, ds})
 	}
 	fmt.Fprint(stdout, index.FormatSummary(sum))
+	if ds != nil {
+		fmt.Fprintf(stdout, "  dense     %s: %d chunks, %d embedded, %d reused from cache, %d points added, %d removed (%.2f s)\n", ds.Model, ds.Chunks, ds.Embedded, ds.Reused, ds.Added, ds.Deleted, ds.Seconds)
+	}
 	return nil
 }
 

@@ -53,6 +53,7 @@ func convertStatus(st workflows.RepoStatus) api.RepoStatus {
 		for _, f := range l.LeftOut {
 			out.LeftOut = append(out.LeftOut, api.LeftOut{Path: f.Path, Reason: f.Reason})
 		}
+		out.Embedded, out.EmbedReused = l.Embedded, l.EmbedReused
 	}
 	return out
 }

@@ -45,7 +45,7 @@ Roles (one part each, configured by flags or CODECTX_* environment variables):
   codectx orchestrator    Temporal worker of the indexing workflows
   codectx parse-worker    consumes the parse stage
   codectx graph-worker    consumes the graph stage, writes segments
-  codectx embed-worker    embed stage: disabled (no embedder yet), consumes nothing
+  codectx embed-worker    consumes the embed stage (with --embedder)
   codectx query-service   HTTP query API over the published index
   codectx gateway         HTTP admin API: POST /v1/index, status
 

@@ -44,6 +44,8 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	noRoute := fs.Bool("no-route", false, "ignore the classifier's per-trigger arm weights")
 	asJSON := fs.Bool("json", false, "print the response as JSON (schema: docs/query-json.md)")
 	server := fs.String("server", env(envServer, ""), "query a running `codectx up` or query service at this URL ($"+envServer+")")
+	var df denseFlags
+	df.register(fs, false)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: codectx query [flags] "text"`)
 		fs.PrintDefaults()
@@ -75,11 +77,19 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
+		kit, err := df.open(ctx, store)
+		if err != nil {
+			return fmt.Errorf("query: %w", err)
+		}
+		defer kit.close()
+		if err := checkArms(arms, kit); err != nil {
+			return fmt.Errorf("query: %w", err)
+		}
 		seg, err := index.LoadHead(ctx, store, *tenant, *repo)
 		if err != nil {
 			return fmt.Errorf("query: %w (run 'codectx index' first)", err)
 		}
-		eng := &query.Engine{Seg: seg}
+		eng := &query.Engine{Seg: seg, Dense: kit.arm()}
 		resp, err = eng.Query(ctx, query.Request{Query: strings.Join(fs.Args(), " "), Budget: *budget, Arms: arms, Route: !*noRoute})
 		if err != nil {
 			return err

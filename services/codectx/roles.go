@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"runtime"
@@ -39,8 +40,18 @@ type role struct {
 	routes  api.Routes
 	notes   map[string]string
 	workers int // default of --workers (concurrent handlers); 0 = no such flag
-	body    func(ctx context.Context, e *roleEnv) error
+	dense   int // denseNone, denseEmbedder (--embedder) or denseQdrant (and --qdrant)
+	// embedNATS: the role connects to NATS only when an embedder is configured.
+	embedNATS bool
+	body      func(ctx context.Context, e *roleEnv) error
 }
+
+// What a role takes of the dense configuration.
+const (
+	denseNone = iota
+	denseEmbedder
+	denseQdrant
+)
 
 // roleEnv is what a running role has at hand.
 type roleEnv struct {
@@ -51,6 +62,7 @@ type roleEnv struct {
 	metrics *metrics.Metrics
 	stdout  io.Writer
 	workers int
+	dense   *denseKit // nil for roles without --embedder
 }
 
 // lazyIndexer is the Indexer of a role whose Temporal client is still
@@ -83,7 +95,15 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := flag.NewFlagSet(r.name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c config
-	c.flags(fs, r.use|r.soft|useStore)
+	flagUse := r.use | r.soft | useStore
+	if r.embedNATS {
+		flagUse |= useNATS
+	}
+	c.flags(fs, flagUse)
+	var df denseFlags
+	if r.dense != denseNone {
+		df.register(fs, r.dense == denseQdrant)
+	}
 	var hooks webhookFlags
 	if r.routes&api.AdminRoutes != 0 {
 		hooks.register(fs)
@@ -139,12 +159,32 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		hs.shutdown(time.Second)
 		return ignoreCancel(ctx, err)
 	}
+	var kit *denseKit
+	if r.dense != denseNone {
+		handler.set(startingHandler("embedder"))
+		if kit, err = retry(ctx, log, "embedder", func(ctx context.Context) (*denseKit, error) { return df.open(ctx, store) }); err != nil {
+			hs.shutdown(time.Second)
+			return ignoreCancel(ctx, err)
+		}
+		defer kit.close()
+	}
+	use := r.use
+	if r.embedNATS && kit.emb != nil {
+		use |= useNATS
+	}
+	notes := maps.Clone(r.notes)
+	if r.dense != denseNone {
+		if notes == nil {
+			notes = map[string]string{}
+		}
+		notes["embed"] = kit.note()
+	}
 	m := metrics.New()
-	srv := &api.Server{Store: store, Metrics: m, Routes: r.routes, Checks: d.checks(r.use), Notes: r.notes, Log: log, CacheSize: cacheBytes, Net: c.netPolicy()}
+	srv := &api.Server{Store: store, Metrics: m, Routes: r.routes, Checks: d.checks(use), Notes: notes, Log: log, Dense: kit.arm(), CacheSize: cacheBytes, Net: c.netPolicy()}
 	if keyStore != nil {
 		srv.KeyStore = keyStore
 	}
-	if r.routes&api.QueryRoutes != 0 && (r.use|r.soft)&useNATS != 0 {
+	if r.routes&api.QueryRoutes != 0 && (use|r.soft)&useNATS != 0 {
 		srv.Sessions = &lazySessions{d: d}
 	}
 	if r.routes&api.AdminRoutes != 0 {
@@ -175,14 +215,14 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		log.Info("shutting down")
 	}()
 
-	if r.use&useTemporal != 0 {
+	if use&useTemporal != 0 {
 		tc, err := dialTemporal(ctx, log, c.temporal, c.namespace, nil)
 		if err != nil {
 			return ignoreCancel(ctx, err)
 		}
 		d.temporal.Store(tc)
 	}
-	if (r.use|r.soft)&useNATS != 0 {
+	if (use|r.soft)&useNATS != 0 {
 		q, err := connectNATS(ctx, log, c.nats)
 		if err != nil {
 			return ignoreCancel(ctx, err)
@@ -191,7 +231,7 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		m.QueueStats(q.Stats)
 		go m.WatchLag(ctx, 5*time.Second, q.Pending, pipeline.StageParse, pipeline.StageEmbed, pipeline.StageGraph)
 	}
-	e := &roleEnv{cfg: c, log: log, store: store, deps: d, metrics: m, stdout: stdout, workers: workers}
+	e := &roleEnv{cfg: c, log: log, store: store, deps: d, metrics: m, stdout: stdout, workers: workers, dense: kit}
 	return ignoreCancel(ctx, r.body(ctx, e))
 }
 
@@ -210,11 +250,12 @@ func waitDone(ctx context.Context, _ *roleEnv) error {
 
 func orchestratorRole() role {
 	return role{
-		name: "orchestrator",
-		help: "Runs the Temporal worker of the indexing workflows (RepoWorkflow, SnapshotWorkflow,\nOrgWorkflow) and their activities on task queue " + workflows.TaskQueue + ".",
-		use:  useTemporal | useNATS,
+		name:  "orchestrator",
+		help:  "Runs the Temporal worker of the indexing workflows (RepoWorkflow, SnapshotWorkflow,\nOrgWorkflow) and their activities on task queue " + workflows.TaskQueue + ".",
+		use:   useTemporal | useNATS,
+		dense: denseQdrant,
 		body: func(ctx context.Context, e *roleEnv) error {
-			w := newSDKWorker(e.deps.client(), e.deps.queue.Load(), e.store, e.cfg.data, e.cfg.netPolicy(), 0)
+			w := newSDKWorker(e.deps.client(), e.deps.queue.Load(), e.store, e.cfg.data, e.cfg.netPolicy(), 0, e.dense)
 			if err := w.Start(); err != nil {
 				return fmt.Errorf("start temporal worker: %w", err)
 			}
@@ -236,9 +277,13 @@ var queueBackoff []time.Duration
 
 // newSDKWorker is the orchestrator's Temporal worker. poll is how often the
 // waiting activities look for stage results (0: the workflows default).
-func newSDKWorker(c client.Client, q *natsq.Queue, store *blob.Bucket, data string, net *netguard.Policy, poll time.Duration) worker.Worker {
+func newSDKWorker(c client.Client, q *natsq.Queue, store *blob.Bucket, data string, net *netguard.Policy, poll time.Duration, kit *denseKit) worker.Worker {
 	w := worker.New(c, workflows.TaskQueue, worker.Options{WorkerStopTimeout: 10 * time.Second})
-	workflows.Register(w, &workflows.Activities{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), Net: net, PollInterval: poll, InfraRetry: infraRetry})
+	a := &workflows.Activities{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), Net: net, PollInterval: poll, InfraRetry: infraRetry}
+	if kit != nil && kit.emb != nil {
+		a.Embedder, a.Vectors = kit.emb, kit.store
+	}
+	workflows.Register(w, a)
 	return w
 }
 
@@ -272,12 +317,18 @@ const embedDisabled = "disabled: no embedder configured"
 
 func embedWorkerRole() role {
 	return role{
-		name:  "embed-worker",
-		help:  "The embed stage. No embedder exists yet: this role starts, serves /healthz and /readyz\n(which reports the embed stage as disabled) and consumes nothing; snapshots record\nthe embed stage as skipped. It produces no embeddings.",
-		notes: map[string]string{"embed": embedDisabled},
+		name:      "embed-worker",
+		help:      "Consumes the embed stage: embeds the chunks of each batch with --embedder and caches the\nvectors in the blob store by (model, content hash); the orchestrator writes them to the\nvector store. Without an embedder it consumes nothing and /readyz says the stage is disabled\n(give the orchestrator and the query service the same --embedder).",
+		dense:     denseEmbedder,
+		embedNATS: true,
+		workers:   1,
 		body: func(ctx context.Context, e *roleEnv) error {
-			e.log.Warn("embed stage " + embedDisabled + ": consuming nothing")
-			return waitDone(ctx, e)
+			if e.dense.emb == nil {
+				e.log.Warn("embed stage " + embedDisabled + ": consuming nothing")
+				return waitDone(ctx, e)
+			}
+			w := &pipeline.Workers{Store: e.store, Queue: e.deps.queue.Load(), Embedder: e.dense.emb, Wrap: e.metrics.Wrap}
+			return w.RunEmbed(ctx, queue.Config{Workers: e.workers})
 		},
 	}
 }
@@ -287,6 +338,7 @@ func queryServiceRole() role {
 		name:   "query-service",
 		help:   "Serves POST /v1/query and MCP (Streamable HTTP at /v1/mcp) over the published index in the\nblob store (stateless; segments are cached in memory, query sessions kept in NATS KV so\nreplicas share them) and GET /v1/repos/{tenant}/{repo}/status (published HEAD).",
 		soft:   useNATS,
+		dense:  denseQdrant,
 		routes: api.QueryRoutes,
 		body:   waitDone,
 	}

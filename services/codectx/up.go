@@ -59,6 +59,9 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Var(&locations, "index", "index this path or clone URL on start (repeatable)")
 	tenant := fs.String("tenant", "default", "tenant of the --index repositories")
 	parseWorkers := fs.Int("parse-workers", runtime.GOMAXPROCS(0), "parse handlers")
+	embedWorkers := fs.Int("embed-workers", 1, "embed handlers (with --embedder)")
+	var df denseFlags
+	df.register(fs, false)
 	var hooks webhookFlags
 	hooks.register(fs)
 	var limits limitFlags
@@ -74,7 +77,10 @@ Runs all of codectx in one process on embedded defaults: a Temporal server
 (SQLite under the data dir, so unfinished indexing resumes after a restart),
 a NATS JetStream server, the local blob store, the orchestrator, parse and
 graph workers, and the HTTP API (query, MCP at /v1/mcp, index, status,
-/healthz, /readyz, /metrics). The embed stage is disabled (no embedder yet). With --index, each
+/healthz, /readyz, /metrics). With --embedder, embed workers embed every new
+chunk (cached by model and content), the vectors go to the embedded vector
+store and queries get the dense arm; without one the embed stage is skipped.
+With --index, each
 location is indexed on start and progress is printed; the API keeps serving.
 Stop with SIGINT or SIGTERM.`)
 		fs.PrintDefaults()
@@ -141,6 +147,11 @@ Stop with SIGINT or SIGTERM.`)
 	if upStoreHook != nil {
 		store = upStoreHook(store)
 	}
+	kit, err := df.open(sctx, store)
+	if err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	defer kit.close()
 	tc, err := dialTemporal(sctx, log, ts.HostPort(), ts.Namespace(), ts.ClientTLS())
 	if err != nil {
 		return fmt.Errorf("up: %w", err)
@@ -165,7 +176,7 @@ Stop with SIGINT or SIGTERM.`)
 	srv := &api.Server{
 		Deliveries: deliveries,
 		Store:      store, Indexer: temporalIndexer{tc}, Metrics: m, Routes: api.AllRoutes,
-		Checks: d.checks(useTemporal | useNATS), Notes: map[string]string{"embed": embedDisabled}, Log: log,
+		Checks: d.checks(useTemporal | useNATS), Notes: map[string]string{"embed": kit.note()}, Log: log, Dense: kit.arm(),
 		Webhooks: webhooks, Keys: selfKeys, Sessions: sessions, CacheSize: cacheBytes, Net: c.netPolicy(),
 	}
 	if keyStore != nil {
@@ -181,13 +192,18 @@ Stop with SIGINT or SIGTERM.`)
 	wctx, stopWork := context.WithCancel(context.Background())
 	defer stopWork()
 	workers := newGroup()
-	pw := &pipeline.Workers{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), Net: c.netPolicy(), ParseHook: upParseHook, Wrap: m.Wrap, Log: log}
+	pw := &pipeline.Workers{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), Net: c.netPolicy(), ParseHook: upParseHook, Wrap: m.Wrap, Embedder: kit.emb, Log: log}
 	workers.goFunc("parse worker", func() error { return pw.RunParse(wctx, queue.Config{Workers: *parseWorkers, Backoff: queueBackoff}) })
 	workers.goFunc("graph worker", func() error { return pw.RunGraph(wctx, queue.Config{Workers: 1, Backoff: queueBackoff}) })
-	go m.WatchLag(wctx, 5*time.Second, q.Pending, pipeline.StageParse, pipeline.StageGraph)
+	stages := []string{pipeline.StageParse, pipeline.StageGraph}
+	if kit.emb != nil {
+		workers.goFunc("embed worker", func() error { return pw.RunEmbed(wctx, queue.Config{Workers: *embedWorkers, Backoff: queueBackoff}) })
+		stages = append(stages, pipeline.StageEmbed)
+	}
+	go m.WatchLag(wctx, 5*time.Second, q.Pending, stages...)
 	// Stage results land in a local store: polling it often is cheap and
 	// shortens push-to-queryable time.
-	sdk := newSDKWorker(tc, q, store, data, c.netPolicy(), embeddedPoll)
+	sdk := newSDKWorker(tc, q, store, data, c.netPolicy(), embeddedPoll, kit)
 	if err := sdk.Start(); err != nil {
 		stopWork()
 		workers.wait()
@@ -282,6 +298,9 @@ func formatIndexed(st *api.RepoStatus) string {
 	s := fmt.Sprintf("indexed %s@%s: %d files (%d parsed, %d reused)", st.Repo, commit, st.Files, st.Parsed, st.Reused)
 	if st.Failed > 0 {
 		s += fmt.Sprintf(", %d failed to parse", st.Failed)
+	}
+	if st.Embed != "" {
+		s += "; embed " + st.Embed
 	}
 	for _, f := range st.LeftOut {
 		s += fmt.Sprintf("\n  left out %s: %s", f.Path, f.Reason)

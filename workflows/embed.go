@@ -1,0 +1,338 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/dense"
+	"codectx/pkg/index"
+	"codectx/pkg/pipeline"
+	"codectx/pkg/vector"
+
+	"go.temporal.io/sdk/activity"
+)
+
+// EmbedPlanResult is the result of PlanEmbed.
+type EmbedPlanResult struct {
+	Skipped bool   // no embedder configured
+	Model   string // model and dimension of the vectors
+	Dim     int
+	Key     string // where the plan is stored
+	Chunks  int    // distinct chunk texts of the snapshot
+	Missing int    // of those, without a cached vector
+	Batches int
+}
+
+// EmbedPlanInput is the input of PlanEmbed.
+type EmbedPlanInput struct {
+	Plan   SnapshotPlan
+	Failed []string // files whose parse failed: not in the segment
+}
+
+// EmbedInput is the input of the embed activities.
+type EmbedInput struct {
+	Plan  SnapshotPlan
+	Embed EmbedPlanResult
+	Run   string
+}
+
+// EmbedOutcome is the result of WaitEmbed.
+type EmbedOutcome struct {
+	Embedded int // vectors cached by this snapshot's batches
+	Failed   int // chunks whose batch was dead-lettered: no vector
+	Resent   int // batches re-published after ParseTimeout
+}
+
+// VectorsResult is the result of StoreVectors.
+type VectorsResult struct {
+	Points  int // points the snapshot needs
+	Added   int // points written now
+	Missing int // chunks without a vector
+}
+
+// embedBatchSize is the number of chunks of one embed message.
+const embedBatchSize = 64
+
+// PlanEmbed reads the snapshot's parse results, lists its distinct chunk
+// texts and plans the embedding of those whose vector is not cached for
+// the configured model. Without an embedder it returns Skipped.
+func (a *Activities) PlanEmbed(ctx context.Context, in EmbedPlanInput) (EmbedPlanResult, error) {
+	if a.Embedder == nil {
+		return EmbedPlanResult{Skipped: true}, nil
+	}
+	defer keepAlive(ctx)()
+	p := in.Plan
+	c := dense.Collection(a.Embedder)
+	res := EmbedPlanResult{Model: c.Model, Dim: c.Dim, Key: pipeline.EmbedPlanKey(p.Tenant, p.Repo, p.Commit)}
+	m, err := pipeline.ReadManifest(ctx, a.Store, p.ManifestKey)
+	if err != nil {
+		return res, err
+	}
+	m = pipeline.FilterFailed(m, in.Failed)
+	parsed, err := index.LoadParsed(ctx, a.Store, m)
+	if err != nil {
+		return res, err
+	}
+	plan := pipeline.EmbedPlan{Tenant: p.Tenant, Repo: p.Repo, Commit: p.Commit, Model: c.Model, Dim: c.Dim}
+	var items []pipeline.EmbedItem
+	seen := map[string]bool{}
+	for i, pr := range parsed {
+		f := m.Files[i]
+		for j, ch := range pr.Result.Chunks {
+			h := dense.Hash(ch)
+			if seen[h] {
+				continue
+			}
+			seen[h] = true
+			plan.Points = append(plan.Points, dense.Point{Hash: h, Path: f.Path})
+			items = append(items, pipeline.EmbedItem{Parse: pipeline.ResultKey(f), Chunk: j, Hash: h})
+		}
+	}
+	hashes := make([]string, len(items))
+	for i, it := range items {
+		hashes[i] = it.Hash
+	}
+	miss, err := dense.Missing(ctx, a.Store, c, hashes)
+	if err != nil {
+		return res, err
+	}
+	var todo []pipeline.EmbedItem
+	for i, it := range items {
+		if miss[i] {
+			todo = append(todo, it)
+		}
+	}
+	res.Chunks, res.Missing = len(items), len(todo)
+	for len(todo) > 0 {
+		k := min(embedBatchSize, len(todo))
+		plan.Batches = append(plan.Batches, todo[:k:k])
+		todo = todo[k:]
+	}
+	res.Batches = len(plan.Batches)
+	data, err := json.Marshal(plan)
+	if err != nil {
+		return res, err
+	}
+	if err := a.Store.Put(ctx, res.Key, data); err != nil {
+		return res, fmt.Errorf("write embed plan: %w", err)
+	}
+	return res, nil
+}
+
+func (a *Activities) readEmbedPlan(ctx context.Context, key string) (*pipeline.EmbedPlan, error) {
+	data, err := a.Store.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("read embed plan: %w", err)
+	}
+	var p pipeline.EmbedPlan
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("decode embed plan %s: %w", key, err)
+	}
+	return &p, nil
+}
+
+func embedBatchID(in EmbedInput, n int) string {
+	return fmt.Sprintf("%s/%s/%s/%s/embed/%d", in.Plan.Tenant, in.Plan.Repo, in.Plan.Commit, in.Run, n)
+}
+
+func (a *Activities) publishEmbed(ctx context.Context, p *pipeline.EmbedPlan, n int, items []pipeline.EmbedItem, id string) error {
+	data, err := json.Marshal(pipeline.EmbedBatch{Tenant: p.Tenant, Repo: p.Repo, Commit: p.Commit, Model: p.Model, Dim: p.Dim, Batch: n, Items: items})
+	if err != nil {
+		return err
+	}
+	return a.Queue.Publish(ctx, pipeline.StageEmbed, jobSubject(p.Tenant, p.Repo, p.Commit), data, id)
+}
+
+// FanOutEmbed publishes the embed plan's batches, with message IDs unique
+// per run and batch so that a retried fan-out is deduplicated.
+func (a *Activities) FanOutEmbed(ctx context.Context, in EmbedInput) error {
+	p, err := a.readEmbedPlan(ctx, in.Embed.Key)
+	if err != nil {
+		return err
+	}
+	for n, items := range p.Batches {
+		if err := a.publishEmbed(ctx, p, n, items, embedBatchID(in, n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WaitEmbed waits, heartbeating, until every planned chunk has a cached
+// vector or its batch is dead-lettered. A batch with missing vectors after
+// ParseTimeout is re-published (a lost message). A dead-lettered batch
+// fails its missing chunks: an embedder that fails a whole batch five
+// times is down or misconfigured, not tripped by one chunk (texts are
+// truncated), so it is not split.
+func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome, error) {
+	var out EmbedOutcome
+	p, err := a.readEmbedPlan(ctx, in.Embed.Key)
+	if err != nil {
+		return out, err
+	}
+	c := vector.Collection{Model: p.Model, Dim: p.Dim}
+	type batch struct {
+		n       int
+		missing map[string]bool
+		ids     map[string]bool
+		base    string
+		sent    time.Time
+		resends int
+	}
+	var open []*batch
+	for n, items := range p.Batches {
+		b := &batch{n: n, missing: map[string]bool{}, base: embedBatchID(in, n), sent: time.Now()}
+		b.ids = map[string]bool{b.base: true}
+		for _, it := range items {
+			b.missing[it.Hash] = true
+		}
+		open = append(open, b)
+	}
+	subject := jobSubject(p.Tenant, p.Repo, p.Commit)
+	tick := time.NewTicker(a.poll())
+	defer tick.Stop()
+	for len(open) > 0 {
+		var next []*batch
+		for _, b := range open {
+			for h := range b.missing {
+				ok, err := a.Store.Exists(ctx, dense.CacheKey(c, h))
+				if err != nil {
+					return out, err
+				}
+				if ok {
+					delete(b.missing, h)
+					out.Embedded++
+				}
+			}
+			if len(b.missing) > 0 {
+				next = append(next, b)
+			}
+		}
+		open = next
+		if len(open) == 0 {
+			break
+		}
+		dls, err := a.Queue.DeadLettersOf(ctx, pipeline.StageEmbed, subject)
+		if err != nil {
+			return out, err
+		}
+		dead := map[string]string{}
+		for _, d := range dls {
+			dead[d.ID] = d.Reason
+		}
+		next = next[:0]
+		left := 0
+		for _, b := range open {
+			reason, isDead := "", false
+			for id := range b.ids {
+				if r, ok := dead[id]; ok {
+					reason, isDead = r, true
+				}
+			}
+			switch {
+			case isDead:
+				activity.GetLogger(ctx).Warn("embed batch failed", "batch", b.n, "chunks", len(b.missing), "reason", firstLine(reason))
+				out.Failed += len(b.missing)
+				continue
+			case time.Since(b.sent) > a.parseTimeout():
+				b.resends++
+				out.Resent++
+				id := b.base + "#r" + strconv.Itoa(b.resends)
+				var items []pipeline.EmbedItem
+				for _, it := range p.Batches[b.n] {
+					if b.missing[it.Hash] {
+						items = append(items, it)
+					}
+				}
+				if err := a.publishEmbed(ctx, p, b.n, items, id); err != nil {
+					return out, err
+				}
+				b.ids[id] = true
+				b.sent = time.Now()
+			}
+			next = append(next, b)
+			left += len(b.missing)
+		}
+		open = next
+		activity.RecordHeartbeat(ctx, map[string]int{"missing": left, "failed": out.Failed})
+		if len(open) == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return out, ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return out, nil
+}
+
+// VectorSetKey is where the chunk hashes a snapshot holds as points are
+// listed, for GC to know which points a kept snapshot references.
+func VectorSetKey(tenant, repo, commit string) string {
+	return index.RepoPrefix("vectorsets/", tenant, repo) + commit + ".json"
+}
+
+// StoreVectors writes the snapshot's points (tenant, repository, chunk
+// hash) to the vector store from the embedding cache, and records the
+// snapshot's hashes for GC.
+func (a *Activities) StoreVectors(ctx context.Context, in EmbedInput) (VectorsResult, error) {
+	var out VectorsResult
+	if a.Vectors == nil {
+		return out, invalid(fmt.Errorf("no vector store configured"))
+	}
+	defer keepAlive(ctx)()
+	p, err := a.readEmbedPlan(ctx, in.Embed.Key)
+	if err != nil {
+		return out, err
+	}
+	hashes := make([]string, len(p.Points))
+	for i, pt := range p.Points {
+		hashes[i] = pt.Hash
+	}
+	data, err := json.Marshal(hashes)
+	if err != nil {
+		return out, err
+	}
+	// The set is written first: a GC between the two steps keeps the points.
+	if err := a.Store.Put(ctx, VectorSetKey(p.Tenant, p.Repo, p.Commit), data); err != nil {
+		return out, fmt.Errorf("write vector set: %w", err)
+	}
+	r, err := dense.Upsert(ctx, a.Store, a.Vectors, vector.Collection{Model: p.Model, Dim: p.Dim}, p.Tenant, p.Repo, p.Points)
+	if err != nil {
+		return out, fmt.Errorf("store vectors: %w", err)
+	}
+	return VectorsResult{Points: r.Points, Added: r.Added, Missing: r.Missing}, nil
+}
+
+// pruneVectors deletes the repository's points that no kept snapshot's
+// vector set references. A kept commit without a set (indexed before an
+// embedder was configured) references nothing.
+func (a *Activities) pruneVectors(ctx context.Context, tenant, repo string, keep map[string]bool) (int, error) {
+	if a.Vectors == nil || a.Embedder == nil {
+		return 0, nil
+	}
+	hashes := map[string]bool{}
+	for commit := range keep {
+		data, err := a.Store.Get(ctx, VectorSetKey(tenant, repo, commit))
+		if err != nil {
+			if errors.Is(err, blob.ErrNotFound) {
+				continue
+			}
+			return 0, err
+		}
+		var hs []string
+		if err := json.Unmarshal(data, &hs); err != nil {
+			return 0, fmt.Errorf("decode vector set of %s: %w", commit, err)
+		}
+		for _, h := range hs {
+			hashes[h] = true
+		}
+	}
+	return dense.Prune(ctx, a.Vectors, dense.Collection(a.Embedder), tenant, repo, hashes)
+}

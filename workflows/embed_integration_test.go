@@ -1,0 +1,124 @@
+package workflows_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"codectx/pkg/blob/local"
+	"codectx/pkg/dense"
+	"codectx/pkg/dense/densetest"
+	"codectx/pkg/index"
+	"codectx/pkg/pipeline"
+	"codectx/pkg/queue"
+	"codectx/pkg/queue/natsq"
+	"codectx/pkg/vector"
+	vlocal "codectx/pkg/vector/local"
+	"codectx/workflows"
+
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/server/temporaltest"
+)
+
+// TestPipelineEmbed runs the pipeline with an embedder: embed workers
+// consume the embed stage, the snapshot's points land in the vector store,
+// a one-file change embeds only its changed chunks, and GC removes the
+// points no kept snapshot references.
+func TestPipelineEmbed(t *testing.T) {
+	pkgDir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	c := ts.GetDefaultClient()
+	ns, err := natsq.StartEmbedded(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Shutdown)
+	q, err := natsq.Connect(ctx, ns.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(q.Close)
+	store, err := local.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb := &densetest.Words{}
+	vs := vlocal.New(store, vlocal.Int8)
+	acts := &workflows.Activities{Store: store, Queue: q, CacheDir: t.TempDir(), PollInterval: 50 * time.Millisecond, Embedder: emb, Vectors: vs}
+	ts.NewWorker(workflows.TaskQueue, func(r worker.Registry) { workflows.Register(r, acts) })
+	wctx, wcancel := context.WithCancel(ctx)
+	w := &pipeline.Workers{Store: store, Queue: q, Embedder: emb}
+	cfg := queue.Config{AckWait: time.Second, MaxDeliver: 3, Workers: 2}
+	done := make(chan error, 3)
+	go func() { done <- w.RunParse(wctx, cfg) }()
+	go func() { done <- w.RunEmbed(wctx, cfg) }()
+	go func() { done <- w.RunGraph(wctx, cfg) }()
+	defer func() {
+		wcancel()
+		for range 3 {
+			if err := <-done; err != nil && wctx.Err() == nil {
+				t.Error(err)
+			}
+		}
+	}()
+
+	const repo = "emb"
+	fx := newFixture(t, repo)
+	c1 := fx.commit(t, map[string]string{
+		"cart.go":   "package shop\n\n// Total adds up the prices of the items in the basket.\nfunc Total(prices []int) int {\n\tsum := 0\n\tfor _, p := range prices {\n\t\tsum += p\n\t}\n\treturn sum\n}\n",
+		"mail.go":   "package shop\n\n// Notify sends an email message to the customer address.\nfunc Notify(address, message string) error {\n\treturn nil\n}\n",
+		"sky.py":    "def forecast():\n    \"\"\"Predict rain and sunshine for tomorrow.\"\"\"\n    return 'rain'\n",
+		"README.md": "# shop\n\nA tiny shop.\n",
+	})
+	res := pushAndWait(ctx, t, c, repo, c1, 1)
+	if res.Embedded == 0 || res.EmbedReused != 0 || res.EmbedFailed != 0 || res.Points != res.Embedded || res.PointsAdded != res.Points {
+		t.Fatalf("snapshot 1 = %+v, want every chunk embedded and stored", res)
+	}
+	col := dense.Collection(emb)
+	f := vector.Filter{Tenant: index.DefaultTenant, Repos: []string{repo}}
+	if pts, err := vs.List(ctx, col, f); err != nil || len(pts) != res.Points {
+		t.Fatalf("store holds %d points (%v), want %d", len(pts), err, res.Points)
+	}
+	seg, err := index.LoadHead(ctx, store, index.DefaultTenant, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arm := &dense.Arm{Embedder: emb, Store: vs}
+	ids, err := arm.Search(ctx, seg, "send an email message to the customer", 1)
+	if err != nil || len(ids) != 1 || seg.Chunks[ids[0]].Name != "Notify" {
+		t.Fatalf("dense search: %v %v, want Notify", ids, err)
+	}
+	first, embeddedTexts := res.Points, emb.Texts()
+
+	c2 := fx.commit(t, map[string]string{"sky.py": "def forecast():\n    \"\"\"Predict snow and storms for the weekend.\"\"\"\n    return 'snow'\n"})
+	res = pushAndWait(ctx, t, c, repo, c2, 2)
+	// sky.py has a module chunk and a function chunk; only the function's text changed.
+	if res.Embedded != 1 || res.EmbedReused != first-1 || res.PointsAdded != 1 || emb.Texts()-embeddedTexts != 1 {
+		t.Fatalf("snapshot 2 = %+v (%d texts embedded), want 1 embedded and %d reused", res, emb.Texts()-embeddedTexts, first-1)
+	}
+	// GC keeps the previous snapshot's points: HEAD and its predecessor.
+	if pts, _ := vs.List(ctx, col, f); len(pts) != first+1 {
+		t.Fatalf("after snapshot 2 the store holds %d points, want %d", len(pts), first+1)
+	}
+	c3 := fx.commit(t, map[string]string{"cart.go": "package shop\n\n// Total adds up the prices.\nfunc Total(prices []int) int { return 0 }\n"})
+	res = pushAndWait(ctx, t, c, repo, c3, 3)
+	if res.Embedded != 1 {
+		t.Fatalf("snapshot 3 = %+v, want 1 embedded", res)
+	}
+	// The first snapshot is collected: its forecast point goes.
+	if pts, _ := vs.List(ctx, col, f); len(pts) != first+1 {
+		t.Fatalf("after snapshot 3 the store holds %d points, want %d (c2's and c3's)", len(pts), first+1)
+	}
+	if *update {
+		record(ctx, t, c, workflows.RepoWorkflowID(index.DefaultTenant, repo)+"/snapshot-1", filepath.Join(pkgDir, "testdata", "snapshot_embed_history.json"))
+	}
+}
