@@ -4,9 +4,9 @@ PKGS := ./...
 # Pure-Go packages that run under the race detector in check.
 RACE_PKGS := ./pkg/blob/... ./pkg/queue/... ./pkg/graph ./pkg/bm25 ./pkg/ratelog ./pkg/fusion ./pkg/pack ./pkg/segment ./pkg/query ./pkg/index ./pkg/embed/... ./pkg/api ./pkg/session/... ./pkg/vector/... ./pkg/dense/...
 
-.PHONY: check fmt vet test race fuzz tidy build bench model
+.PHONY: check fmt vet test race fuzz apifuzz tidy build bench model
 
-check: fmt vet tidy test race fuzz
+check: fmt vet tidy test race fuzz apifuzz
 
 # The default embedding model (bge-small-en-v1.5-q) and ONNX Runtime into
 # .cache/; MODELS="all-minilm-l6-v2-q e5-small-v2-q" fetches others
@@ -39,6 +39,12 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 5s -fuzzminimizetime 1s ./pkg/webhook/
 	$(GO) test -run '^$$' -fuzz '^FuzzLiterals$$' -fuzztime 5s -fuzzminimizetime 1s ./pkg/query/
 	$(GO) test -run '^$$' -fuzz '^FuzzLocation$$' -fuzztime 5s -fuzzminimizetime 1s ./pkg/api/
+
+# A bounded schemathesis run against a real `up` on loopback (keys on) from
+# its own GET /v1/openapi.json: 5xx, schema violations, wrong statuses fail
+# it. Installs schemathesis into .cache on first use.
+apifuzz:
+	./scripts/schemathesis.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./pkg/...

@@ -56,7 +56,16 @@ func sum(m map[string]int) int {
 
 // listRepos serves GET /v1/repos?tenant=T&limit=N&cursor=C.
 func (s *Server) listRepos(w http.ResponseWriter, r *http.Request) {
+	if !s.authenticated(w, r) {
+		return
+	}
 	q := r.URL.Query()
+	for name, vs := range q {
+		if len(vs) > 1 {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("parameter %s given %d times", name, len(vs)))
+			return
+		}
+	}
 	tenant := q.Get("tenant")
 	if tenant == "" {
 		tenant = index.DefaultTenant
@@ -66,7 +75,8 @@ func (s *Server) listRepos(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	limit := defaultPage
-	if v := q.Get("limit"); v != "" {
+	if _, given := q["limit"]; given {
+		v := q.Get("limit")
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxPage {
 			writeError(w, http.StatusBadRequest, fmt.Errorf("limit %q: want 1..%d", v, maxPage))
@@ -129,6 +139,9 @@ func (s *Server) repoInfo(ctx context.Context, tenant, repo string) (RepoInfo, e
 
 // repoAction routes POST /v1/repos/{tenant}/{repo}/reindex.
 func (s *Server) repoAction(w http.ResponseWriter, r *http.Request) {
+	if !s.authenticated(w, r) {
+		return
+	}
 	tenant := r.PathValue("tenant")
 	repo, ok := strings.CutSuffix(r.PathValue("rest"), "/reindex")
 	if !ok {
@@ -172,6 +185,9 @@ func (s *Server) repoAction(w http.ResponseWriter, r *http.Request) {
 // to `codectx gc`. No vector store exists yet, so there are no vectors to
 // remove.
 func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
+	if !s.authenticated(w, r) {
+		return
+	}
 	tenant, repo := r.PathValue("tenant"), r.PathValue("rest")
 	if err := validRepo(tenant, repo); err != nil {
 		writeError(w, http.StatusBadRequest, err)

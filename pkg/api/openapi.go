@@ -40,8 +40,8 @@ type paramDoc struct {
 func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
 
 var (
-	tenantPath = paramDoc{name: "tenant", in: "path", desc: "tenant", required: true, schema: map[string]any{"type": "string", "pattern": `^[A-Za-z0-9._-]+$`}}
-	repoPath   = paramDoc{name: "repo", in: "path", desc: "repository name; may contain '/' (acme/shop), sent as is", required: true, schema: map[string]any{"type": "string"}}
+	tenantPath = paramDoc{name: "tenant", in: "path", desc: "tenant", required: true, schema: map[string]any{"type": "string", "pattern": `^[A-Za-z0-9_-][A-Za-z0-9._-]*$`, "maxLength": 200}}
+	repoPath   = paramDoc{name: "repo", in: "path", desc: "repository name; may contain '/' (acme/shop), sent as is", required: true, schema: map[string]any{"type": "string", "pattern": `^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$`, "maxLength": 200}}
 )
 
 var routeDocs = []routeDoc{
@@ -61,11 +61,11 @@ var routeDocs = []routeDoc{
 	{pattern: "POST /v1/webhooks/{host}/{tenant}", path: "/v1/webhooks/{host}/{tenant}", id: "webhook", routes: AdminRoutes,
 		summary: "A signed push delivery of GitHub, GitLab or Gitea; reindexes the files it changed",
 		params:  []paramDoc{{name: "host", in: "path", desc: "github, gitlab or gitea", required: true, schema: map[string]any{"type": "string", "enum": []string{"github", "gitlab", "gitea"}}}, tenantPath},
-		body:    typeOf[map[string]any](), ok: 202, out: typeOf[map[string]any](), errors: []int{400, 401, 404, 413, 429, 503}},
+		body:    typeOf[map[string]any](), ok: 202, out: typeOf[map[string]any](), errors: []int{400, 401, 403, 404, 413, 429, 503}},
 	{pattern: "GET /v1/repos", path: "/v1/repos", id: "listRepos", scope: "query",
 		summary: "The tenant's indexed repositories, by name, a page at a time",
 		params: []paramDoc{
-			{name: "tenant", in: "query", desc: "tenant (default: default)", schema: map[string]any{"type": "string"}},
+			{name: "tenant", in: "query", desc: "tenant (default: default)", schema: map[string]any{"type": "string", "pattern": `^[A-Za-z0-9._-]*$`}},
 			{name: "limit", in: "query", desc: "page size, 1..500 (default 50)", schema: map[string]any{"type": "integer", "minimum": 1, "maximum": maxPage}},
 			{name: "cursor", in: "query", desc: "next from the previous page", schema: map[string]any{"type": "string"}},
 		},

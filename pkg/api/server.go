@@ -141,7 +141,26 @@ func (s *Server) Handler() http.Handler {
 		handle("GET /v1/repos", "repos", s.listRepos)
 		handle("GET /v1/repos/{tenant}/{rest...}", "status", s.status)
 	}
+	// known answers which methods a path has: a path served with other
+	// methods gets 405 and Allow, not 404.
+	known := http.NewServeMux()
+	for _, p := range s.patterns {
+		known.Handle(p, http.NotFoundHandler())
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		var allow []string
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+			r2 := r.Clone(r.Context())
+			r2.Method = m
+			if _, pat := known.Handler(r2); pat != "" && m != r.Method && repoRouteAllows(r.URL.Path, m) {
+				allow = append(allow, m)
+			}
+		}
+		if len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(w, http.StatusMethodNotAllowed, fmt.Errorf("%s %s: allowed %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+			return
+		}
 		writeError(w, http.StatusNotFound, fmt.Errorf("no route %s %s", r.Method, r.URL.Path))
 	})
 	return s.guard(mux)
@@ -205,6 +224,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) query(w http.ResponseWriter, r *http.Request) {
+	if !s.authenticated(w, r) {
+		return
+	}
 	var req QueryRequest
 	if !readJSON(w, r, s.limits.QueryBody, &req) {
 		return
@@ -285,6 +307,9 @@ func searchCode(err error) int {
 }
 
 func (s *Server) index(w http.ResponseWriter, r *http.Request) {
+	if !s.authenticated(w, r) {
+		return
+	}
 	if s.Indexer == nil {
 		writeError(w, http.StatusServiceUnavailable, errors.New("no orchestrator configured"))
 		return
@@ -328,6 +353,9 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	if !s.authenticated(w, r) {
+		return
+	}
 	tenant := r.PathValue("tenant")
 	repo, ok := strings.CutSuffix(r.PathValue("rest"), "/status")
 	if !ok {
@@ -459,4 +487,20 @@ type ErrorBody struct {
 
 func writeError(w http.ResponseWriter, code int, err error) {
 	writeJSON(w, code, ErrorBody{Error: err.Error()})
+}
+
+// repoRouteAllows narrows the methods of the /v1/repos/{tenant}/... routes,
+// which share one mux pattern, to the route the path names: .../status is
+// GET, .../reindex POST, anything else DELETE.
+func repoRouteAllows(path, method string) bool {
+	if !strings.HasPrefix(path, "/v1/repos/") {
+		return true
+	}
+	switch {
+	case strings.HasSuffix(path, "/status"):
+		return method == http.MethodGet
+	case strings.HasSuffix(path, "/reindex"):
+		return method == http.MethodPost
+	}
+	return method == http.MethodDelete
 }
