@@ -182,8 +182,9 @@ func (s *Server) repoAction(w http.ResponseWriter, r *http.Request) {
 // deleteRepo serves DELETE /v1/repos/{tenant}/{repo}: the HEAD goes
 // first (queries stop finding the repository), then its segments,
 // manifests and plans. The parse cache is shared by content and is left
-// to `codectx gc`. No vector store exists yet, so there are no vectors to
-// remove.
+// to `codectx gc`. The dense arm's vectors of the repository are not
+// removed here yet: with its HEAD gone no query names the repository, so
+// they are never searched, but they stay stored.
 func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 	if !s.authenticated(w, r) {
 		return
