@@ -324,7 +324,7 @@ func runTask(ctx context.Context, t Task, opt Options) (map[string]TaskResult, i
 	}
 	var dn query.Dense
 	if opt.Embedder != nil {
-		vs := vlocal.New(blob.NewMem(), vlocal.Int8)
+		vs := vlocal.New(blob.NewMem(), vlocal.Float32)
 		if _, err := dense.IndexSegment(ctx, opt.Store, vs, opt.Embedder, seg); err != nil {
 			return nil, 0, fmt.Errorf("dense: %w", err)
 		}

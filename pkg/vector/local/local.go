@@ -123,6 +123,19 @@ func (s *Store) Upsert(ctx context.Context, c vector.Collection, pts []vector.Po
 			return err
 		}
 		sh.mu.Lock()
+		// Grow once: appending point by point would leave up to twice
+		// the memory the vectors need.
+		fresh := 0
+		for _, p := range by[k] {
+			if _, ok := sh.pos[p.ID]; !ok {
+				fresh++
+			}
+		}
+		sh.vecs = slices.Grow(sh.vecs, fresh*sh.dim)
+		sh.ids, sh.payloads = slices.Grow(sh.ids, fresh), slices.Grow(sh.payloads, fresh)
+		if s.prec == Int8 {
+			sh.codes, sh.scales = slices.Grow(sh.codes, fresh*sh.dim), slices.Grow(sh.scales, fresh)
+		}
 		for _, p := range by[k] {
 			sh.put(p, s.prec)
 		}
