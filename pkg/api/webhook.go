@@ -156,7 +156,9 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 // fresh id still repeats the signed body.
 func (s *Server) remember(ctx context.Context, host, tenant string, h http.Header, body []byte) (keys []string, dup bool, err error) {
 	sum := sha256.Sum256(body)
-	keys = []string{deliveryKey(tenant, host, "body", hex.EncodeToString(sum[:]))}
+	// The body key leaves the host out: GitHub and Gitea sign the same
+	// HMAC, so a delivery re-sent to the other host's route is a replay too.
+	keys = []string{deliveryKey(tenant, "body", hex.EncodeToString(sum[:]))}
 	if id := webhook.DeliveryID(host, h); id != "" {
 		keys = append(keys, deliveryKey(tenant, host, "id", id))
 	}

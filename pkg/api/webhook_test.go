@@ -90,6 +90,22 @@ func TestWebhook(t *testing.T) {
 	if code, body := post("/v1/webhooks/github/acme", "push", signed("a-secret", push), push); code != http.StatusOK || body["ignored"] != "duplicate delivery" {
 		t.Errorf("replayed push = %d %v, want 200 duplicate delivery", code, body)
 	}
+	// The same signed body sent to the Gitea route (same HMAC-SHA256 hex) is
+	// the same delivery, not a new push.
+	{
+		r, _ := http.NewRequest("POST", ts.URL+"/v1/webhooks/gitea/acme", bytes.NewBufferString(push))
+		r.Header.Set("X-Gitea-Event", "push")
+		r.Header.Set("X-Gitea-Signature", strings.TrimPrefix(signed("a-secret", push), "sha256="))
+		before := len(fake.reqs)
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || len(fake.reqs) != before {
+			t.Errorf("GitHub delivery replayed on the Gitea route = %d (index requested: %v), want 200 duplicate", resp.StatusCode, len(fake.reqs) != before)
+		}
+	}
 	if !req.Forward {
 		t.Errorf("a push's index request may move HEAD back: %+v", req)
 	}

@@ -67,7 +67,7 @@ func (p *Policy) Trusted(host, port string) bool {
 // Public reports whether a is a globally routable unicast address: not
 // loopback, private (RFC 1918, fc00::/7), link-local, CGNAT (100.64/10),
 // unspecified, multicast, broadcast, documentation or other reserved
-// ranges. IPv4-mapped IPv6 addresses are judged as IPv4.
+// ranges (IPv4-compatible ::/96 and SIIT ::ffff:0:0:0/96 included). IPv4-mapped IPv6 addresses are judged as IPv4.
 func Public(a netip.Addr) bool {
 	a = a.Unmap()
 	if !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsUnspecified() || a.IsMulticast() ||
@@ -87,7 +87,7 @@ var reserved = func() []netip.Prefix {
 	for _, s := range []string{
 		"0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15",
 		"198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4", "255.255.255.255/32",
-		"64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001::/23", "2001:db8::/32", "2002::/16", "fec0::/10",
+		"::/96", "::ffff:0:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001::/23", "2001:db8::/32", "2002::/16", "fec0::/10",
 	} {
 		ps = append(ps, netip.MustParsePrefix(s))
 	}

@@ -637,8 +637,16 @@ func (e *Engine) symbolArm(cls classify.Result, keep func(int) bool) []int {
 func symbolParts(s string) []string {
 	s = segment.NormalizeName(s)
 	f := strings.FieldsFunc(s, func(r rune) bool { return r == '.' || r == '/' || r == ':' || r == '#' || r == ' ' })
+	if len(f) > maxSymbolParts {
+		// No real qualified name is this deep; keeping only its tail keeps
+		// the suffix search linear in the query ("A.A.A..." of 8 KB).
+		f = f[len(f)-maxSymbolParts:]
+	}
 	return f
 }
+
+// maxSymbolParts bounds the parts of one symbol the symbol arm tries.
+const maxSymbolParts = 8
 
 // byQualifier keeps, of several same-named symbols, those whose path or
 // name contains the most qualifier parts ("value" in

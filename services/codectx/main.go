@@ -58,6 +58,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, usage)
 		return errors.New("no command given")
 	}
+	// Everything codectx writes (clone caches, parse results, segments,
+	// Temporal's database) holds tenants' source: readable by this user
+	// only, whatever the caller's umask.
+	syscall.Umask(0o077)
 	switch args[0] {
 	case "index":
 		return runIndex(ctx, args[1:], stdout, stderr)

@@ -92,6 +92,14 @@ Stop with SIGINT or SIGTERM.`)
 	if err != nil {
 		return err
 	}
+	// A data dir made by an older version or by hand may be open to other
+	// local users; nothing in it is theirs to read.
+	if err := os.MkdirAll(c.data, 0o700); err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	if err := os.Chmod(c.data, 0o700); err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
 	if *keysOn && *keysFile == "" {
 		*keysFile = filepath.Join(c.data, "keys.json")
 		made, err := keys.Bootstrap(*keysFile, filepath.Join(c.data, "admin.key"))
