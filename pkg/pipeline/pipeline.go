@@ -111,9 +111,47 @@ const worktreePrefix = source.WorktreePrefix
 // IsWorktree reports whether commit names a plain-directory snapshot.
 func IsWorktree(commit string) bool { return strings.HasPrefix(commit, worktreePrefix) }
 
-// openMu serialises source.Open in this process: clones and fetches into
-// one cache directory must not run concurrently.
-var openMu sync.Mutex
+// opening serialises source.Open of one location in this process: clones
+// and fetches into one clone directory must not run concurrently. Other
+// locations go on: a clone that stalls (a host that accepts and never
+// answers) holds up only its own repository, never another tenant's.
+var opening keyedMutex
+
+// keyedMutex is a set of mutexes by key, each kept while it is held or
+// waited for.
+type keyedMutex struct {
+	mu    sync.Mutex
+	locks map[string]*keyedLock
+}
+
+type keyedLock struct {
+	sync.Mutex
+	refs int
+}
+
+// lock locks key and returns its unlock.
+func (k *keyedMutex) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*keyedLock{}
+	}
+	l := k.locks[key]
+	if l == nil {
+		l = &keyedLock{}
+		k.locks[key] = l
+	}
+	l.refs++
+	k.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		k.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(k.locks, key)
+		}
+		k.mu.Unlock()
+	}
+}
 
 // OpenSnapshot opens location at commit ("" = HEAD) through the clone
 // cache in cacheDir. A plain directory gets a content-derived commit name
@@ -123,9 +161,9 @@ func OpenSnapshot(ctx context.Context, location, commit, cacheDir string) (*sour
 	if IsWorktree(commit) {
 		rev = ""
 	}
-	openMu.Lock()
+	unlock := opening.lock(cacheDir + "\x00" + location)
 	s, err := source.Open(ctx, location, source.Options{CacheDir: cacheDir, Rev: rev})
-	openMu.Unlock()
+	unlock()
 	if err != nil {
 		return nil, err
 	}
