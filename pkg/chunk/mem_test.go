@@ -104,7 +104,9 @@ func TestMemoryBounded(t *testing.T) {
 	after := settledRSS(t)
 	growth := (after - before) / 1024
 	t.Logf("parsed %d MB into %d chunks; RSS %d MB -> %d MB", total>>20, chunks, before/1024, after/1024)
-	if growth > 200 {
-		t.Errorf("RSS grew by %d MB", growth)
+	// Measured on 20 MB: 12 MB of growth with every tree closed, 42 MB
+	// with tree.Close() left out of Parse. The bound lies between.
+	if growth > 25 {
+		t.Errorf("RSS grew by %d MB (bound 25 MB: are trees, cursors and parsers freed?)", growth)
 	}
 }

@@ -26,16 +26,20 @@ func bigBody(n int) string {
 	return strings.Repeat("\tx := compute(x, y) // step\n", n)
 }
 
-// check asserts the invariants every result must satisfy.
-func check(t *testing.T, r Result, count func(string) int) {
+// check asserts the invariants every result must satisfy, against the
+// budget the caller asked for (not the one the result reports).
+func check(t *testing.T, r Result, asked int, count func(string) int) {
 	t.Helper()
 	out := r.Render()
 	n := count(out)
-	if r.Budget <= 0 && (out != "" || len(r.Chunks) != 0) {
-		t.Fatalf("budget %d: got output %q", r.Budget, out)
+	if r.Budget != asked {
+		t.Fatalf("result reports budget %d, asked for %d", r.Budget, asked)
 	}
-	if n > r.Budget && r.Budget >= 0 {
-		t.Fatalf("Count(Render()) = %d > budget %d", n, r.Budget)
+	if asked <= 0 && (out != "" || len(r.Chunks) != 0) {
+		t.Fatalf("budget %d: got output %q", asked, out)
+	}
+	if n > asked && asked >= 0 {
+		t.Fatalf("Count(Render()) = %d > asked budget %d", n, asked)
 	}
 	if r.Tokens != n {
 		t.Fatalf("Tokens = %d, Count(Render()) = %d", r.Tokens, n)
@@ -122,7 +126,7 @@ func TestPackGranularity(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := Pack([]Candidate{c}, Options{Budget: tt.budget})
-			check(t, r, tokens.Count)
+			check(t, r, tt.budget, tokens.Count)
 			if r.Dropped != tt.dropped {
 				t.Errorf("Dropped = %d, want %d", r.Dropped, tt.dropped)
 			}
@@ -208,7 +212,7 @@ func TestPackDedup(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := Pack(tt.cands, Options{Budget: tt.budget})
-			check(t, r, tokens.Count)
+			check(t, r, tt.budget, tokens.Count)
 			if got := paths(r); !slices.Equal(got, tt.want) {
 				t.Errorf("chunks = %v, want %v", got, tt.want)
 			}
@@ -231,7 +235,7 @@ func TestPackMergedFallsBackToInner(t *testing.T) {
 	it := &item{main: outer, best: &inner, score: 0.9, signals: []string{"bm25"}}
 	want := fullText(inner, it.signals)
 	r := Pack([]Candidate{inner, outer}, Options{Budget: tokens.Count(want) + 1})
-	check(t, r, tokens.Count)
+	check(t, r, tokens.Count(want) + 1, tokens.Count)
 	if len(r.Chunks) != 1 || r.Chunks[0].Text != want || r.Chunks[0].Granularity != Full {
 		t.Fatalf("got %+v, want the inner chunk in full: %q", r.Chunks, want)
 	}
@@ -247,7 +251,7 @@ func TestPackOrder(t *testing.T) {
 	}
 	cs = append(cs, cand("a.go", 1, 5, 0.1, "weak but earlier in file"))
 	r := Pack(cs, Options{Budget: 100000})
-	check(t, r, tokens.Count)
+	check(t, r, 100000, tokens.Count)
 	want := []string{"a.go#1", "a.go#100", "c.go#100", "e.go#100", "d.go#100", "b.go#100"}
 	if got := paths(r); !slices.Equal(got, want) {
 		t.Errorf("order = %v, want %v", got, want)
@@ -282,7 +286,7 @@ func TestPackOptions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := Pack([]Candidate{b1, a2, a1}, tt.opt)
-			check(t, r, tokens.Count)
+			check(t, r, tt.opt.Budget, tokens.Count)
 			if got := paths(r); !slices.Equal(got, tt.want) {
 				t.Errorf("chunks = %v, want %v", got, tt.want)
 			}
@@ -297,17 +301,17 @@ func TestPackPreamble(t *testing.T) {
 	c := cand("a.go", 1, 5, 1, "func f() {}")
 	pre := "Context for: how does f work?"
 	r := Pack([]Candidate{c}, Options{Budget: 10000, Preamble: pre})
-	check(t, r, tokens.Count)
+	check(t, r, 10000, tokens.Count)
 	if want := pre + Sep + r.Chunks[0].Text; r.Render() != want {
 		t.Errorf("Render = %q, want %q", r.Render(), want)
 	}
 	r = Pack([]Candidate{c}, Options{Budget: tokens.Count(pre) + 2, Preamble: pre})
-	check(t, r, tokens.Count)
+	check(t, r, tokens.Count(pre) + 2, tokens.Count)
 	if r.Render() != pre || r.Dropped != 1 {
 		t.Errorf("tight budget: Render = %q, Dropped = %d; want the preamble alone, 1 dropped", r.Render(), r.Dropped)
 	}
 	r = Pack([]Candidate{c}, Options{Budget: 3, Preamble: strings.Repeat("long preamble ", 10)})
-	check(t, r, tokens.Count)
+	check(t, r, 3, tokens.Count)
 	if r.Preamble != "" {
 		t.Errorf("oversized preamble emitted: %q", r.Preamble)
 	}
@@ -329,7 +333,7 @@ func TestPackNonAdditiveCounter(t *testing.T) {
 		cs = append(cs, cand(fmt.Sprintf("f%d.go", i), 1, 3, float64(10-i), "x"))
 	}
 	r := Pack(cs, Options{Budget: 300, Count: sepHeavy})
-	check(t, r, sepHeavy)
+	check(t, r, 300, sepHeavy)
 	if len(r.Chunks) == 0 || r.Dropped == 0 {
 		t.Errorf("got %d chunks, %d dropped; want the final check to trim some", len(r.Chunks), r.Dropped)
 	}
@@ -395,7 +399,7 @@ func TestPackProperty(t *testing.T) {
 			opt.Preamble = randString(r, r.Intn(50))
 		}
 		res := Pack(cs, opt)
-		t.Run(fmt.Sprint(i), func(t *testing.T) { check(t, res, tokens.Count) })
+		t.Run(fmt.Sprint(i), func(t *testing.T) { check(t, res, opt.Budget, tokens.Count) })
 		if got := len(res.Chunks) + res.Dropped + res.Deduped; got != len(cs) {
 			t.Fatalf("case %d: chunks %d + dropped %d + deduped %d != %d candidates",
 				i, len(res.Chunks), res.Dropped, res.Deduped, len(cs))
@@ -432,7 +436,7 @@ func FuzzPack(f *testing.F) {
 			})
 		}
 		res := Pack(cs, Options{Budget: budget % 30000, FileFirst: fileFirst, MaxPerFile: int(n % 3), Preamble: data[:min(len(data), 10)]})
-		check(t, res, tokens.Count)
+		check(t, res, budget % 30000, tokens.Count)
 	})
 }
 
