@@ -15,6 +15,7 @@ import (
 
 	"codectx/pkg/blob"
 	"codectx/pkg/index"
+	"codectx/pkg/tokens"
 )
 
 // fakeIndexer records requests; each Status call advances a pending push
@@ -124,8 +125,9 @@ func TestQuery(t *testing.T) {
 	if resp.Commit != sum.Commit || len(resp.Chunks) == 0 || resp.Chunks[0].Path != "auth/token.go" {
 		t.Fatalf("Query: commit %s, %d chunks, first %+v; want commit %s, first from auth/token.go", resp.Commit, len(resp.Chunks), resp.Chunks, sum.Commit)
 	}
-	if resp.Tokens > 2000 {
-		t.Errorf("tokens %d over budget 2000", resp.Tokens)
+	// Count the context ourselves: the answer's own count is not evidence.
+	if n := tokens.Count(resp.Context); n > 2000 || n != resp.Tokens || n == 0 {
+		t.Errorf("context counts %d tokens (answer says %d), want 1..2000", n, resp.Tokens)
 	}
 
 	// A new HEAD is picked up on the next request.

@@ -235,7 +235,7 @@ func TestPackMergedFallsBackToInner(t *testing.T) {
 	it := &item{main: outer, best: &inner, score: 0.9, signals: []string{"bm25"}}
 	want := fullText(inner, it.signals)
 	r := Pack([]Candidate{inner, outer}, Options{Budget: tokens.Count(want) + 1})
-	check(t, r, tokens.Count(want) + 1, tokens.Count)
+	check(t, r, tokens.Count(want)+1, tokens.Count)
 	if len(r.Chunks) != 1 || r.Chunks[0].Text != want || r.Chunks[0].Granularity != Full {
 		t.Fatalf("got %+v, want the inner chunk in full: %q", r.Chunks, want)
 	}
@@ -306,7 +306,7 @@ func TestPackPreamble(t *testing.T) {
 		t.Errorf("Render = %q, want %q", r.Render(), want)
 	}
 	r = Pack([]Candidate{c}, Options{Budget: tokens.Count(pre) + 2, Preamble: pre})
-	check(t, r, tokens.Count(pre) + 2, tokens.Count)
+	check(t, r, tokens.Count(pre)+2, tokens.Count)
 	if r.Render() != pre || r.Dropped != 1 {
 		t.Errorf("tight budget: Render = %q, Dropped = %d; want the preamble alone, 1 dropped", r.Render(), r.Dropped)
 	}
@@ -436,7 +436,7 @@ func FuzzPack(f *testing.F) {
 			})
 		}
 		res := Pack(cs, Options{Budget: budget % 30000, FileFirst: fileFirst, MaxPerFile: int(n % 3), Preamble: data[:min(len(data), 10)]})
-		check(t, res, budget % 30000, tokens.Count)
+		check(t, res, budget%30000, tokens.Count)
 	})
 }
 
