@@ -261,7 +261,7 @@ func TestPackOrder(t *testing.T) {
 		t.Errorf("Render = %q, want %q", r.Render(), wantRender)
 	}
 	r = Pack(cs, Options{Budget: 100000, Ranked: true})
-	check(t, r, tokens.Count)
+	check(t, r, 100000, tokens.Count)
 	want = []string{"a.go#1", "a.go#100", "b.go#100", "c.go#100", "d.go#100", "e.go#100"}
 	if got := paths(r); !slices.Equal(got, want) {
 		t.Errorf("ranked order = %v, want %v", got, want)
