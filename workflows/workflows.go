@@ -11,6 +11,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"codectx/pkg/index"
@@ -67,7 +68,12 @@ type Push struct {
 
 // RepoCarry is the state a RepoWorkflow carries across continue-as-new.
 type RepoCarry struct {
-	Pending    *Push
+	Pending *Push
+	// Queue holds webhook pushes of other commits that a newer-received
+	// push would have replaced: a late or replayed delivery of an older
+	// commit must not drop the newest one. Each runs after Pending and
+	// publishes only if it moves HEAD forward (at most maxQueued).
+	Queue      []Push
 	Received   int // pushes received so far
 	Covered    int // pushes covered by finished snapshots
 	Snapshots  int // snapshots started so far (names the children)
@@ -115,8 +121,13 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 	}
 	log := workflow.GetLogger(ctx)
 	ch := workflow.GetSignalChannel(ctx, PushSignal)
+	queue := workflow.GetVersion(ctx, forwardQueueVersion, workflow.DefaultVersion, 1) == 1
 	take := func(p Push) {
 		st.Received++
+		if queue && p.Forward && st.Pending != nil && st.Pending.Forward && st.Pending.Commit != "" && st.Pending.Commit != p.Commit {
+			st.Queue = enqueue(st.Queue, *st.Pending)
+		}
+		st.Queue = slices.DeleteFunc(st.Queue, func(q Push) bool { return q.Commit == p.Commit })
 		st.Pending = &p
 		st.Location = p.Location
 	}
@@ -128,6 +139,11 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 		}
 	}
 	for runs := 0; ; {
+		if st.Pending == nil && len(st.Queue) > 0 {
+			p := st.Queue[len(st.Queue)-1]
+			st.Queue = st.Queue[:len(st.Queue)-1]
+			st.Pending = &p
+		}
 		if st.Pending == nil {
 			var p Push
 			ch.Receive(ctx, &p)
@@ -136,7 +152,7 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 		drain()
 		p := *st.Pending
 		st.Pending = nil
-		upto := st.Received
+		upto := st.Received - len(st.Queue) // queued pushes are not covered yet
 		state, current = StateIndexing, p.Commit
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 			WorkflowID: fmt.Sprintf("%s/snapshot-%d", RepoWorkflowID(tenant, repo), st.Snapshots),
@@ -294,6 +310,24 @@ func SnapshotWorkflow(ctx workflow.Context, in SnapshotInput) (SnapshotResult, e
 // embedVersion marks the change that made the embed stage run activities;
 // histories recorded before it replay without them.
 const embedVersion = "embed-stage"
+
+// forwardQueueVersion marks RepoWorkflow runs that queue webhook pushes of
+// other commits instead of dropping all but the last received.
+const forwardQueueVersion = "forward-queue"
+
+// maxQueued bounds RepoCarry.Queue; the oldest queued push goes first.
+const maxQueued = 16
+
+// enqueue adds p to q (once per commit), dropping the oldest beyond
+// maxQueued.
+func enqueue(q []Push, p Push) []Push {
+	q = slices.DeleteFunc(q, func(x Push) bool { return x.Commit == p.Commit })
+	q = append(q, p)
+	if len(q) > maxQueued {
+		q = q[len(q)-maxQueued:]
+	}
+	return q
+}
 
 // embedStage plans the embedding of the snapshot's chunks, fans the
 // chunks without a cached vector out to the embed workers, waits for them

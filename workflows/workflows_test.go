@@ -397,3 +397,34 @@ func TestReplay(t *testing.T) {
 		})
 	}
 }
+
+// A late or replayed webhook push of an older commit, received while a
+// newer one waits, does not drop the newer one: both run (the older one
+// publishes only if it moves HEAD forward), the newest received last.
+func TestRepoWorkflowLatePushKeepsNewest(t *testing.T) {
+	env, f := repoEnv(t, 10)
+	fwd := func(at time.Duration, commit string) {
+		env.RegisterDelayedCallback(func() {
+			env.SignalWorkflow(PushSignal, Push{Tenant: "t", Repo: "r", Location: "loc", Commit: commit, Forward: true})
+		}, at)
+	}
+	fwd(0, "a8")
+	fwd(10*time.Second, "a9")
+	fwd(20*time.Second, "a8") // the replay
+	env.RegisterDelayedCallback(func() { env.CancelWorkflow() }, 10*time.Minute)
+	env.ExecuteWorkflow(RepoWorkflow, "t", "r", (*RepoCarry)(nil))
+	if want := []string{"a8", "a8", "a9"}; !slices.Equal(f.commits, want) {
+		t.Errorf("snapshots of %v, want %v (a9 must not be dropped)", f.commits, want)
+	}
+	v, err := env.QueryWorkflow(StatusQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st RepoStatus
+	if err := v.Get(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.LastCommit != "a9" || st.Covered != st.Received {
+		t.Errorf("status = %+v, want last a9 and every push covered", st)
+	}
+}
