@@ -18,6 +18,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
 	"codectx/pkg/index"
@@ -34,6 +35,26 @@ type QueryRequest struct {
 	NoRoute   bool     `json:"no_route,omitempty"`  // ignore the classifier's per-trigger weights
 	Languages []string `json:"languages,omitempty"` // restrict to these languages
 	Session   string   `json:"session,omitempty"`   // chunks earlier queries of this session were sent are named, not resent
+
+	budgetSet bool // the body named a budget (so an explicit 0 is refused, not defaulted)
+}
+
+// UnmarshalJSON decodes a query body and notes whether it named a budget:
+// an absent budget is the default, "budget": 0 is an error.
+func (q *QueryRequest) UnmarshalJSON(b []byte) error {
+	type plain QueryRequest
+	var aux struct {
+		plain
+		Budget *int `json:"budget"`
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	*q = QueryRequest(aux.plain)
+	if aux.Budget != nil {
+		q.Budget, q.budgetSet = *aux.Budget, true
+	}
+	return nil
 }
 
 // IndexRequest is the body of POST /v1/index.

@@ -157,6 +157,9 @@ func TestQuery(t *testing.T) {
 		{"bad json", `{"repo":`, 400, "bad request body"},
 		{"bad name", `{"repo":"../etc","query":"x"}`, 400, "invalid repo"},
 		{"bad budget", `{"repo":"demo","query":"x","budget":-1}`, 400, "budget"},
+		{"zero budget", `{"repo":"demo","query":"x","budget":0}`, 400, "budget 0 out of range"},
+		{"absent budget is the default", `{"repo":"demo","query":"ParseToken"}`, 200, ""},
+		{"null budget is the default", `{"repo":"demo","query":"ParseToken","budget":null}`, 200, ""},
 		{"unknown repo", `{"repo":"nope","query":"x"}`, 404, "not indexed"},
 	} {
 		code, m := post(t, ts.URL+"/v1/query", tc.body)

@@ -266,8 +266,8 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("query of %d bytes is longer than the %d-byte limit", len(req.Query), s.limits.Query))
 		return
 	}
-	if req.Budget < 0 || req.Budget > 1_000_000 {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("budget %d out of range (0..1000000)", req.Budget))
+	if req.Budget < 0 || req.Budget > 1_000_000 || (req.budgetSet && req.Budget == 0) {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("budget %d out of range (1..1000000; leave it out for the default 8000)", req.Budget))
 		return
 	}
 	if err := validArms(req.Arms); err != nil {

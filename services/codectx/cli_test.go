@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -280,6 +281,97 @@ func TestEvalConfigs(t *testing.T) {
 	} {
 		if _, err := runCLI(t, append(args, extra...)...); err == nil {
 			t.Errorf("eval %v succeeded, want an error", extra)
+		}
+	}
+}
+
+func TestHelpOfEveryCommand(t *testing.T) {
+	var top bytes.Buffer
+	if err := run(context.Background(), []string{"--help"}, &top, io.Discard); err != nil {
+		t.Fatalf("codectx --help: %v", err)
+	}
+	for _, c := range commands {
+		t.Run(c.name, func(t *testing.T) {
+			if c.desc == "" || strings.Contains(c.desc, "\n") {
+				t.Errorf("description %q, want one line", c.desc)
+			}
+			if !strings.Contains(top.String(), "  "+c.name+" ") || !strings.Contains(top.String(), c.desc) {
+				t.Errorf("codectx --help does not list %s with its description", c.name)
+			}
+			var out, errOut bytes.Buffer
+			if err := run(context.Background(), []string{c.name, "--help"}, &out, &errOut); err != nil {
+				t.Fatalf("codectx %s --help: %v, want success", c.name, err)
+			}
+			if !strings.Contains(strings.ToLower(out.String()+errOut.String()), "usage") {
+				t.Errorf("codectx %s --help printed no usage:\n%s%s", c.name, out.String(), errOut.String())
+			}
+			// A flag's backquoted word would become its value name
+			// ("-server codectx up"): none may have one.
+			if strings.Contains(errOut.String(), " codectx up\n") || strings.Contains(errOut.String(), "string codectx") {
+				t.Errorf("codectx %s --help has a backquote artefact:\n%s", c.name, errOut.String())
+			}
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, err := runCLI(t, "version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := strings.Fields(out); len(f) < 3 || f[0] != "codectx" || !strings.HasPrefix(f[len(f)-1], "go") {
+		t.Errorf("version = %q, want \"codectx VERSION [REVISION] GOVERSION\"", out)
+	}
+}
+
+func TestQueryFlags(t *testing.T) {
+	r := testrepo.New(t)
+	r.Commit("initial", testrepo.Small)
+	data := t.TempDir()
+	if _, err := runCLI(t, "index", "--data", data, "--name", "acme/shop", r.Bare()); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{"0", "-5"} {
+		if _, err := runCLI(t, "query", "--data", data, "--repo", "acme/shop", "--budget", b, "session"); err == nil || !strings.Contains(err.Error(), "budget") {
+			t.Errorf("--budget %s: err = %v, want a budget error", b, err)
+		}
+	}
+	if _, err := runCLI(t, "query", "--data", data, "--repo", "acme/shop", "--languages", "go,cobol", "session"); err == nil || !strings.Contains(err.Error(), "cobol") {
+		t.Errorf("--languages go,cobol: err = %v, want an unknown-language error", err)
+	}
+	paths := func(args ...string) map[string]bool {
+		t.Helper()
+		out, err := runCLI(t, append([]string{"query", "--data", data, "--repo", "acme/shop", "--json"}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var resp struct {
+			Chunks []struct{ Path string } `json:"chunks"`
+		}
+		if err := json.Unmarshal([]byte(out), &resp); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for _, c := range resp.Chunks {
+			got[c.Path] = true
+		}
+		return got
+	}
+	// The query names both a Python session and Go code: unfiltered, both
+	// languages come back; filtered, only the one asked for.
+	all := paths("session handling and cart total price")
+	if !all["auth/session.py"] || !all["cart/cart.go"] {
+		t.Fatalf("unfiltered query returned %v, want both auth/session.py and cart/cart.go", all)
+	}
+	for _, lang := range []string{"go", "python"} {
+		got := paths("--languages", lang, "session handling and cart total price")
+		if len(got) == 0 {
+			t.Errorf("--languages %s: no chunks", lang)
+		}
+		for p := range got {
+			if isPy := strings.HasSuffix(p, ".py"); (lang == "python") != isPy || !(isPy || strings.HasSuffix(p, ".go")) {
+				t.Errorf("--languages %s returned %s", lang, p)
+			}
 		}
 	}
 }

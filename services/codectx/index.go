@@ -36,7 +36,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	maxSize := fs.Int64("max-file-size", 1<<20, "skip files larger than this many bytes")
 	workers := fs.Int("workers", 0, "parse goroutines (default: number of CPUs)")
-	server := fs.String("server", env(envServer, ""), "send the request to a running `codectx up` or gateway at this URL and wait ($"+envServer+")")
+	server := fs.String("server", env(envServer, ""), "send the request to a running codectx up or gateway at this URL and wait ($"+envServer+")")
 	timeout := fs.Duration("timeout", time.Hour, "with --server: how long to wait for the index")
 	var df denseFlags
 	df.register(fs, false)

@@ -15,6 +15,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"strings"
 	"syscall"
 )
 
@@ -22,40 +24,72 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "codectx:", err)
-		}
+		fmt.Fprintln(os.Stderr, "codectx:", err)
 		os.Exit(1)
 	}
 }
 
-const usage = `codectx: a code-context engine for coding agents.
+// command is one subcommand: its synopsis line, a one-line description
+// for the usage text, and what runs it.
+type command struct {
+	name, synopsis, desc string
+	run                  func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
 
-Usage:
-  codectx up    [--data DIR] [--listen 127.0.0.1:7700] [--index PATH_OR_URL ...]
-  codectx index [--data DIR | --server URL] [--name NAME] [--rev REV] [--json] PATH_OR_URL
-  codectx query [--data DIR | --server URL] --repo NAME [--budget 8000] [--arms LIST] [--json] "text"
-  codectx eval  --tasks FILE.jsonl --git-dir owner/name=PATH ... [--budgets LIST] [--json OUT]
-  codectx gc    [--data DIR | --s3-endpoint HOST:PORT] [--dry-run] [--json]
-  codectx mcp   [--data DIR | --server URL]    MCP server over stdio for a coding agent
-  codectx bench-query --server URL --repo NAME[,NAME...] [--clients 8] [--requests 2000] [--json]
-  codectx key   create --tenant T [--scope query|index|admin] | list | revoke ID
+// commands is every subcommand, in the order of the usage text. role marks
+// the role subcommands, which get a section of their own.
+var commands = []struct {
+	command
+	role bool
+}{
+	{command{"up", "[--data DIR] [--listen 127.0.0.1:7700] [--index PATH_OR_URL ...]", "run the whole service (API, workers, embedded Temporal, NATS, storage) in one process", runUp}, false},
+	{command{"index", "[--data DIR | --server URL] [--name NAME] [--rev REV] [--json] PATH_OR_URL", "index a repository (local path or clone URL)", runIndex}, false},
+	{command{"query", "[--data DIR | --server URL] --repo NAME [--budget 8000] [--languages LIST] [--arms LIST] [--json] \"text\"", "answer a question with a token-budgeted context", runQuery}, false},
+	{command{"eval", "--tasks FILE.jsonl --git-dir owner/name=PATH ... [--budgets LIST] [--json OUT]", "measure retrieval quality on tasks mined from merged pull requests", runEval}, false},
+	{command{"gc", "[--data DIR | --s3-endpoint HOST:PORT] [--dry-run] [--json]", "delete parse-cache entries no stored manifest or segment references", runGC}, false},
+	{command{"mcp", "[--data DIR | --server URL]", "MCP server over stdio for a coding agent", runMCP}, false},
+	{command{"bench-query", "--server URL --repo NAME[,NAME...] [--clients 8] [--requests 2000] [--json]", "load-test a running query API", runBenchQuery}, false},
+	{command{"key", "create --tenant T [--scope query|index|admin] | list | revoke ID", "create, list and revoke API keys", runKey}, false},
+	{command{"version", "", "print the module version and VCS revision of this binary", runVersion}, false},
+	{command{"orchestrator", "", "Temporal worker of the indexing workflows", orchestratorRole().run}, true},
+	{command{"parse-worker", "", "consumes the parse stage", parseWorkerRole().run}, true},
+	{command{"graph-worker", "", "consumes the graph stage, writes segments", graphWorkerRole().run}, true},
+	{command{"embed-worker", "", "consumes the embed stage (with --embedder)", embedWorkerRole().run}, true},
+	{command{"query-service", "", "HTTP query API over the published index", queryServiceRole().run}, true},
+	{command{"gateway", "", "HTTP admin API: POST /v1/index, status", gatewayRole().run}, true},
+}
 
-Roles (one part each, configured by flags or CODECTX_* environment variables):
-  codectx orchestrator    Temporal worker of the indexing workflows
-  codectx parse-worker    consumes the parse stage
-  codectx graph-worker    consumes the graph stage, writes segments
-  codectx embed-worker    consumes the embed stage (with --embedder)
-  codectx query-service   HTTP query API over the published index
-  codectx gateway         HTTP admin API: POST /v1/index, status
+// usage is the text of 'codectx --help': every command with a one-line
+// description.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("codectx: a code-context engine for coding agents.\n\nCommands:\n")
+	for _, c := range commands {
+		if !c.role {
+			fmt.Fprintf(&b, "  %-14s %s\n", c.name, c.desc)
+		}
+	}
+	b.WriteString("\nRoles (one part each, configured by flags or CODECTX_* environment variables):\n")
+	for _, c := range commands {
+		if c.role {
+			fmt.Fprintf(&b, "  %-14s %s\n", c.name, c.desc)
+		}
+	}
+	b.WriteString("\nUsage:\n")
+	for _, c := range commands {
+		if !c.role && c.synopsis != "" {
+			fmt.Fprintf(&b, "  codectx %s %s\n", c.name, c.synopsis)
+		}
+	}
+	b.WriteString("\nRun 'codectx COMMAND --help' for the flags of a command.\n")
+	return b.String()
+}
 
-Run 'codectx COMMAND -h' for the flags of a command.
-`
-
-// run is the whole program; tests call it directly.
+// run is the whole program; tests call it directly. A help request
+// (COMMAND --help) is a success: its usage went to stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usage())
 		return errors.New("no command given")
 	}
 	// Everything codectx writes (clone caches, parse results, segments,
@@ -63,40 +97,60 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// only, whatever the caller's umask.
 	syscall.Umask(0o077)
 	switch args[0] {
-	case "index":
-		return runIndex(ctx, args[1:], stdout, stderr)
-	case "query":
-		return runQuery(ctx, args[1:], stdout, stderr)
-	case "eval":
-		return runEval(ctx, args[1:], stdout, stderr)
-	case "up":
-		return runUp(ctx, args[1:], stdout, stderr)
-	case "gc":
-		return runGC(ctx, args[1:], stdout, stderr)
-	case "mcp":
-		return runMCP(ctx, args[1:], stdout, stderr)
-	case "bench-query":
-		return runBenchQuery(ctx, args[1:], stdout, stderr)
-	case "key":
-		return runKey(ctx, args[1:], stdout, stderr)
-	case "orchestrator":
-		return orchestratorRole().run(ctx, args[1:], stdout, stderr)
-	case "parse-worker":
-		return parseWorkerRole().run(ctx, args[1:], stdout, stderr)
-	case "graph-worker":
-		return graphWorkerRole().run(ctx, args[1:], stdout, stderr)
-	case "embed-worker":
-		return embedWorkerRole().run(ctx, args[1:], stdout, stderr)
-	case "query-service":
-		return queryServiceRole().run(ctx, args[1:], stdout, stderr)
-	case "gateway":
-		return gatewayRole().run(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usage())
 		return nil
 	}
-	fmt.Fprint(stderr, usage)
+	for _, c := range commands {
+		if c.name == args[0] {
+			err := c.run(ctx, args[1:], stdout, stderr)
+			if errors.Is(err, flag.ErrHelp) {
+				return nil
+			}
+			return err
+		}
+	}
+	fmt.Fprint(stderr, usage())
 	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// runVersion prints the module version and, when the binary was built
+// from a VCS checkout, its revision (and "+dirty" for uncommitted changes).
+func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, versionString())
+	return nil
+}
+
+func versionString() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "codectx (no build information)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	s := "codectx " + v
+	var rev, dirty string
+	for _, kv := range bi.Settings {
+		switch kv.Key {
+		case "vcs.revision":
+			rev = kv.Value
+		case "vcs.modified":
+			if kv.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if rev != "" {
+		s += " " + rev + dirty
+	}
+	return s + " " + bi.GoVersion
 }
 
 // dataDir returns the default data directory: $CODECTX_DATA or ./.codectx.

@@ -27,7 +27,7 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.SetOutput(stderr)
 	data := fs.String("data", dataDir(), "data directory to read the index from ($"+envData+")")
 	tenant := fs.String("tenant", index.DefaultTenant, "tenant whose repositories the tools see (with --data)")
-	server := fs.String("server", env(envServer, ""), "forward to the /v1/mcp of a running `codectx up` or query service at this URL ($"+envServer+"); its key from $"+envAPIKey)
+	server := fs.String("server", env(envServer, ""), "forward to the /v1/mcp of a running codectx up or query service at this URL ($"+envServer+"); its key from $"+envAPIKey)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: codectx mcp [--data DIR [--tenant T] | --server URL]
 

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"codectx/pkg/api"
+	"codectx/pkg/codectx"
 	"codectx/pkg/index"
 	"codectx/pkg/query"
 )
@@ -33,17 +35,46 @@ func parseArms(s string) ([]string, error) {
 	return arms, nil
 }
 
+// languages is every language a --languages list may name.
+var languages = []codectx.Language{codectx.Go, codectx.Python, codectx.TypeScript, codectx.TSX,
+	codectx.JavaScript, codectx.Java, codectx.Rust, codectx.Markdown, codectx.Text}
+
+func languageNames() []string {
+	names := make([]string, len(languages))
+	for i, l := range languages {
+		names[i] = string(l)
+	}
+	return names
+}
+
+// parseLanguages parses a comma-separated --languages list; "" is all.
+func parseLanguages(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, l := range strings.Split(s, ",") {
+		l = strings.ToLower(strings.TrimSpace(l))
+		if !slices.Contains(languages, codectx.Language(l)) {
+			return nil, fmt.Errorf("unknown language %q (want some of %s)", l, strings.Join(languageNames(), ","))
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
 func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("query", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	data := fs.String("data", dataDir(), "data directory (embedded mode)")
 	repo := fs.String("repo", "", "repository name, as indexed (required)")
 	tenant := fs.String("tenant", index.DefaultTenant, "tenant")
-	budget := fs.Int("budget", 8000, "hard token budget (o200k tokens)")
+	budget := fs.Int("budget", 8000, "hard token budget (o200k tokens), at least 1")
+	langList := fs.String("languages", "", "comma-separated languages to keep: "+strings.Join(languageNames(), ",")+" (default: all)")
 	armList := fs.String("arms", "", "comma-separated arms: "+strings.Join(query.AllArms, ",")+" (default: all available)")
 	noRoute := fs.Bool("no-route", false, "ignore the classifier's per-trigger arm weights")
 	asJSON := fs.Bool("json", false, "print the response as JSON (schema: docs/query-json.md)")
-	server := fs.String("server", env(envServer, ""), "query a running `codectx up` or query service at this URL ($"+envServer+")")
+	server := fs.String("server", env(envServer, ""), "query a running codectx up or query service at this URL ($"+envServer+")")
 	var df denseFlags
 	df.register(fs, false)
 	fs.Usage = func() {
@@ -61,14 +92,21 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.Usage()
 		return fmt.Errorf("query: no query text")
 	}
+	if *budget <= 0 {
+		return fmt.Errorf("query: --budget %d: the budget must be at least 1 token", *budget)
+	}
 	arms, err := parseArms(*armList)
+	if err != nil {
+		return fmt.Errorf("query: %w", err)
+	}
+	langs, err := parseLanguages(*langList)
 	if err != nil {
 		return fmt.Errorf("query: %w", err)
 	}
 	var resp *query.Response
 	if *server != "" {
 		cl := &api.Client{BaseURL: *server, Key: os.Getenv(envAPIKey)}
-		resp, err = cl.Query(ctx, api.QueryRequest{Tenant: *tenant, Repo: *repo, Query: strings.Join(fs.Args(), " "), Budget: *budget, Arms: arms, NoRoute: *noRoute})
+		resp, err = cl.Query(ctx, api.QueryRequest{Tenant: *tenant, Repo: *repo, Query: strings.Join(fs.Args(), " "), Budget: *budget, Arms: arms, NoRoute: *noRoute, Languages: langs})
 		if err != nil {
 			return err
 		}
@@ -89,8 +127,12 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return fmt.Errorf("query: %w (run 'codectx index' first)", err)
 		}
+		ls := make([]codectx.Language, len(langs))
+		for i, l := range langs {
+			ls[i] = codectx.Language(l)
+		}
 		eng := &query.Engine{Seg: seg, Dense: kit.arm()}
-		resp, err = eng.Query(ctx, query.Request{Query: strings.Join(fs.Args(), " "), Budget: *budget, Arms: arms, Route: !*noRoute})
+		resp, err = eng.Query(ctx, query.Request{Query: strings.Join(fs.Args(), " "), Budget: *budget, Arms: arms, Route: !*noRoute, Languages: ls})
 		if err != nil {
 			return err
 		}

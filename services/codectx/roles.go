@@ -112,7 +112,7 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var limits limitFlags
 	if r.routes != 0 {
 		limits.register(fs)
-		fs.StringVar(&keysFile, "api-keys", env(envAPIKeys, ""), "API key file (`codectx key create --file FILE` writes it; re-read when it changes); when set, every API route but health, metrics and webhooks needs a key ($"+envAPIKeys+")")
+		fs.StringVar(&keysFile, "api-keys", env(envAPIKeys, ""), "API key file (codectx key create --file FILE writes it; re-read when it changes); when set, every API route but health, metrics and webhooks needs a key ($"+envAPIKeys+")")
 	}
 	cacheBytes := int64(api.DefaultCacheBytes)
 	if r.routes&api.QueryRoutes != 0 {

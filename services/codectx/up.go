@@ -68,7 +68,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	limits.register(fs)
 	cacheBytes := int64(api.DefaultCacheBytes)
 	cacheFlag(fs, &cacheBytes)
-	keysFile := fs.String("api-keys", env(envAPIKeys, ""), "API key file (`codectx key create` writes it; re-read when it changes); when set, every API route but health, metrics and webhooks needs a key ($"+envAPIKeys+")")
+	keysFile := fs.String("api-keys", env(envAPIKeys, ""), "API key file (codectx key create writes it; re-read when it changes); when set, every API route but health, metrics and webhooks needs a key ($"+envAPIKeys+")")
 	keysOn := fs.Bool("keys", envBool(envKeys, false), "require API keys from DATA/keys.json; on first start an admin key is written to DATA/admin.key (mode 0600) ($"+envKeys+")")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: codectx up [--data DIR] [--listen ADDR] [--index PATH_OR_URL ...]
