@@ -141,7 +141,7 @@ func (p *portSpec) UnmarshalYAML(n *yaml.Node) error {
 		if i := strings.LastIndex(s, "/"); i >= 0 {
 			s, p.Protocol = s[:i], s[i+1:]
 		}
-		parts := strings.Split(s, ":")
+		parts := splitColons(s)
 		switch len(parts) {
 		case 1:
 			p.Target = parts[0]
@@ -182,7 +182,7 @@ type volumeSpec struct {
 func (v *volumeSpec) UnmarshalYAML(n *yaml.Node) error {
 	switch n.Kind {
 	case yaml.ScalarNode:
-		parts := strings.Split(n.Value, ":")
+		parts := splitColons(n.Value)
 		if len(parts) == 1 {
 			v.Target = parts[0]
 		} else {
@@ -203,6 +203,26 @@ func (v *volumeSpec) UnmarshalYAML(n *yaml.Node) error {
 	return fmt.Errorf("line %d: volume: want a string or a mapping", n.Line)
 }
 
+// splitColons splits a short-syntax entry on ':' outside ${...}
+// interpolations (whose defaults, ${X:-y}, hold a colon themselves).
+func splitColons(s string) []string {
+	var parts []string
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch {
+		case strings.HasPrefix(s[i:], "${"):
+			depth++
+			i++
+		case s[i] == '}' && depth > 0:
+			depth--
+		case s[i] == ':' && depth == 0:
+			parts = append(parts, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(parts, s[start:])
+}
+
 func (v volumeSpec) named() bool {
 	return v.Source != "" && !strings.HasPrefix(v.Source, ".") &&
 		!strings.HasPrefix(v.Source, "/") && !strings.HasPrefix(v.Source, "~") &&
@@ -221,6 +241,11 @@ var infraImages = []struct{ kind, prefix string }{
 }
 
 func infraKind(image string) string {
+	// A leading registry host ("host.name/..." or "host:port/...") does
+	// not change what the image runs.
+	if first, rest, ok := strings.Cut(image, "/"); ok && strings.ContainsAny(first, ".:") {
+		image = rest
+	}
 	for _, ii := range infraImages {
 		if strings.HasPrefix(image, ii.prefix) {
 			return ii.kind
@@ -304,6 +329,12 @@ func checkCompose(doc []byte) []error {
 			}
 		}
 		checkEndpoints(role, s.Environment, f, infra, bad)
+		if s.Environment["CODECTX_API_KEYS_FILE"] == "" {
+			bad("role %s: API keys off (no CODECTX_API_KEYS_FILE)", role)
+		}
+		if !mounts(s, "/repos") {
+			bad("role %s: no directory mounted at /repos for local repositories", role)
+		}
 		for _, kind := range []string{"temporal", "nats", "minio", "qdrant"} {
 			dep, ok := infra[kind]
 			if !ok {
@@ -319,6 +350,12 @@ func checkCompose(doc []byte) []error {
 			bad("role up: command %q, want [up]", up.Command)
 		}
 		checkBuild("up", up, bad)
+		if up.Environment["CODECTX_KEYS"] != "true" {
+			bad("role up: API keys off (CODECTX_KEYS=%q, want true)", up.Environment["CODECTX_KEYS"])
+		}
+		if !mounts(up, "/repos") {
+			bad("role up: no directory mounted at /repos for local repositories")
+		}
 	}
 
 	// Published host ports on the two entry points.
@@ -383,6 +420,9 @@ func checkCompose(doc []byte) []error {
 			if ip == "" {
 				ip = "0.0.0.0"
 			}
+			if ip != "127.0.0.1" {
+				bad("service %s: host port %s published on %s, want 127.0.0.1 (loopback) by default", name, p.Published, ip)
+			}
 			key := ip + "/" + p.Published + "/" + p.Protocol
 			if prev, ok := published[key]; ok {
 				bad("service %s: host port %s already published by %s", name, key, prev)
@@ -391,6 +431,16 @@ func checkCompose(doc []byte) []error {
 		}
 	}
 	return errs
+}
+
+// mounts reports whether s mounts a volume or host directory at target.
+func mounts(s service, target string) bool {
+	for _, v := range s.Volumes {
+		if v.Target == target && v.Source != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func hasHealthcheck(s service) bool {
@@ -499,8 +549,8 @@ func TestComposeCheckCatchesBreakage(t *testing.T) {
 		{"role missing", "  graph-worker:\n    <<: *codectx", "  graph-wrk:\n    <<: *codectx", "role graph-worker: no service"},
 		{"latest tag", "image: qdrant/qdrant:v", "image: qdrant/qdrant:latest #", "not pinned"},
 		{"untagged", "image: nats:2.11.4-alpine", "image: nats", "has no tag"},
-		{"port collision", `"7701:7700"`, `"9001:7700"`, "already published"},
-		{"gateway port", `"7701:7700"`, `"7702:7700"`, "gateway: not published on host port 7701"},
+		{"port collision", `"127.0.0.1:7701:7700"`, `"127.0.0.1:9001:7700"`, "already published"},
+		{"gateway port", `"127.0.0.1:7701:7700"`, `"127.0.0.1:7702:7700"`, "gateway: not published on host port 7701"},
 		{"dangling depends_on", "postgresql:\n        condition", "postgres-db:\n        condition", "depends_on postgres-db, which is not a service"},
 		{"no infra healthcheck", `test: ["CMD", "mc", "ready", "local"]`, `disable: true`, "service minio has no healthcheck"},
 		{"env missing", "    CODECTX_NATS: nats://nats:4222\n", "", "env CODECTX_NATS missing"},
@@ -512,6 +562,10 @@ func TestComposeCheckCatchesBreakage(t *testing.T) {
 		{"wrong dockerfile", "dockerfile: deploy/Dockerfile", "dockerfile: Dockerfile", "build.dockerfile"},
 		{"secret mismatch", "CODECTX_S3_SECRET_KEY: ${MINIO_ROOT_PASSWORD:-codectx-dev-secret}", "CODECTX_S3_SECRET_KEY: other", "S3 credentials differ"},
 		{"not yaml", "services:", "services: [", "parse compose"},
+		{"all interfaces", `"127.0.0.1:9001:9001"`, `"9001:9001"`, "published on 0.0.0.0, want 127.0.0.1"},
+		{"keys off", "    CODECTX_API_KEYS_FILE: /keys/keys.json\n", "", "role gateway: API keys off"},
+		{"up keys off", `CODECTX_KEYS: "true"`, `CODECTX_KEYS: "false"`, "role up: API keys off"},
+		{"no repos mount", "    - ${CODECTX_REPOS:-./repos}:/repos:ro\n    - ${CODECTX_KEYS_DIR", "    - ${CODECTX_KEYS_DIR", "role orchestrator: no directory mounted at /repos"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
