@@ -630,3 +630,36 @@ func TestCheckPinned(t *testing.T) {
 		}
 	}
 }
+
+// TestComposeTemporalMatchesEmbedded: the compose Temporal server (and the
+// admin tools that set up its schema) are the version codectx up embeds,
+// so the schema and the behaviour tested in-process are the ones deployed.
+func TestComposeTemporalMatchesEmbedded(t *testing.T) {
+	var want string
+	for _, line := range strings.Split(string(readRepoFile(t, "go.mod")), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "go.temporal.io/server" {
+			want = strings.TrimPrefix(f[1], "v")
+		}
+	}
+	if want == "" {
+		t.Fatal("go.mod does not require go.temporal.io/server")
+	}
+	var f composeFile
+	if err := yaml.Unmarshal(readRepoFile(t, "docker-compose.yml"), &f); err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for name, s := range f.Services {
+		for _, repo := range []string{"temporalio/server:", "temporalio/auto-setup:", "temporalio/admin-tools:"} {
+			if tag, ok := strings.CutPrefix(s.Image, repo); ok {
+				seen++
+				if tag != want {
+					t.Errorf("service %s runs %s, want tag %s (go.mod's go.temporal.io/server)", name, s.Image, want)
+				}
+			}
+		}
+	}
+	if seen == 0 {
+		t.Error("no Temporal server image in docker-compose.yml")
+	}
+}
