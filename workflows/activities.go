@@ -153,7 +153,7 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotPl
 	if err := a.Store.Put(ctx, p.ManifestKey, data); err != nil {
 		return p, fmt.Errorf("write manifest: %w", err)
 	}
-	missing, err := a.missing(ctx, m.Files)
+	missing, err := a.missing(ctx, m.Tenant, m.Files)
 	if err != nil {
 		return p, err
 	}
@@ -186,7 +186,7 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotPl
 
 // missing reports, per file, whether its parse result is absent (checked
 // by a few goroutines).
-func (a *Activities) missing(ctx context.Context, files []source.File) ([]bool, error) {
+func (a *Activities) missing(ctx context.Context, tenant string, files []source.File) ([]bool, error) {
 	out := make([]bool, len(files))
 	errs := make([]error, len(files))
 	var next sync.Mutex
@@ -205,7 +205,7 @@ func (a *Activities) missing(ctx context.Context, files []source.File) ([]bool, 
 				if !pipeline.NeedsParse(files[j]) {
 					continue
 				}
-				ok, err := a.Store.Exists(ctx, pipeline.ResultKey(files[j]))
+				ok, err := a.Store.Exists(ctx, pipeline.ResultKey(tenant, files[j]))
 				out[j], errs[j] = !ok, err
 			}
 		})
@@ -337,7 +337,7 @@ func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome
 	tick := time.NewTicker(a.poll())
 	defer tick.Stop()
 	for {
-		if err := a.check(ctx, open); err != nil {
+		if err := a.check(ctx, plan.Tenant, open); err != nil {
 			return out, err
 		}
 		open = slicesDeleteDone(open)
@@ -464,10 +464,10 @@ func slicesDeleteDone(ts []*tracked) []*tracked {
 }
 
 // check removes the files whose results exist from the batches' missing sets.
-func (a *Activities) check(ctx context.Context, ts []*tracked) error {
+func (a *Activities) check(ctx context.Context, tenant string, ts []*tracked) error {
 	for _, t := range ts {
 		for i := range t.missing {
-			ok, err := a.Store.Exists(ctx, pipeline.ResultKey(t.files[i]))
+			ok, err := a.Store.Exists(ctx, pipeline.ResultKey(tenant, t.files[i]))
 			if err != nil {
 				return err
 			}
@@ -660,8 +660,8 @@ type GCResult struct {
 // GC deletes the manifests, plans, segments and vector sets of the
 // repository whose commit is not kept (the current and the previous HEAD),
 // and the repository's vector points that no kept snapshot references.
-// The parse and embedding caches are shared by content across
-// repositories and tenants and are never collected here.
+// The parse and embedding caches are shared by content across a tenant's
+// repositories and are never collected here.
 func (a *Activities) GC(ctx context.Context, in GCInput) (GCResult, error) {
 	var res GCResult
 	keep := map[string]bool{}

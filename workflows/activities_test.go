@@ -129,7 +129,7 @@ func TestWaitParseResendsAndIsolatesPoison(t *testing.T) {
 		t.Fatal(err)
 	}
 	for ok := false; !ok; time.Sleep(20 * time.Millisecond) {
-		if ok, err = store.Exists(ctx, pipeline.ResultKey(stored.Batches[1][0])); err != nil || ctx.Err() != nil {
+		if ok, err = store.Exists(ctx, pipeline.ResultKey("t", stored.Batches[1][0])); err != nil || ctx.Err() != nil {
 			t.Fatal(err, ctx.Err())
 		}
 	}

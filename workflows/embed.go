@@ -90,14 +90,14 @@ func (a *Activities) PlanEmbed(ctx context.Context, in EmbedPlanInput) (EmbedPla
 			}
 			seen[h] = true
 			plan.Points = append(plan.Points, dense.Point{Hash: h, Path: f.Path})
-			items = append(items, pipeline.EmbedItem{Parse: pipeline.ResultKey(f), Chunk: j, Hash: h})
+			items = append(items, pipeline.EmbedItem{Parse: pipeline.ResultKey(p.Tenant, f), Chunk: j, Hash: h})
 		}
 	}
 	hashes := make([]string, len(items))
 	for i, it := range items {
 		hashes[i] = it.Hash
 	}
-	miss, err := dense.Missing(ctx, a.Store, c, hashes)
+	miss, err := dense.Missing(ctx, a.Store, c, p.Tenant, hashes)
 	if err != nil {
 		return res, err
 	}
@@ -200,7 +200,7 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 		var next []*batch
 		for _, b := range open {
 			for h := range b.missing {
-				ok, err := a.Store.Exists(ctx, dense.CacheKey(c, h))
+				ok, err := a.Store.Exists(ctx, dense.CacheKey(c, p.Tenant, h))
 				if err != nil {
 					return out, err
 				}

@@ -181,8 +181,8 @@ func (s *Server) repoAction(w http.ResponseWriter, r *http.Request) {
 
 // deleteRepo serves DELETE /v1/repos/{tenant}/{repo}: the HEAD goes
 // first (queries stop finding the repository), then its segments,
-// manifests and plans. The parse cache is shared by content and is left
-// to `codectx gc`. The dense arm's vectors of the repository are not
+// manifests and plans. The parse cache is shared by the tenant's
+// repositories and is left to `codectx gc`. The dense arm's vectors of the repository are not
 // removed here yet: with its HEAD gone no query names the repository, so
 // they are never searched, but they stay stored.
 func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {

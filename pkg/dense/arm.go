@@ -102,7 +102,7 @@ func IndexSegment(ctx context.Context, store *blob.Bucket, vs vector.Store, e em
 		hashes[i] = p.Hash
 	}
 	st := &Stats{Model: c.Model, Chunks: len(pts)}
-	n, err := EmbedAndCache(ctx, store, e, hashes, texts)
+	n, err := EmbedAndCache(ctx, store, e, seg.Meta.Tenant, hashes, texts)
 	if err != nil {
 		return nil, err
 	}

@@ -60,11 +60,12 @@ func Collection(e embed.Embedder) vector.Collection {
 	return vector.Collection{Model: e.Model(), Dim: e.Dim()}
 }
 
-// CacheKey is where the vector of a text hash is cached for a collection.
-// Like the parse cache, it is keyed by content only and shared by every
-// repository and tenant of a store.
-func CacheKey(c vector.Collection, hash string) string {
-	return "embeddings/" + c.Name() + "/" + hash[:2] + "/" + hash
+// CacheKey is where the vector of a text hash is cached for a collection
+// and tenant. Like the parse cache it is per tenant, shared by the
+// tenant's repositories only: a reuse count never tells one tenant that a
+// text exists in another's code. Tenant names hold no "/" and no "@".
+func CacheKey(c vector.Collection, tenant, hash string) string {
+	return "embeddings/" + c.Name() + "/@" + tenant + "/" + hash[:2] + "/" + hash
 }
 
 func encodeVec(v []float32) []byte {
@@ -87,8 +88,8 @@ func decodeVec(data []byte, dim int) ([]float32, error) {
 }
 
 // ReadVector returns the cached vector of hash.
-func ReadVector(ctx context.Context, store *blob.Bucket, c vector.Collection, hash string) ([]float32, error) {
-	data, err := store.Get(ctx, CacheKey(c, hash))
+func ReadVector(ctx context.Context, store *blob.Bucket, c vector.Collection, tenant, hash string) ([]float32, error) {
+	data, err := store.Get(ctx, CacheKey(c, tenant, hash))
 	if err != nil {
 		return nil, err
 	}
@@ -123,10 +124,10 @@ func parallel(ctx context.Context, n int, f func(i int) error) error {
 }
 
 // Missing reports, per hash, whether its vector is not cached.
-func Missing(ctx context.Context, store *blob.Bucket, c vector.Collection, hashes []string) ([]bool, error) {
+func Missing(ctx context.Context, store *blob.Bucket, c vector.Collection, tenant string, hashes []string) ([]bool, error) {
 	out := make([]bool, len(hashes))
 	err := parallel(ctx, len(hashes), func(i int) error {
-		ok, err := store.Exists(ctx, CacheKey(c, hashes[i]))
+		ok, err := store.Exists(ctx, CacheKey(c, tenant, hashes[i]))
 		out[i] = !ok
 		return err
 	})
@@ -139,9 +140,9 @@ const EmbedBatch = 32
 // EmbedAndCache embeds the texts whose hash has no cached vector yet and
 // caches the vectors; hashes[i] is the hash of texts[i]. It returns how
 // many it embedded. A redelivered job embeds only what is still missing.
-func EmbedAndCache(ctx context.Context, store *blob.Bucket, e embed.Embedder, hashes, texts []string) (int, error) {
+func EmbedAndCache(ctx context.Context, store *blob.Bucket, e embed.Embedder, tenant string, hashes, texts []string) (int, error) {
 	c := Collection(e)
-	miss, err := Missing(ctx, store, c, hashes)
+	miss, err := Missing(ctx, store, c, tenant, hashes)
 	if err != nil {
 		return 0, err
 	}
@@ -166,7 +167,7 @@ func EmbedAndCache(ctx context.Context, store *blob.Bucket, e embed.Embedder, ha
 			if len(vecs[j]) != c.Dim {
 				return fmt.Errorf("dense: %w: %d elements, model %s announced %d", embed.ErrDim, len(vecs[j]), c.Model, c.Dim)
 			}
-			return store.Put(ctx, CacheKey(c, hs[lo+j]), encodeVec(vecs[j]))
+			return store.Put(ctx, CacheKey(c, tenant, hs[lo+j]), encodeVec(vecs[j]))
 		})
 		if err != nil {
 			return lo, err
@@ -215,7 +216,7 @@ func Upsert(ctx context.Context, store *blob.Bucket, vs vector.Store, c vector.C
 		out := make([]vector.Point, len(part))
 		ok := make([]bool, len(part))
 		err := parallel(ctx, len(part), func(i int) error {
-			v, err := ReadVector(ctx, store, c, part[i].Hash)
+			v, err := ReadVector(ctx, store, c, tenant, part[i].Hash)
 			if errors.Is(err, blob.ErrNotFound) {
 				return nil
 			}

@@ -74,16 +74,24 @@ type Summary struct {
 	MBPerSecond     float64        `json:"mb_per_second"`
 }
 
-// Keys of the blob store layout. Every key starts with the tenant, except
-// the parse cache, which is keyed by content only and shared.
-// ParseKey is where the parse result of a blob is cached.
-func ParseKey(lang codectx.Language, blobHash string) string {
-	return "parse/v" + chunk.Version + "/" + string(lang) + "/" + blobHash[:2] + "/" + blobHash
+// Keys of the blob store layout. Every key names the tenant.
+
+// ParseKey is where the parse result of a blob is cached for tenant. The
+// cache is per tenant: a result is reused only within the tenant that
+// parsed it, so reuse counts (and timings) never tell one tenant that a
+// file exists in another's code. Tenant names hold no "/" and no "@", so
+// "@"+tenant is one unambiguous element (the library build's empty tenant
+// is "@").
+func ParseKey(tenant string, lang codectx.Language, blobHash string) string {
+	return "parse/v" + chunk.Version + "/@" + tenant + "/" + string(lang) + "/" + blobHash[:2] + "/" + blobHash
 }
 
 // ContentKey is where the text of a parsed file is kept, by its git blob
 // hash: what `read` (MCP, the API) serves at the indexed commit. It lives
 // under parse/ so the store-wide parse-cache GC collects it with the rest.
+// It is shared by content: it is read only for a blob of the reader's own
+// segment, every parse of a blob writes it (a tenant-scoped cache miss
+// always does), and nothing reports whether it was already there.
 func ContentKey(blobHash string) string {
 	return "parse/content/" + blobHash[:2] + "/" + blobHash
 }
@@ -376,7 +384,7 @@ func BuildSegment(ctx context.Context, store *blob.Bucket, snap *source.Snapshot
 					return
 				}
 				f := snap.Files[i]
-				results[i], errs[i] = ParseFile(ctx, store, f, func() ([]byte, error) { return snap.Read(f) }, opt.Chunk)
+				results[i], errs[i] = ParseFile(ctx, store, opt.Tenant, f, func() ([]byte, error) { return snap.Read(f) }, opt.Chunk)
 				bytesDone.Add(f.Size)
 				done.Add(1)
 			}
@@ -410,7 +418,7 @@ func LoadParsed(ctx context.Context, store *blob.Bucket, m *Manifest) ([]Parsed,
 			out[i] = Parsed{Result: chunk.Result{Language: chunk.Detect(f.Path, nil), Skip: codectx.SkipTooLarge}}
 			continue
 		}
-		data, err := store.Get(ctx, ParseKey(chunk.Detect(f.Path, nil), f.Blob))
+		data, err := store.Get(ctx, ParseKey(m.Tenant, chunk.Detect(f.Path, nil), f.Blob))
 		if err != nil {
 			return nil, fmt.Errorf("index: parse result of %s: %w", f.Path, err)
 		}
@@ -542,16 +550,16 @@ func tooLarge(f source.File, opt chunk.Options) bool {
 }
 
 // ParseFile chunks one file, or returns its cached parse result. The result
-// is cached under the file's blob hash, so a redelivered or repeated parse
+// is cached under the tenant and the file's blob hash, so a redelivered or repeated parse
 // rewrites the same object. read is called only on a cache miss. Parse
 // workers of the pipeline call this too.
-func ParseFile(ctx context.Context, store *blob.Bucket, f source.File, read func() ([]byte, error), opt chunk.Options) (Parsed, error) {
+func ParseFile(ctx context.Context, store *blob.Bucket, tenant string, f source.File, read func() ([]byte, error), opt chunk.Options) (Parsed, error) {
 	lang := chunk.Detect(f.Path, nil)
 	if tooLarge(f, opt) {
 		// Not read at all: the size from the tree is enough.
 		return Parsed{Result: chunk.Result{Language: lang, Skip: codectx.SkipTooLarge}}, nil
 	}
-	key := ParseKey(lang, f.Blob)
+	key := ParseKey(tenant, lang, f.Blob)
 	if data, err := store.Get(ctx, key); err == nil {
 		var p Parsed
 		if json.Unmarshal(data, &p.Result) == nil {

@@ -91,7 +91,7 @@ func (w *Workers) HandleEmbed(ctx context.Context, m queue.Message) error {
 		}
 		hashes, texts = append(hashes, it.Hash), append(texts, text)
 	}
-	if _, err := dense.EmbedAndCache(ctx, w.Store, w.Embedder, hashes, texts); err != nil {
+	if _, err := dense.EmbedAndCache(ctx, w.Store, w.Embedder, b.Tenant, hashes, texts); err != nil {
 		return fmt.Errorf("embed batch %d of %s/%s@%s: %w", b.Batch, b.Tenant, b.Repo, b.Commit, err)
 	}
 	return nil

@@ -32,9 +32,11 @@ var ErrNoRoots = errors.New("gc: cached parse results but no manifest or segment
 
 // CollectParseCache deletes the parse-cache entries that no stored
 // manifest or segment references: results of files that no snapshot of
-// any tenant still contains, and results of other parser versions. The
-// cache is shared by content across repositories and tenants, so only a
-// store-wide pass can tell what is unused; per-repository GC (the
+// any tenant still contains, and results of other parser versions or of the
+// shared layout before the cache was per tenant. Each entry is live for the
+// tenant of the manifest or segment that lists its file. The cache is
+// shared by content across a tenant's repositories, so only a store-wide
+// pass can tell what is unused; per-repository GC (the
 // snapshot workflow's last step) removes manifests and segments, this
 // removes what they leave behind.
 //
@@ -55,8 +57,8 @@ func CollectParseCache(ctx context.Context, store *blob.Bucket, opt GCOptions) (
 	}
 	st.Cached = len(cached)
 	live := map[string]bool{}
-	mark := func(path, blobHash string) {
-		live[index.ParseKey(chunk.Detect(path, nil), blobHash)] = true
+	mark := func(tenant, path, blobHash string) {
+		live[index.ParseKey(tenant, chunk.Detect(path, nil), blobHash)] = true
 		if len(blobHash) > 2 {
 			live[index.ContentKey(blobHash)] = true
 		}
@@ -74,7 +76,7 @@ func CollectParseCache(ctx context.Context, store *blob.Bucket, opt GCOptions) (
 			return st, fmt.Errorf("gc: %w", err)
 		}
 		for _, f := range m.Files {
-			mark(f.Path, f.Blob)
+			mark(m.Tenant, f.Path, f.Blob)
 		}
 		st.Roots++
 	}
@@ -97,7 +99,7 @@ func CollectParseCache(ctx context.Context, store *blob.Bucket, opt GCOptions) (
 			return st, fmt.Errorf("gc: %s: %w", k, err)
 		}
 		for _, f := range seg.Files {
-			mark(f.Path, f.Blob)
+			mark(seg.Meta.Tenant, f.Path, f.Blob)
 		}
 		st.Roots++
 	}

@@ -99,9 +99,9 @@ func PlanKey(tenant, repo, commit string) string {
 // over MaxFileSize never do).
 func NeedsParse(f source.File) bool { return f.Size <= MaxFileSize }
 
-// ResultKey is the parse-cache key of f.
-func ResultKey(f source.File) string {
-	return index.ParseKey(chunk.Detect(f.Path, nil), f.Blob)
+// ResultKey is the parse-cache key of f in tenant's cache.
+func ResultKey(tenant string, f source.File) string {
+	return index.ParseKey(tenant, chunk.Detect(f.Path, nil), f.Blob)
 }
 
 // worktreePrefix names snapshots of plain directories, which have no

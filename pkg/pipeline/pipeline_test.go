@@ -137,7 +137,7 @@ func TestParseRejectsChangedWorktreeFile(t *testing.T) {
 	if err := w.HandleParse(ctx, queue.Message{Data: data}); err == nil {
 		t.Fatal("parse of a changed file succeeded")
 	}
-	if ok, _ := store.Exists(ctx, ResultKey(snap.Files[0])); ok {
+	if ok, _ := store.Exists(ctx, ResultKey("", snap.Files[0])); ok {
 		t.Error("changed content cached under the old blob hash")
 	}
 }

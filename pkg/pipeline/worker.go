@@ -131,7 +131,7 @@ func (w *Workers) handleParse(ctx context.Context, b ParseBatch) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := w.parseOne(ctx, snap, f, worktree); err != nil {
+		if err := w.parseOne(ctx, snap, b.Tenant, f, worktree); err != nil {
 			err = fmt.Errorf("parse %s of %s/%s@%s: %w", f.Path, b.Tenant, b.Repo, b.Commit, err)
 			if errors.Is(err, errChanged) {
 				err = queue.Permanent(err)
@@ -142,13 +142,13 @@ func (w *Workers) handleParse(ctx context.Context, b ParseBatch) error {
 	return nil
 }
 
-func (w *Workers) parseOne(ctx context.Context, snap *source.Snapshot, f source.File, worktree bool) error {
+func (w *Workers) parseOne(ctx context.Context, snap *source.Snapshot, tenant string, f source.File, worktree bool) error {
 	defer func() {
 		if r := recover(); r != nil {
 			panic(fmt.Sprintf("parse %s: %v", f.Path, r))
 		}
 	}()
-	_, err := index.ParseFile(ctx, w.Store, f, func() ([]byte, error) {
+	_, err := index.ParseFile(ctx, w.Store, tenant, f, func() ([]byte, error) {
 		if w.ParseHook != nil {
 			w.ParseHook(f.Path)
 		}
