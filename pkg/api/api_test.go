@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -319,5 +320,46 @@ func TestWaitIndexedReportsFailure(t *testing.T) {
 	cancel()
 	if _, err := c.WaitIndexed(ctx, "default", "never", ""); !errors.Is(err, context.Canceled) {
 		t.Errorf("WaitIndexed with a cancelled context = %v, want context.Canceled", err)
+	}
+}
+
+// TestIndexMissingPath: with LocalPaths (codectx up), a path that is not a
+// directory on the server is refused at once, in one line, and nothing is
+// signalled; without it (a gateway whose workers run elsewhere) the
+// request goes on to the workflow.
+func TestIndexMissingPath(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		localPaths bool
+		loc        string
+		code       int
+	}{
+		{"missing", true, filepath.Join(dir, "nope"), 400},
+		{"a file", true, file, 400},
+		{"a directory", true, dir, 202},
+		{"elsewhere", false, filepath.Join(dir, "nope"), 202},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := &fakeIndexer{}
+			ts, _ := newServer(t, &Server{Store: blob.NewMem(), Indexer: fake, Routes: AllRoutes, LocalPaths: tc.localPaths})
+			code, m := post(t, ts.URL+"/v1/index", `{"location":`+strconv.Quote(tc.loc)+`}`)
+			if code != tc.code {
+				t.Fatalf("POST /v1/index %s: %d %v, want %d", tc.loc, code, m, tc.code)
+			}
+			if code == 400 {
+				msg, _ := m["error"].(string)
+				if !strings.Contains(msg, "not a directory on the server") || strings.Contains(msg, "\n") {
+					t.Errorf("error %q, want one line saying the path is not a directory on the server", msg)
+				}
+				if len(fake.reqs) != 0 {
+					t.Errorf("indexer signalled for a refused path: %+v", fake.reqs)
+				}
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -44,13 +45,19 @@ type Check struct {
 // Server holds what the handlers need. Set the fields, then call Handler
 // once; the handler is safe for concurrent use.
 type Server struct {
-	Store     *blob.Bucket      // required: published segments and HEADs
-	Indexer   Indexer           // nil: /v1/index answers 503 and status shows the HEAD only
-	Metrics   *metrics.Metrics  // nil: a fresh registry
-	Routes    Routes            // API routes served; 0 = health, readiness and metrics only
-	Checks    []Check           // readiness probes besides the store
-	Notes     map[string]string // shown by /readyz, e.g. {"embed": "disabled: no embedder configured"}
-	CacheSize int64             // bytes the loaded segments may hold (segment.Size); default DefaultCacheBytes
+	Store   *blob.Bucket // required: published segments and HEADs
+	Indexer Indexer      // nil: /v1/index answers 503 and status shows the HEAD only
+	// LocalPaths says the paths an index request names are on this
+	// machine (codectx up: the server and the workers are one process), so
+	// a path that is not a directory here is refused at once (400) instead
+	// of failing in the workflow. A gateway whose workers run elsewhere
+	// leaves it false.
+	LocalPaths bool
+	Metrics    *metrics.Metrics  // nil: a fresh registry
+	Routes     Routes            // API routes served; 0 = health, readiness and metrics only
+	Checks     []Check           // readiness probes besides the store
+	Notes      map[string]string // shown by /readyz, e.g. {"embed": "disabled: no embedder configured"}
+	CacheSize  int64             // bytes the loaded segments may hold (segment.Size); default DefaultCacheBytes
 	// Webhooks verifies push deliveries (POST /v1/webhooks/{host}/{tenant},
 	// with AdminRoutes); a tenant without a secret takes none.
 	Webhooks WebhookConfig
@@ -447,6 +454,11 @@ func (s *Server) checkLocation(where string, operator, local bool) (int, error) 
 		}
 		if loc.Scheme == "" && !loc.IsAbs() {
 			return http.StatusBadRequest, errors.New("location: want a clone URL or an absolute path on the server")
+		}
+		// Fail fast, before a workflow starts and retries: the caller
+		// is an operator, who may learn which paths the server has.
+		if st, err := os.Stat(loc.Path); s.LocalPaths && (err != nil || !st.IsDir()) {
+			return http.StatusBadRequest, fmt.Errorf("location: %s is not a directory on the server", loc.Path)
 		}
 		return 0, nil
 	}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"codectx/pkg/api"
+	"codectx/pkg/blob"
 	"codectx/pkg/testrepo"
 	"codectx/pkg/tokens"
 )
@@ -373,5 +376,53 @@ func TestQueryFlags(t *testing.T) {
 				t.Errorf("--languages %s returned %s", lang, p)
 			}
 		}
+	}
+}
+
+// refuseIndexer is an orchestrator that must not be reached.
+type refuseIndexer struct{ t *testing.T }
+
+func (r refuseIndexer) Index(context.Context, api.IndexRequest) (string, error) {
+	r.t.Error("index request reached the orchestrator")
+	return "", errors.New("not reached")
+}
+
+func (r refuseIndexer) Status(context.Context, string, string) (api.RepoStatus, error) {
+	return api.RepoStatus{}, errors.New("not reached")
+}
+
+func TestErrorsUnderJSON(t *testing.T) {
+	srv := httptest.NewServer((&api.Server{Store: blob.NewMem(), Indexer: refuseIndexer{t}, Routes: api.AllRoutes, LocalPaths: true}).Handler())
+	defer srv.Close()
+	missing := filepath.Join(t.TempDir(), "not-there")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"index --server, path not on the server", []string{"index", "--server", srv.URL, "--json", missing}, "is not a directory on the server"},
+		{"query, nothing indexed", []string{"query", "--data", t.TempDir(), "--repo", "nope", "--json", "x"}, "codectx index"},
+		{"query, bad budget", []string{"query", "--repo", "r", "--budget", "0", "--json", "x"}, "budget"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := run(context.Background(), tc.args, &out, &errOut)
+			if err == nil || !errors.As(err, new(reported)) {
+				t.Fatalf("err = %v, want a reported error", err)
+			}
+			if out.Len() != 0 {
+				t.Errorf("stdout = %q, want nothing", out.String())
+			}
+			lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+			var e struct{ Error string }
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &e); err != nil || !strings.Contains(e.Error, tc.want) || strings.Contains(e.Error, "\n") {
+				t.Errorf("last stderr line %q (%v), want {\"error\": ...%s...}", lines[len(lines)-1], err, tc.want)
+			}
+		})
+	}
+	// Without --json the same failure is a plain error, one line.
+	_, err := runCLI(t, "index", "--server", srv.URL, missing)
+	if err == nil || errors.As(err, new(reported)) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "not a directory on the server") {
+		t.Errorf("index --server of a missing path: err = %v, want one plain line", err)
 	}
 }

@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,7 +25,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "codectx:", err)
+		if !errors.As(err, new(reported)) {
+			fmt.Fprintln(os.Stderr, "codectx:", err)
+		}
 		os.Exit(1)
 	}
 }
@@ -81,7 +84,7 @@ func usage() string {
 			fmt.Fprintf(&b, "  codectx %s %s\n", c.name, c.synopsis)
 		}
 	}
-	b.WriteString("\nRun 'codectx COMMAND --help' for the flags of a command.\n")
+	b.WriteString("\nRun 'codectx COMMAND --help' for the flags of a command. Under --json, an error is\none line of JSON on stderr, {\"error\": \"...\"}, and the exit status is 1.\n")
 	return b.String()
 }
 
@@ -107,11 +110,42 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil
 			}
+			if err != nil && wantsJSON(c.name, args[1:]) {
+				// Under --json the error is JSON too, one line on
+				// stderr (stdout stays the result's alone): {"error": "..."}.
+				json.NewEncoder(stderr).Encode(map[string]string{"error": err.Error()})
+				return reported{err}
+			}
 			return err
 		}
 	}
 	fmt.Fprint(stderr, usage())
 	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// reported is an error run already wrote to stderr (as JSON); main only
+// sets the exit status.
+type reported struct{ error }
+
+func (r reported) Unwrap() error { return r.error }
+
+// wantsJSON reports whether a command was asked for JSON output: --json
+// is a boolean flag of these commands (eval's names an output file).
+func wantsJSON(cmd string, args []string) bool {
+	switch cmd {
+	case "index", "query", "gc", "key", "bench-query":
+	default:
+		return false
+	}
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-json", "--json", "-json=true", "--json=true":
+			return true
+		}
+	}
+	return false
 }
 
 // runVersion prints the module version and, when the binary was built

@@ -183,7 +183,7 @@ Stop with SIGINT or SIGTERM.`)
 	}
 	srv := &api.Server{
 		Deliveries: deliveries,
-		Store:      store, Indexer: temporalIndexer{tc}, Metrics: m, Routes: api.AllRoutes,
+		Store:      store, Indexer: temporalIndexer{tc}, LocalPaths: true, Metrics: m, Routes: api.AllRoutes,
 		Checks: d.checks(useTemporal | useNATS), Notes: map[string]string{"embed": kit.note()}, Log: log, Dense: kit.arm(),
 		Webhooks: webhooks, Keys: selfKeys, Sessions: sessions, CacheSize: cacheBytes, Net: c.netPolicy(),
 	}
