@@ -128,6 +128,37 @@ func (p *Policy) Check(ctx context.Context, host, port string) error {
 	return nil
 }
 
+// Pin resolves host once and returns an address to dial instead of the
+// name, for a client that dials by itself (go-git's git:// transport): it
+// fails with ErrRefused unless every address host resolves to may be
+// dialled, as Check does, and the caller connects to the address returned,
+// so a second lookup (DNS rebinding) is never made. A trusted host, or a
+// policy that allows private networks, is returned as it is.
+func (p *Policy) Pin(ctx context.Context, host, port string) (string, error) {
+	if p != nil && p.AllowPrivate || p.Trusted(host, port) {
+		return host, nil
+	}
+	if err := p.CheckName(host, port); err != nil {
+		return "", err
+	}
+	bare := strings.Trim(host, "[]")
+	if _, err := netip.ParseAddr(bare); err == nil {
+		return bare, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	addrs, err := p.resolver().LookupNetIP(ctx, "ip", bare)
+	if err != nil || len(addrs) == 0 {
+		return "", fmt.Errorf("host %s: %w (does not resolve)", bare, ErrRefused)
+	}
+	for _, a := range addrs {
+		if !Public(a) {
+			return "", fmt.Errorf("host %s: %w", bare, ErrRefused)
+		}
+	}
+	return addrs[0].Unmap().String(), nil
+}
+
 // CheckName is Check without name resolution: it refuses IP addresses the
 // policy does not allow and the names that always mean this machine
 // ("localhost", "*.localhost"), and accepts every other name, leaving it

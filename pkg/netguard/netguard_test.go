@@ -131,3 +131,25 @@ func TestCheckName(t *testing.T) {
 		}
 	}
 }
+
+func TestPin(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		p          *Policy
+		host, want string
+		refused    bool
+	}{
+		{&Policy{}, "8.8.8.8", "8.8.8.8", false},
+		{&Policy{}, "[2606:4700::1111]", "2606:4700::1111", false},
+		{&Policy{}, "127.0.0.1", "", true},
+		{&Policy{}, "localhost", "", true},
+		{&Policy{}, "name.invalid", "", true}, // does not resolve
+		{&Policy{AllowPrivate: true}, "localhost", "localhost", false},
+		{&Policy{Hosts: []string{"git.internal"}}, "git.internal", "git.internal", false},
+	} {
+		got, err := tt.p.Pin(ctx, tt.host, "9418")
+		if got != tt.want || errors.Is(err, ErrRefused) != tt.refused {
+			t.Errorf("Pin(%s) with %+v = %q, %v; want %q, refused %v", tt.host, tt.p, got, err, tt.want, tt.refused)
+		}
+	}
+}

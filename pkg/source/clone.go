@@ -34,8 +34,8 @@ func openURL(ctx context.Context, url string, loc location.Location, opt Options
 		return nil, errors.New("a clone URL needs Options.CacheDir")
 	}
 	if opt.Net != nil && loc.Kind == location.Remote {
-		// HTTP(S) is checked again when dialled; ssh and git are checked
-		// only here (go-git dials them itself).
+		// An early answer without a fetch: every scheme is checked again
+		// when dialled (HTTP(S) by guardedHTTP, ssh and git by guard.go).
 		host, port := loc.HostPort()
 		if err := opt.Net.Check(ctx, host, port); err != nil {
 			return nil, err
@@ -102,7 +102,9 @@ func clone(ctx context.Context, dir, url string, opt Options) (*git.Repository, 
 	if err != nil {
 		return nil, err
 	}
-	refs, err := remote.ListContext(ctx, &git.ListOptions{})
+	px, done := guardProxy(ctx, url)
+	defer done()
+	refs, err := remote.ListContext(ctx, &git.ListOptions{ProxyOptions: px})
 	if err != nil {
 		return nil, cloneErr(url, err)
 	}
@@ -135,12 +137,19 @@ func cloneErr(url string, err error) error {
 
 // fetch updates all branches and tags from origin.
 func fetch(ctx context.Context, repo *git.Repository, opt Options) error {
+	var px transport.ProxyOptions
+	if r, err := repo.Remote(git.DefaultRemoteName); err == nil && len(r.Config().URLs) > 0 {
+		var done func()
+		px, done = guardProxy(ctx, r.Config().URLs[0])
+		defer done()
+	}
 	err := repo.FetchContext(ctx, &git.FetchOptions{
-		RemoteName: git.DefaultRemoteName,
-		RefSpecs:   []config.RefSpec{headsRefSpec},
-		Tags:       git.AllTags,
-		Force:      true,
-		Progress:   opt.Progress,
+		ProxyOptions: px,
+		RemoteName:   git.DefaultRemoteName,
+		RefSpecs:     []config.RefSpec{headsRefSpec},
+		Tags:         git.AllTags,
+		Force:        true,
+		Progress:     opt.Progress,
 	})
 	if errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return nil
