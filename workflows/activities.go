@@ -429,7 +429,7 @@ func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome
 		for _, t := range open {
 			left += len(t.missing)
 		}
-		activity.RecordHeartbeat(ctx, map[string]int{"missing": left, "failed": len(out.Failed)})
+		activity.RecordHeartbeat(ctx, ParseHeartbeat{Planned: in.Plan.Changed, Missing: left, Failed: len(out.Failed)})
 		select {
 		case <-ctx.Done():
 			return out, ctx.Err()

@@ -12,6 +12,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 )
 
@@ -49,6 +50,39 @@ func Status(ctx context.Context, c client.Client, tenant, repo string) (RepoStat
 		return st, fmt.Errorf("status %s/%s: %w", tenant, repo, err)
 	}
 	return st, nil
+}
+
+// Progress asks the running SnapshotWorkflow child (RepoStatus.Child) how
+// far it is. During the parse stage the counts of its WaitParse heartbeat,
+// when it has recorded one, give the files parsed and failed so far.
+func Progress(ctx context.Context, c client.Client, child string) (SnapshotProgress, error) {
+	var p SnapshotProgress
+	v, err := c.QueryWorkflow(ctx, child, "", ProgressQuery)
+	if err != nil {
+		return p, fmt.Errorf("progress of %s: %w", child, err)
+	}
+	if err := v.Get(&p); err != nil {
+		return p, fmt.Errorf("progress of %s: %w", child, err)
+	}
+	if p.Stage != StageParse {
+		return p, nil
+	}
+	d, err := c.DescribeWorkflowExecution(ctx, child, "")
+	if err != nil {
+		return p, fmt.Errorf("describe %s: %w", child, err)
+	}
+	for _, pa := range d.GetPendingActivities() {
+		if pa.GetActivityType().GetName() != "WaitParse" || pa.GetHeartbeatDetails() == nil {
+			continue
+		}
+		var hb ParseHeartbeat
+		if err := converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &hb); err != nil || hb.Planned != p.Planned {
+			continue // a heartbeat of another form (an older worker)
+		}
+		p.Failed = hb.Failed
+		p.Parsed = max(0, hb.Planned-hb.Missing-hb.Failed)
+	}
+	return p, nil
 }
 
 // IndexRepoInput is the input of IndexRepo.

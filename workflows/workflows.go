@@ -29,7 +29,40 @@ const TaskQueue = "codectx-index"
 const (
 	PushSignal  = "push"
 	StatusQuery = "status"
+	// ProgressQuery is the query of SnapshotWorkflow answering its
+	// SnapshotProgress.
+	ProgressQuery = "progress"
 )
+
+// Stages reported by SnapshotProgress.Stage, in order.
+const (
+	StageSnapshot = "snapshot" // opening the location, writing the manifest and plan
+	StageParse    = "parse"    // parse fan-out and wait
+	StageEmbed    = "embed"    // embedding the snapshot's chunks
+	StageGraph    = "graph"    // graph build and segment
+	StagePublish  = "publish"  // HEAD switch and GC
+)
+
+// SnapshotProgress is what a running SnapshotWorkflow has done so far (the
+// "progress" query). Parsed and Failed are final once Stage is past parse;
+// during parse the WaitParse heartbeat has the live counts (see
+// ParseHeartbeat).
+type SnapshotProgress struct {
+	Stage   string
+	Commit  string // "" until the snapshot stage resolves it
+	Files   int    // files in the snapshot
+	Planned int    // files to parse (no cached result)
+	Reused  int    // files whose parse result was cached
+	Parsed  int
+	Failed  int
+}
+
+// ParseHeartbeat is the heartbeat detail WaitParse records each round.
+type ParseHeartbeat struct {
+	Planned int `json:"planned"`
+	Missing int `json:"missing"` // planned files without a result yet
+	Failed  int `json:"failed"`  // files left out so far
+}
 
 // States reported by RepoStatus.State.
 const (
@@ -98,6 +131,9 @@ type RepoStatus struct {
 	Covered      int    // pushes covered by finished snapshots
 	Snapshots    int
 	Location     string // of the last push received
+	// Child is the workflow ID of the running SnapshotWorkflow ("" when
+	// idle): query it for its SnapshotProgress.
+	Child string
 }
 
 // RepoWorkflow serialises the indexing of one repository. Pushes received
@@ -109,12 +145,13 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 	if carry != nil {
 		st = *carry
 	}
-	state, current := StateIdle, ""
+	state, current, child := StateIdle, "", ""
 	if err := workflow.SetQueryHandler(ctx, StatusQuery, func() (RepoStatus, error) {
 		return RepoStatus{
 			Tenant: tenant, Repo: repo, State: state, Current: current, Pending: st.Pending,
 			LastCommit: st.LastCommit, Last: st.Last, LastError: st.LastError,
 			LastDetail: st.LastDetail, Received: st.Received, Covered: st.Covered, Snapshots: st.Snapshots, Location: st.Location,
+			Child: child,
 		}, nil
 	}); err != nil {
 		return err
@@ -153,10 +190,9 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 		p := *st.Pending
 		st.Pending = nil
 		upto := st.Received - len(st.Queue) // queued pushes are not covered yet
+		child = fmt.Sprintf("%s/snapshot-%d", RepoWorkflowID(tenant, repo), st.Snapshots)
 		state, current = StateIndexing, p.Commit
-		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-			WorkflowID: fmt.Sprintf("%s/snapshot-%d", RepoWorkflowID(tenant, repo), st.Snapshots),
-		})
+		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: child})
 		st.Snapshots++
 		fut := workflow.ExecuteChildWorkflow(cctx, SnapshotWorkflow, SnapshotInput{Tenant: tenant, Repo: repo, Location: p.Location, Commit: p.Commit, Forward: p.Forward})
 		done := false
@@ -181,7 +217,7 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 			st.LastCommit = res.Commit
 		}
 		st.Covered = upto
-		state, current = StateIdle, ""
+		state, current, child = StateIdle, "", ""
 		runs++
 		if runs >= snapshotsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 			drain()
@@ -249,12 +285,19 @@ func SnapshotWorkflow(ctx workflow.Context, in SnapshotInput) (SnapshotResult, e
 	if in.Tenant == "" {
 		in.Tenant = index.DefaultTenant
 	}
+	// The progress query and the stage changes issue no commands: old
+	// histories replay unchanged.
+	prog := SnapshotProgress{Stage: StageSnapshot}
+	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (SnapshotProgress, error) { return prog, nil }); err != nil {
+		return res, err
+	}
 
 	var plan SnapshotPlan
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, snapshotOpts), a.Snapshot, in).Get(ctx, &plan); err != nil {
 		return res, stageError("snapshot "+in.Location, err)
 	}
 	res.Commit, res.Files, res.Reused = plan.Commit, plan.Files, plan.Reused
+	prog = SnapshotProgress{Stage: StageParse, Commit: plan.Commit, Files: plan.Files, Planned: plan.Changed, Reused: plan.Reused}
 	if plan.Skipped {
 		res.Skipped, res.Segment, res.Behind = true, plan.Segment, plan.Behind
 		if plan.Behind != "" {
@@ -276,16 +319,19 @@ func SnapshotWorkflow(ctx workflow.Context, in SnapshotInput) (SnapshotResult, e
 		}
 		res.Parsed, res.Failed, res.FailedFiles, res.LeftOut = out.Parsed, len(out.Failed), out.Failed, out.LeftOut
 	}
+	prog.Stage, prog.Parsed, prog.Failed = StageEmbed, res.Parsed, res.Failed
 
 	if err := embedStage(ctx, plan, pin.Run, &res); err != nil {
 		return res, err
 	}
 
+	prog.Stage = StageGraph
 	gin := GraphInput{Job: pipeline.GraphJob{Tenant: plan.Tenant, Repo: plan.Repo, Commit: plan.Commit, ManifestKey: plan.ManifestKey, Failed: res.FailedFiles}, Run: pin.Run}
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, waitOpts), a.Graph, gin).Get(ctx, &res.Segment); err != nil {
 		return res, stageError("graph", err)
 	}
 
+	prog.Stage = StagePublish
 	var pub PublishResult
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, publishOpts), a.Publish,
 		PublishInput{Tenant: plan.Tenant, Repo: plan.Repo, Commit: plan.Commit, Segment: res.Segment, Complete: len(res.FailedFiles) == 0}).Get(ctx, &pub); err != nil {

@@ -109,9 +109,34 @@ type RepoStatus struct {
 	Embedded    int         `json:"embedded"`                  // chunks embedded by the last snapshot
 	EmbedReused int         `json:"embed_reused"`              // chunks whose vector came from the embedding cache
 	Head        *index.Head `json:"head,omitempty"`            // the published HEAD, nil if none
+	// Progress is how far the running snapshot is (nil when idle, or when
+	// the orchestrator cannot say yet).
+	Progress *Progress `json:"progress,omitempty"`
 	// Location is where the last push fetched from: what a reindex
 	// fetches again. Not shown: it may be a path on the server.
 	Location string `json:"-"`
+}
+
+// Stages of Progress.Stage, in order.
+const (
+	StageSnapshot = "snapshot"
+	StageParse    = "parse"
+	StageEmbed    = "embed"
+	StageGraph    = "graph"
+	StagePublish  = "publish"
+)
+
+// Progress is how far the running snapshot is. Files, Planned and Reused
+// are known once the snapshot stage is done; Parsed and Failed grow during
+// the parse stage.
+type Progress struct {
+	Stage   string `json:"stage"`            // StageSnapshot ... StagePublish
+	Commit  string `json:"commit,omitempty"` // "" until the snapshot stage resolves it
+	Files   int    `json:"files"`            // files in the snapshot
+	Planned int    `json:"planned"`          // files to parse (no cached result)
+	Parsed  int    `json:"parsed"`           // of those, parsed so far
+	Failed  int    `json:"failed"`           // of those, left out so far
+	Reused  int    `json:"reused"`           // files whose parse result was cached
 }
 
 // LeftOut is a file left out of the published snapshot because it is

@@ -78,6 +78,12 @@ func (c *Client) Status(ctx context.Context, tenant, repo string) (*RepoStatus, 
 // restarting) are retried
 // until ctx ends.
 func (c *Client) WaitIndexed(ctx context.Context, tenant, repo, commit string) (*RepoStatus, error) {
+	return c.WaitIndexedFunc(ctx, tenant, repo, commit, nil)
+}
+
+// WaitIndexedFunc is WaitIndexed calling seen (when not nil) with every
+// status answer while it waits, e.g. to show the snapshot's Progress.
+func (c *Client) WaitIndexedFunc(ctx context.Context, tenant, repo, commit string, seen func(*RepoStatus)) (*RepoStatus, error) {
 	every := c.PollInterval
 	if every <= 0 {
 		every = 250 * time.Millisecond
@@ -87,6 +93,9 @@ func (c *Client) WaitIndexed(ctx context.Context, tenant, repo, commit string) (
 		st, err := c.Status(ctx, tenant, repo)
 		switch {
 		case err == nil:
+			if seen != nil {
+				seen(st)
+			}
 			if isHex(commit) && strings.HasPrefix(st.LastCommit, commit) && st.LastError == "" {
 				return st, nil
 			}

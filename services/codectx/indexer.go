@@ -35,7 +35,15 @@ func (t temporalIndexer) Status(ctx context.Context, tenant, repo string) (api.R
 	if err != nil {
 		return api.RepoStatus{}, err
 	}
-	return convertStatus(st), nil
+	out := convertStatus(st)
+	if st.State == workflows.StateIndexing && st.Child != "" {
+		// Best effort: a child not started yet, or finishing, has no
+		// progress to tell; the status stands without it.
+		if p, err := workflows.Progress(ctx, t.c, st.Child); err == nil {
+			out.Progress = &api.Progress{Stage: p.Stage, Commit: p.Commit, Files: p.Files, Planned: p.Planned, Parsed: p.Parsed, Failed: p.Failed, Reused: p.Reused}
+		}
+	}
+	return out, nil
 }
 
 func convertStatus(st workflows.RepoStatus) api.RepoStatus {

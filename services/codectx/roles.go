@@ -278,7 +278,13 @@ var queueBackoff []time.Duration
 // newSDKWorker is the orchestrator's Temporal worker. poll is how often the
 // waiting activities look for stage results (0: the workflows default).
 func newSDKWorker(c client.Client, q *natsq.Queue, store *blob.Bucket, data string, net *netguard.Policy, poll time.Duration, kit *denseKit) worker.Worker {
-	w := worker.New(c, workflows.TaskQueue, worker.Options{WorkerStopTimeout: 10 * time.Second})
+	w := worker.New(c, workflows.TaskQueue, worker.Options{
+		WorkerStopTimeout: 10 * time.Second,
+		// Heartbeats carry the parse progress that status reports: send
+		// them at least every 2 s (the default is 80% of the heartbeat
+		// timeout, 16 s for WaitParse).
+		MaxHeartbeatThrottleInterval: 2 * time.Second,
+	})
 	a := &workflows.Activities{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), Net: net, PollInterval: poll, InfraRetry: infraRetry}
 	if kit != nil && kit.emb != nil {
 		a.Embedder, a.Vectors = kit.emb, kit.store

@@ -287,12 +287,34 @@ func indexAndWait(ctx context.Context, cl *api.Client, req api.IndexRequest, out
 		return err
 	}
 	fmt.Fprintf(out, "indexing %s/%s from %s\n", resp.Tenant, resp.Repo, req.Location)
-	st, err := cl.WaitIndexed(ctx, resp.Tenant, resp.Repo, req.Commit)
+	last := ""
+	st, err := cl.WaitIndexedFunc(ctx, resp.Tenant, resp.Repo, req.Commit, func(st *api.RepoStatus) {
+		if st.Progress == nil {
+			return
+		}
+		if line := formatProgress(st.Progress); line != last {
+			fmt.Fprintln(out, line)
+			last = line
+		}
+	})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(out, formatIndexed(st))
 	return nil
+}
+
+// formatProgress is the line `index --server` prints when the progress of
+// the running snapshot changes.
+func formatProgress(p *api.Progress) string {
+	if p.Stage == api.StageSnapshot {
+		return "  stage snapshot: opening and planning"
+	}
+	s := fmt.Sprintf("  stage %s: %d files, %d planned, %d parsed, %d reused", p.Stage, p.Files, p.Planned, p.Parsed, p.Reused)
+	if p.Failed > 0 {
+		s += fmt.Sprintf(", %d failed", p.Failed)
+	}
+	return s
 }
 
 func formatIndexed(st *api.RepoStatus) string {

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"codectx/pkg/api"
+)
+
+// While a snapshot's parse is held, GET .../status reports the running
+// snapshot's stage and counts (issue 14 item 6), and `up --index` (the same
+// code as `index --server`) prints the progress lines as they change.
+func TestUpStatusReportsProgress(t *testing.T) {
+	repoDir, commit := gitFixture(t)
+	data := t.TempDir()
+	addr := freeAddr(t)
+
+	blocked, release := make(chan string, 1), make(chan struct{})
+	var once sync.Once
+	upParseHook = func(path string) {
+		once.Do(func() {
+			blocked <- path
+			<-release
+		})
+	}
+	t.Cleanup(func() { upParseHook = nil })
+	var released sync.Once
+	t.Cleanup(func() { released.Do(func() { close(release) }) })
+
+	up := startUp(t, "--data", data, "--listen", addr, "--index", repoDir)
+	select {
+	case <-blocked:
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("parsing never started\nstdout:\n%s\nstderr:\n%s", up.out.String(), up.errs.String())
+	}
+
+	cl := &api.Client{BaseURL: "http://" + addr}
+	var held *api.Progress
+	up.waitFor(t, "progress of the parse stage in status", time.Minute, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		st, err := cl.Status(ctx, "", "shop")
+		if err != nil || st.Progress == nil {
+			return false
+		}
+		if st.State != api.StateIndexing {
+			t.Fatalf("state %q while a parse is held", st.State)
+		}
+		held = st.Progress
+		return held.Stage == api.StageParse && held.Planned > 0
+	})
+	if held.Commit != commit || held.Files < held.Planned+held.Reused || held.Parsed >= held.Planned || held.Failed != 0 {
+		t.Errorf("progress while one file's parse is held: %+v (commit %s)", held, commit)
+	}
+	// The waiting client prints the held progress before the parse ends.
+	want := formatProgress(&api.Progress{Stage: api.StageParse, Files: held.Files, Planned: held.Planned, Parsed: held.Parsed, Reused: held.Reused})
+	up.waitFor(t, "up --index to print "+want, time.Minute, func() bool { return strings.Contains(up.out.String(), want+"\n") })
+	released.Do(func() { close(release) })
+	up.waitFor(t, "the index to finish", 3*time.Minute, func() bool { return strings.Contains(up.out.String(), "indexed shop@") })
+	t.Logf("held: %+v\nup --index printed:\n%s", held, up.out.String())
+	// Progress is for a running snapshot only.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := cl.WaitIndexed(ctx, "", "shop", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Progress != nil || st.Files != held.Files || st.Parsed != held.Planned {
+		t.Errorf("after the snapshot: progress %+v, files %d, parsed %d; want no progress, %d files, %d parsed", st.Progress, st.Files, st.Parsed, held.Files, held.Planned)
+	}
+}
