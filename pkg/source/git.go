@@ -73,7 +73,7 @@ func openGitDir(ctx context.Context, abs string, opt Options) (*Snapshot, error)
 		if err != nil {
 			return nil, err
 		}
-		s.Repo = dirName(abs)
+		s.Repo = gitDirName(repo, abs)
 		return s, nil
 	}
 	if !errors.Is(err, git.ErrRepositoryNotExists) {

@@ -33,6 +33,8 @@ import (
 
 	"codectx/pkg/location"
 	"codectx/pkg/netguard"
+
+	"github.com/go-git/go-git/v5"
 )
 
 // ErrEmptyRepo is returned (wrapped) when a git repository has no commits.
@@ -237,6 +239,23 @@ func RepoName(where string) string {
 	abs, err := filepath.Abs(where)
 	if err != nil {
 		abs = where
+	}
+	if repo, err := git.PlainOpenWithOptions(abs, &git.PlainOpenOptions{EnableDotGitCommonDir: true}); err == nil {
+		return gitDirName(repo, abs)
+	}
+	return dirName(abs)
+}
+
+// gitDirName names the repository at abs (its work tree, .git or bare
+// directory; not a subdirectory) after its origin when that is a network
+// URL, so that a local clone of a hosted repository has the name the same
+// repository gets by URL ("owner/name"); otherwise after its directory.
+func gitDirName(repo *git.Repository, abs string) string {
+	if r, err := repo.Remote(git.DefaultRemoteName); err == nil && len(r.Config().URLs) > 0 {
+		u := r.Config().URLs[0]
+		if l, err := location.Parse(u); err == nil && l.Kind == location.Remote {
+			return urlName(u)
+		}
 	}
 	return dirName(abs)
 }

@@ -14,6 +14,7 @@ import (
 	"codectx/pkg/codectx"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -607,5 +608,52 @@ func TestCacheNameRedacts(t *testing.T) {
 	}
 	if a, b := cacheName("https://a:1@h.example/x"), cacheName("https://a:2@h.example/x"); a == b {
 		t.Errorf("two credentials share a cache directory %q", a)
+	}
+}
+
+// A local clone of a hosted repository is named as the same repository is
+// by its URL (issue 14 item 7); other origins, no origin and a
+// subdirectory keep the directory's name.
+func TestLocalNameFromOrigin(t *testing.T) {
+	tests := []struct{ origin, name string }{
+		{"https://github.com/pallets/jinja.git", "pallets/jinja"},
+		{"git@github.com:pallets/jinja.git", "pallets/jinja"},
+		{"ssh://git@github.com/pallets/jinja", "pallets/jinja"},
+		{"file:///srv/git/jinja.git", "proj"},
+		{"/srv/git/jinja.git", "proj"},
+		{"", "proj"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.origin, func(t *testing.T) {
+			f := newFixture(t)
+			f.commit("first", map[string]string{"a.go": "package a\n", "sub/b.go": "package sub\n"})
+			if tt.origin != "" {
+				if _, err := f.repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{tt.origin}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, where := range []string{f.dir, filepath.Join(f.dir, ".git")} {
+				if got := RepoName(where); got != tt.name {
+					t.Errorf("RepoName(%s) = %q, want %q", where, got, tt.name)
+				}
+				s, err := Open(ctx, where, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s.Repo != tt.name {
+					t.Errorf("Open(%s).Repo = %q, want %q", where, s.Repo, tt.name)
+				}
+				s.Close()
+			}
+			sub := filepath.Join(f.dir, "sub")
+			s, err := Open(ctx, sub, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if got := RepoName(sub); s.Repo != "sub" || got != "sub" {
+				t.Errorf("subdirectory: Open.Repo = %q, RepoName = %q, want sub", s.Repo, got)
+			}
+		})
 	}
 }
