@@ -161,11 +161,23 @@ func OpenSnapshot(ctx context.Context, location, commit, cacheDir string) (*sour
 	if IsWorktree(commit) {
 		rev = ""
 	}
+	unpin := func() {}
+	dir := source.CloneDir(cacheDir, location)
+	if dir != "" {
+		// In use from before the open until the snapshot closes:
+		// CollectClones leaves it alone meanwhile.
+		unpin = clones.pin(dir)
+	}
 	unlock := opening.lock(cacheDir + "\x00" + location)
 	s, err := source.Open(ctx, location, source.Options{CacheDir: cacheDir, Rev: rev})
 	unlock()
 	if err != nil {
+		unpin()
 		return nil, err
+	}
+	if dir != "" {
+		touch(dir)
+		s.OnClose(unpin)
 	}
 	if s.Commit == "" {
 		s.Commit = s.ContentName()

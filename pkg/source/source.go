@@ -93,7 +93,12 @@ type Snapshot struct {
 	Skipped []Skipped // sorted by Path
 
 	src reader
+	// onClose runs once at Close (the clone cache's use count).
+	onClose func()
 }
+
+// OnClose makes Close run f once, after the snapshot's files are closed.
+func (s *Snapshot) OnClose(f func()) { s.onClose = f }
 
 // reader is how a snapshot reads contents and history.
 type reader interface {
@@ -175,7 +180,21 @@ func (s *Snapshot) ContentName() string {
 
 // Close releases the files held by the snapshot.
 func (s *Snapshot) Close() error {
-	return s.src.close()
+	err := s.src.close()
+	if f := s.onClose; f != nil {
+		s.onClose = nil
+		f()
+	}
+	return err
+}
+
+// CloneDir is the directory of the cached clone of location in cacheDir,
+// "" when location is not a clone URL (a local path is read in place).
+func CloneDir(cacheDir, location string) string {
+	if !isURL(location) || cacheDir == "" {
+		return ""
+	}
+	return filepath.Join(cacheDir, cacheName(location))
 }
 
 // openPath opens a local directory: a git repository, a subdirectory of a

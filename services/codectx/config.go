@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"codectx/pkg/blob"
 	"codectx/pkg/blob/minio"
 	"codectx/pkg/netguard"
+	"codectx/pkg/pipeline"
 )
 
 // Environment variables read by the role subcommands. A flag given on the
@@ -35,7 +37,13 @@ const (
 	envAllowHosts   = "CODECTX_ALLOW_HOSTS"
 	envAllowPrivate = "CODECTX_ALLOW_PRIVATE_NETWORKS"
 	envKeys         = "CODECTX_KEYS"
+	// The bounds of the clone cache (DATA/clones).
+	envCloneMaxBytes = "CODECTX_CLONE_CACHE_MAX_BYTES"
+	envCloneMaxAge   = "CODECTX_CLONE_CACHE_MAX_AGE"
 )
+
+// cloneGCEvery is how often the clone cache is checked against its bounds.
+const cloneGCEvery = 10 * time.Minute
 
 const defaultListen = "127.0.0.1:7700"
 
@@ -64,6 +72,7 @@ type config struct {
 	// allowHosts and allowPrivate make the network policy of clones.
 	allowHosts   string
 	allowPrivate bool
+	clones       pipeline.CloneLimits
 }
 
 // netFlags registers the network policy of the roles that clone or accept
@@ -73,6 +82,22 @@ func (c *config) netFlags(fs *flag.FlagSet) {
 		"comma-separated hosts tenants may index from (\"github.com\", \".example.com\" for subdomains, \"host:port\"); they may resolve to private addresses; empty = any public host ($"+envAllowHosts+")")
 	fs.BoolVar(&c.allowPrivate, "allow-private-networks", envBool(envAllowPrivate, false),
 		"let clones connect to loopback, private and link-local addresses (refused by default) ($"+envAllowPrivate+")")
+	fs.Int64Var(&c.clones.MaxBytes, "clone-cache-max-bytes", envInt64(envCloneMaxBytes, pipeline.DefaultCloneMaxBytes),
+		"bound of the clone cache in DATA/clones: least recently used clones not in use are removed above it; 0 = no bound ($"+envCloneMaxBytes+")")
+	fs.DurationVar(&c.clones.MaxAge, "clone-cache-max-age", envDuration(envCloneMaxAge, pipeline.DefaultCloneMaxAge),
+		"clones unused for longer are removed from DATA/clones; 0 = no bound ($"+envCloneMaxAge+")")
+}
+
+// keepClones bounds the clone cache of the data directory until ctx ends.
+func (c *config) keepClones(ctx context.Context, log *slog.Logger) {
+	go pipeline.KeepClones(ctx, filepath.Join(c.data, "clones"), c.clones, cloneGCEvery, log)
+}
+
+func envInt64(key string, def int64) int64 {
+	if v, err := strconv.ParseInt(env(key, ""), 10, 64); err == nil {
+		return v
+	}
+	return def
 }
 
 // netPolicy is the network policy of clones the flags describe.

@@ -255,6 +255,7 @@ func orchestratorRole() role {
 		use:   useTemporal | useNATS,
 		dense: denseQdrant,
 		body: func(ctx context.Context, e *roleEnv) error {
+			e.cfg.keepClones(ctx, e.log)
 			w := newSDKWorker(e.deps.client(), e.deps.queue.Load(), e.store, e.cfg.data, e.cfg.netPolicy(), 0, e.dense)
 			if err := w.Start(); err != nil {
 				return fmt.Errorf("start temporal worker: %w", err)
@@ -300,6 +301,7 @@ func parseWorkerRole() role {
 		use:     useNATS,
 		workers: runtime.GOMAXPROCS(0),
 		body: func(ctx context.Context, e *roleEnv) error {
+			e.cfg.keepClones(ctx, e.log)
 			w := &pipeline.Workers{Store: e.store, Queue: e.deps.queue.Load(), CacheDir: filepath.Join(e.cfg.data, "clones"), Net: e.cfg.netPolicy(), Wrap: e.metrics.Wrap, Log: e.log}
 			return w.RunParse(ctx, queue.Config{Workers: e.workers, Backoff: queueBackoff})
 		},

@@ -200,6 +200,7 @@ Stop with SIGINT or SIGTERM.`)
 	wctx, stopWork := context.WithCancel(context.Background())
 	defer stopWork()
 	workers := newGroup()
+	c.keepClones(wctx, log)
 	pw := &pipeline.Workers{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), Net: c.netPolicy(), ParseHook: upParseHook, Wrap: m.Wrap, Embedder: kit.emb, Log: log}
 	workers.goFunc("parse worker", func() error { return pw.RunParse(wctx, queue.Config{Workers: *parseWorkers, Backoff: queueBackoff}) })
 	workers.goFunc("graph worker", func() error { return pw.RunGraph(wctx, queue.Config{Workers: 1, Backoff: queueBackoff}) })

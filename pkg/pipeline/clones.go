@@ -1,0 +1,199 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+)
+
+// CloneLimits bound a clone cache directory: clones unused for longer than
+// MaxAge are removed, then the least recently used until the cache holds
+// at most MaxBytes. Zero disables a bound. A clone that an open snapshot
+// or a running open uses is never removed.
+type CloneLimits struct {
+	MaxBytes int64
+	MaxAge   time.Duration
+}
+
+// Default clone cache limits.
+const (
+	DefaultCloneMaxBytes = 20 << 30 // 20 GiB
+	DefaultCloneMaxAge   = 7 * 24 * time.Hour
+)
+
+// CloneGCResult is what CollectClones did.
+type CloneGCResult struct {
+	Kept, Removed int
+	Bytes         int64 // bytes of the clones kept
+	Freed         int64 // bytes of the clones removed
+	InUse         int   // clones over a limit kept because they are in use
+}
+
+// clones counts the uses of each clone directory in this process and
+// marks those being removed, so that an open waits for a removal to end
+// and a removal never starts while an open or a snapshot uses the clone.
+var clones = cloneUse{refs: map[string]int{}, removing: map[string]bool{}}
+
+type cloneUse struct {
+	mu       sync.Mutex
+	cond     *sync.Cond
+	refs     map[string]int
+	removing map[string]bool
+}
+
+// pin marks dir in use until the returned func is called; it waits while
+// dir is being removed.
+func (c *cloneUse) pin(dir string) (unpin func()) {
+	c.mu.Lock()
+	if c.cond == nil {
+		c.cond = sync.NewCond(&c.mu)
+	}
+	for c.removing[dir] {
+		c.cond.Wait()
+	}
+	c.refs[dir]++
+	c.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			if c.refs[dir]--; c.refs[dir] <= 0 {
+				delete(c.refs, dir)
+			}
+			c.mu.Unlock()
+		})
+	}
+}
+
+// claim marks dir as being removed unless it is in use.
+func (c *cloneUse) claim(dir string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refs[dir] > 0 || c.removing[dir] {
+		return false
+	}
+	c.removing[dir] = true
+	return true
+}
+
+func (c *cloneUse) done(dir string) {
+	c.mu.Lock()
+	delete(c.removing, dir)
+	if c.cond != nil {
+		c.cond.Broadcast()
+	}
+	c.mu.Unlock()
+}
+
+// touch records a use of the clone in dir (its modification time is the
+// last use that CollectClones orders by).
+func touch(dir string) {
+	now := time.Now()
+	_ = os.Chtimes(dir, now, now)
+}
+
+// CollectClones applies lim to the clone cache in cacheDir (as
+// OpenSnapshot fills it): it removes the clones unused for longer than
+// MaxAge, then the least recently used ones while the cache is larger
+// than MaxBytes, skipping those in use in this process.
+func CollectClones(cacheDir string, lim CloneLimits) (CloneGCResult, error) {
+	var res CloneGCResult
+	ents, err := os.ReadDir(cacheDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return res, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	type clone struct {
+		dir  string
+		used time.Time
+		size int64
+	}
+	var cs []clone
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		c := clone{dir: filepath.Join(cacheDir, e.Name()), used: info.ModTime()}
+		c.size = dirSize(c.dir)
+		res.Bytes += c.size
+		cs = append(cs, c)
+	}
+	slices.SortFunc(cs, func(a, b clone) int { return a.used.Compare(b.used) })
+	now := time.Now()
+	for _, c := range cs {
+		old := lim.MaxAge > 0 && now.Sub(c.used) > lim.MaxAge
+		big := lim.MaxBytes > 0 && res.Bytes > lim.MaxBytes
+		if !old && !big {
+			res.Kept++
+			continue
+		}
+		if !clones.claim(c.dir) {
+			res.Kept++
+			res.InUse++
+			continue
+		}
+		err := os.RemoveAll(c.dir)
+		clones.done(c.dir)
+		if err != nil {
+			return res, err
+		}
+		res.Removed++
+		res.Bytes -= c.size
+		res.Freed += c.size
+	}
+	return res, nil
+}
+
+// dirSize is the total size of the regular files under dir.
+func dirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// KeepClones applies lim to the clone cache in cacheDir now and every
+// interval until ctx ends, logging what it removes.
+func KeepClones(ctx context.Context, cacheDir string, lim CloneLimits, every time.Duration, log *slog.Logger) {
+	if lim.MaxBytes <= 0 && lim.MaxAge <= 0 {
+		return
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	for {
+		res, err := CollectClones(cacheDir, lim)
+		switch {
+		case err != nil:
+			log.Warn("clone cache collection failed", "dir", filepath.Base(cacheDir), "error", err)
+		case res.Removed > 0 || res.InUse > 0:
+			log.Info("clone cache collected", "removed", res.Removed, "freed_bytes", res.Freed, "kept", res.Kept, "kept_bytes", res.Bytes, "over_limit_in_use", res.InUse)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package pipeline
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"codectx/pkg/source"
+	"codectx/pkg/testrepo"
+)
+
+// The clone cache is collected by age and then by size, least recently
+// used first, and a clone an open snapshot uses is never removed (issue 14
+// item 4).
+func TestCollectClones(t *testing.T) {
+	ctx := context.Background()
+	cache := t.TempDir()
+	urls := map[string]string{}
+	for _, name := range []string{"a", "b", "c"} {
+		r := testrepo.New(t)
+		r.Commit("first", map[string]string{name + ".go": "package " + name + "\n\n// " + strings.Repeat(name, 4000) + "\n"})
+		urls[name] = "file://" + filepath.ToSlash(r.Dir)
+	}
+	open := func(name string) *source.Snapshot {
+		t.Helper()
+		s, err := OpenSnapshot(ctx, urls[name], "", cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	dir := func(name string) string { return source.CloneDir(cache, urls[name]) }
+	exists := func(name string) bool {
+		_, err := os.Stat(dir(name))
+		return err == nil
+	}
+	age := func(name string, d time.Duration) {
+		t.Helper()
+		at := time.Now().Add(-d)
+		if err := os.Chtimes(dir(name), at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open("a").Close()
+	open("b").Close()
+	c := open("c") // stays open
+	age("a", 10*24*time.Hour)
+	age("b", time.Hour)
+	age("c", 30*24*time.Hour)
+
+	// By age: a goes; c is older but open.
+	res, err := CollectClones(cache, CloneLimits{MaxAge: 7 * 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Removed != 1 || res.InUse != 1 || res.Kept != 2 || exists("a") || !exists("b") || !exists("c") || res.Freed <= 0 {
+		t.Fatalf("by age: %+v; a %v b %v c %v, want only a removed, c kept in use", res, exists("a"), exists("b"), exists("c"))
+	}
+	// By size: everything not in use goes, least recently used first.
+	res, err = CollectClones(cache, CloneLimits{MaxBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exists("b") || !exists("c") || res.InUse != 1 {
+		t.Fatalf("by size: %+v; b %v c %v, want b removed, c kept in use", res, exists("b"), exists("c"))
+	}
+	// The open snapshot still reads its files.
+	if _, err := c.Read(c.Files[0]); err != nil {
+		t.Fatalf("read from the kept clone: %v", err)
+	}
+	c.Close()
+	// Within the limits nothing goes; a use makes a clone young again.
+	open("b").Close()
+	age("c", 30*24*time.Hour)
+	res, err = CollectClones(cache, CloneLimits{MaxAge: 7 * 24 * time.Hour, MaxBytes: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !exists("b") || exists("c") || res.Kept != 1 || res.Removed != 1 || res.Bytes <= 0 {
+		t.Fatalf("limits: %+v; b %v c %v, want b kept, c (closed, old) removed", res, exists("b"), exists("c"))
+	}
+	// A removed clone is cloned again when next opened.
+	open("a").Close()
+	if !exists("a") {
+		t.Error("a not cloned again")
+	}
+}
+
+// Opens and collections running together never remove a clone under an
+// open snapshot (run with -race).
+func TestCollectClonesConcurrentOpens(t *testing.T) {
+	ctx := context.Background()
+	cache := t.TempDir()
+	r := testrepo.New(t)
+	r.Commit("first", map[string]string{"a.go": "package a\n"})
+	url := "file://" + filepath.ToSlash(r.Dir)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := CollectClones(cache, CloneLimits{MaxBytes: 1}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for i := 0; i < 20; i++ {
+		s, err := OpenSnapshot(ctx, url, "", cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Read(s.Files[0]); err != nil {
+			t.Fatalf("open %d: read: %v", i, err)
+		}
+		s.Close()
+	}
+	close(stop)
+	wg.Wait()
+}
