@@ -139,20 +139,8 @@ func (s *Server) repoInfo(ctx context.Context, tenant, repo string) (RepoInfo, e
 
 // repoAction routes POST /v1/repos/{tenant}/{repo}/reindex.
 func (s *Server) repoAction(w http.ResponseWriter, r *http.Request) {
-	if !s.authenticated(w, r) {
-		return
-	}
-	tenant := r.PathValue("tenant")
-	repo, ok := strings.CutSuffix(r.PathValue("rest"), "/reindex")
+	tenant, repo, ok := s.repoRoute(w, r, "reindex", keys.Index)
 	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Errorf("no route %s %s", r.Method, r.URL.Path))
-		return
-	}
-	if err := validRepo(tenant, repo); err != nil {
-		writeError(w, http.StatusBadRequest, err)
-		return
-	}
-	if !s.authorize(w, r, tenant, keys.Index) {
 		return
 	}
 	if s.Indexer == nil {

@@ -359,21 +359,34 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, IndexResponse{Tenant: req.Tenant, Repo: req.Repo, Commit: req.Commit, RunID: run})
 }
 
-func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+// repoRoute reads the tenant and repository of a
+// /v1/repos/{tenant}/{repo}/ACTION route in the order every such route
+// checks them: a known key, the action (404), valid names (400), then the
+// key's tenant and scope. It writes the error answer and returns false
+// when the request may not proceed.
+func (s *Server) repoRoute(w http.ResponseWriter, r *http.Request, action string, need keys.Scope) (tenant, repo string, ok bool) {
 	if !s.authenticated(w, r) {
-		return
+		return "", "", false
 	}
-	tenant := r.PathValue("tenant")
-	repo, ok := strings.CutSuffix(r.PathValue("rest"), "/status")
+	tenant = r.PathValue("tenant")
+	repo, ok = strings.CutSuffix(r.PathValue("rest"), "/"+action)
 	if !ok {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no route %s %s", r.Method, r.URL.Path))
-		return
+		return "", "", false
 	}
 	if err := validRepo(tenant, repo); err != nil {
 		writeError(w, http.StatusBadRequest, err)
-		return
+		return "", "", false
 	}
-	if !s.authorize(w, r, tenant, keys.Query) {
+	if !s.authorize(w, r, tenant, need) {
+		return "", "", false
+	}
+	return tenant, repo, true
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	tenant, repo, ok := s.repoRoute(w, r, "status", keys.Query)
+	if !ok {
 		return
 	}
 	ctx := r.Context()
