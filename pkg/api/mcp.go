@@ -166,7 +166,7 @@ func textResult(text string) *mcp.CallToolResult {
 type SearchInput struct {
 	Query     string   `json:"query" jsonschema:"the task or question, in natural language and/or identifiers"`
 	Repos     []string `json:"repos,omitempty" jsonschema:"repositories to search, as the repos tool names them; [\"*\"] (the default) searches all of the tenant's"`
-	Budget    int      `json:"budget,omitempty" jsonschema:"token budget of the packed context (o200k tokens), default 6000, at most 100000"`
+	Budget    *int     `json:"budget,omitempty" jsonschema:"token budget of the packed context (o200k tokens), 1 to 100000; default 6000 when left out"`
 	Languages []string `json:"languages,omitempty" jsonschema:"only chunks in these languages: go, python, typescript, tsx, javascript, java, rust, markdown, text"`
 	Session   string   `json:"session,omitempty" jsonschema:"an id you choose for this conversation: later searches with it do not resend chunks already sent and name them instead"`
 	Tenant    string   `json:"tenant,omitempty" jsonschema:"tenant to act for; only an operator key may name another than its own"`
@@ -204,17 +204,18 @@ func (s *Server) toolSearch(ctx context.Context, p Principal, in SearchInput) (S
 	if strings.TrimSpace(in.Query) == "" {
 		return SearchOutput{}, errors.New("empty query")
 	}
-	if in.Budget < 0 || in.Budget > 100_000 {
-		return SearchOutput{}, fmt.Errorf("budget %d out of range (1..100000)", in.Budget)
+	budget := mcpDefaultBudget // only when the argument is left out: 0 is an error
+	if in.Budget != nil {
+		budget = *in.Budget
 	}
-	if in.Budget == 0 {
-		in.Budget = mcpDefaultBudget
+	if budget < 1 || budget > 100_000 {
+		return SearchOutput{}, fmt.Errorf("budget %d out of range (1..100000)", budget)
 	}
 	repos := in.Repos
 	if len(repos) == 0 {
 		repos = []string{AllRepos}
 	}
-	resp, err := s.search(ctx, Search{Tenant: tenant, Repos: repos, Query: in.Query, Budget: in.Budget, Languages: in.Languages, Session: in.Session})
+	resp, err := s.search(ctx, Search{Tenant: tenant, Repos: repos, Query: in.Query, Budget: budget, Languages: in.Languages, Session: in.Session})
 	if err != nil {
 		return SearchOutput{}, err
 	}

@@ -150,6 +150,19 @@ func CheckTools(ctx context.Context, t *testing.T, cs *mcp.ClientSession) {
 		t.Fatalf("search over * gave repos %v, %d tokens; want chunks of both within 3000", inRepo, so.Tokens)
 	}
 
+	// A budget left out is the default; 0 or a negative one is an error,
+	// not a silent default.
+	call(ctx, t, cs, "search", map[string]any{"query": "cart total"}, &so)
+	if so.Budget != 6000 {
+		t.Errorf("search without a budget packed to %d, want the default 6000", so.Budget)
+	}
+	for _, b := range []int{0, -5, 100_001} {
+		res := call(ctx, t, cs, "search", map[string]any{"query": "cart total", "budget": b}, nil)
+		if !res.IsError || !strings.Contains(text(res), "out of range") {
+			t.Errorf("search with budget %d: want an out-of-range tool error, got %q", b, text(res))
+		}
+	}
+
 	var sym api.SymbolOutput
 	call(ctx, t, cs, "symbol", map[string]any{"name": "Lookup"}, &sym)
 	if len(sym.Definitions) != 1 || sym.Definitions[0].Path != "price/price.go" || !strings.Contains(sym.Definitions[0].Body, "return table[sku]") || !strings.HasPrefix(sym.Definitions[0].Provenance, "shop@") {

@@ -80,6 +80,7 @@ func runBenchQuery(ctx context.Context, args []string, stdout, stderr io.Writer)
 	budget := fs.Int("budget", 8000, "token budget of each query")
 	qfile := fs.String("queries", "", "file of queries, one a line (default: built-in questions about a compiler)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	org := fs.Bool("org", false, "each query asks all the --repo repositories at once, fused into one ranking (--repo '*' = all of the tenant's)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -104,6 +105,7 @@ func runBenchQuery(ctx context.Context, args []string, stdout, stderr io.Writer)
 		repos:   strings.Split(*repos, ","),
 		queries: queries,
 		budget:  *budget,
+		org:     *org,
 		http:    &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *clients}},
 	}
 	for i := 0; i < *warmup; i++ {
@@ -130,6 +132,7 @@ type bencher struct {
 	url, key, tenant string
 	repos, queries   []string
 	budget           int
+	org              bool // one query over all repos instead of round-robin
 	http             *http.Client
 }
 
@@ -140,10 +143,14 @@ type served struct {
 
 // one asks query number i (round-robin over queries and repositories).
 func (b *bencher) one(ctx context.Context, i int) (served, error) {
-	body, _ := json.Marshal(api.QueryRequest{
+	q := api.QueryRequest{
 		Tenant: b.tenant, Repo: b.repos[i%len(b.repos)],
 		Query: b.queries[(i/len(b.repos))%len(b.queries)], Budget: b.budget,
-	})
+	}
+	if b.org {
+		q.Repo, q.Repos, q.Query = "", b.repos, b.queries[i%len(b.queries)]
+	}
+	body, _ := json.Marshal(q)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url, bytes.NewReader(body))
 	if err != nil {
 		return served{}, err
