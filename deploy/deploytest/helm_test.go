@@ -40,6 +40,12 @@ func helmFuncs(set **template.Template) template.FuncMap {
 		"trunc":      trunc,
 		"trimSuffix": func(suffix, s string) string { return strings.TrimSuffix(s, suffix) },
 		"replace":    func(old, new, s string) string { return strings.ReplaceAll(s, old, new) },
+		"required": func(msg string, v any) (any, error) {
+			if empty(v) {
+				return nil, errors.New(msg)
+			}
+			return v, nil
+		},
 	}
 }
 
@@ -660,6 +666,68 @@ func TestChartOverrides(t *testing.T) {
 		if !strings.Contains(dep, want) {
 			t.Errorf("deployment.yaml: no %q", want)
 		}
+	}
+}
+
+// TestChartNamespaceAndSecret: the orchestrator (only) registers the
+// Temporal namespace the ConfigMap names; the S3 Secret is the operator's
+// unless createSecret asks the chart for it, which then needs both keys.
+func TestChartNamespaceAndSecret(t *testing.T) {
+	out := mustRender(t, chartDir, testRelease, map[string]any{"temporal": map[string]any{"namespace": "codectx"}})
+	wantNoErrs(t, checkChart(out))
+	if !strings.Contains(out["configmap.yaml"], `CODECTX_TEMPORAL_NAMESPACE: "codectx"`) {
+		t.Errorf("configmap.yaml: no namespace:\n%s", out["configmap.yaml"])
+	}
+	objs, err := parseManifests(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creators := 0
+	for _, o := range objs {
+		if o.Kind == "Secret" {
+			t.Errorf("a Secret %s rendered without s3.createSecret", o.Metadata.Name)
+		}
+		if o.Kind != "Deployment" {
+			continue
+		}
+		var d deploymentSpec
+		if err := o.Spec.Decode(&d); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range d.Template.Spec.Containers[0].Env {
+			if e.Name == "CODECTX_TEMPORAL_CREATE_NAMESPACE" {
+				creators++
+				if role := o.Metadata.Labels[componentLabel]; role != "orchestrator" || e.Value != "true" {
+					t.Errorf("role %s: CODECTX_TEMPORAL_CREATE_NAMESPACE=%q, want only the orchestrator with true", role, e.Value)
+				}
+			}
+		}
+	}
+	if creators != 1 {
+		t.Errorf("%d roles register the namespace, want 1 (the orchestrator)", creators)
+	}
+	off := mustRender(t, chartDir, testRelease, map[string]any{"temporal": map[string]any{"createNamespace": false}})
+	if strings.Contains(off["deployment.yaml"], "CODECTX_TEMPORAL_CREATE_NAMESPACE") {
+		t.Error("createNamespace false still registers the namespace")
+	}
+
+	s3 := map[string]any{"createSecret": true, "accessKey": "AK", "secretKey": "SK"}
+	out = mustRender(t, chartDir, testRelease, map[string]any{"s3": s3})
+	wantNoErrs(t, checkChart(out))
+	if got := kinds(t, out)["Secret"]; got != 1 {
+		t.Fatalf("Secrets = %d, want 1", got)
+	}
+	sec := out["secret-s3.yaml"]
+	for _, want := range []string{"name: codectx-s3\n", `access-key: "AK"`, `secret-key: "SK"`} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("secret-s3.yaml: no %q in\n%s", want, sec)
+		}
+	}
+	if !strings.Contains(out["deployment.yaml"], "name: codectx-s3\n") {
+		t.Error("deployment.yaml: the roles do not read the created Secret")
+	}
+	if _, err := renderChart(chartDir, testRelease, map[string]any{"s3": map[string]any{"createSecret": true, "accessKey": "AK"}}); err == nil || !strings.Contains(err.Error(), "s3.secretKey is required") {
+		t.Errorf("createSecret without secretKey: err = %v, want s3.secretKey is required", err)
 	}
 }
 

@@ -25,6 +25,8 @@ const (
 	envListen    = "CODECTX_LISTEN"
 	envTemporal  = "CODECTX_TEMPORAL"
 	envNamespace = "CODECTX_TEMPORAL_NAMESPACE"
+	envCreateNS  = "CODECTX_TEMPORAL_CREATE_NAMESPACE"
+	envRetention = "CODECTX_TEMPORAL_NAMESPACE_RETENTION"
 	envNATS      = "CODECTX_NATS"
 	envS3        = "CODECTX_S3_ENDPOINT"
 	envS3Access  = "CODECTX_S3_ACCESS_KEY"
@@ -67,6 +69,10 @@ type config struct {
 	listen    string
 	temporal  string
 	namespace string
+	// createNS registers the namespace at start when it does not exist,
+	// keeping closed workflows for retention.
+	createNS  bool
+	retention time.Duration
 	nats      string
 	s3        minio.Config
 	// allowHosts and allowPrivate make the network policy of clones.
@@ -124,6 +130,8 @@ func (c *config) flags(fs *flag.FlagSet, use int) {
 	if use&useTemporal != 0 {
 		fs.StringVar(&c.temporal, "temporal", env(envTemporal, "127.0.0.1:7233"), "Temporal frontend host:port ($"+envTemporal+")")
 		fs.StringVar(&c.namespace, "namespace", env(envNamespace, "default"), "Temporal namespace ($"+envNamespace+")")
+		fs.BoolVar(&c.createNS, "create-namespace", envBool(envCreateNS, false), "register the Temporal namespace at start if it does not exist ($"+envCreateNS+")")
+		fs.DurationVar(&c.retention, "namespace-retention", envDuration(envRetention, 72*time.Hour), "how long a namespace registered by --create-namespace keeps closed workflows ($"+envRetention+")")
 	}
 	if use&useNATS != 0 {
 		fs.StringVar(&c.nats, "nats", env(envNATS, "nats://127.0.0.1:4222"), "NATS server URL ($"+envNATS+")")

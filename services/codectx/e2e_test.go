@@ -214,7 +214,7 @@ func TestDistributedEndToEnd(t *testing.T) {
 
 	// The roles, each its own process, configured by CODECTX_* only.
 	common := []string{
-		"CODECTX_TEMPORAL=" + tAddr, "CODECTX_TEMPORAL_NAMESPACE=default", "CODECTX_NATS=nats://" + nAddr,
+		"CODECTX_TEMPORAL=" + tAddr, "CODECTX_TEMPORAL_NAMESPACE=codectx-e2e", "CODECTX_NATS=nats://" + nAddr,
 		"CODECTX_S3_ENDPOINT=" + mAddr, "CODECTX_S3_ACCESS_KEY=codectx-e2e", "CODECTX_S3_SECRET_KEY=codectx-e2e-secret",
 		"CODECTX_ALLOW_HOSTS=" + gl.Addr().String(),
 	}
@@ -224,6 +224,12 @@ func TestDistributedEndToEnd(t *testing.T) {
 			addrs[name] = freeAddr(t)
 		}
 		env := append(append([]string(nil), common...), "CODECTX_LISTEN="+addrs[name], "CODECTX_DATA="+filepath.Join(t.TempDir(), name))
+		if name == "orchestrator" {
+			// The dev server has only "default": the orchestrator registers
+			// the run's namespace, as the chart has it do; the other roles
+			// are ready once it exists.
+			env = append(env, "CODECTX_TEMPORAL_CREATE_NAMESPACE=true")
+		}
 		return startProc(t, name, env, codectx, name)
 	}
 	rStart := time.Now()

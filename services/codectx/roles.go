@@ -220,6 +220,12 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err != nil {
 			return ignoreCancel(ctx, err)
 		}
+		if c.createNS {
+			if err := ensureNamespace(ctx, log, tc, c.namespace, c.retention); err != nil {
+				tc.Close()
+				return ignoreCancel(ctx, err)
+			}
+		}
 		d.temporal.Store(tc)
 	}
 	if (use|r.soft)&useNATS != 0 {

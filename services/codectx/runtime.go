@@ -16,9 +16,11 @@ import (
 	"codectx/pkg/pipeline"
 	"codectx/pkg/queue/natsq"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // deps holds the connections of a role as they come up, so that /healthz
@@ -59,10 +61,7 @@ func (d *deps) checks(use int) []api.Check {
 			}
 			// A namespace that does not exist makes every index request
 			// fail: not ready.
-			if _, err := c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: d.namespace}); err != nil {
-				return fmt.Errorf("namespace %s: %w", d.namespace, err)
-			}
-			return nil
+			return namespaceUsable(ctx, c.WorkflowService(), d.namespace)
 		}})
 	}
 	if use&useNATS != 0 {
@@ -114,6 +113,63 @@ func dialTemporal(ctx context.Context, log *slog.Logger, hostPort, namespace str
 			ConnectionOptions: client.ConnectionOptions{TLS: tlsConfig},
 		})
 	})
+}
+
+// ensureNamespace registers namespace on the Temporal server unless it
+// exists. Several roles may race to register it: the loser's
+// NamespaceAlreadyExists is success.
+func ensureNamespace(ctx context.Context, log *slog.Logger, tc client.Client, namespace string, retention time.Duration) error {
+	if retention < 24*time.Hour {
+		return fmt.Errorf("namespace retention %v: Temporal requires at least 24h", retention)
+	}
+	ws := tc.WorkflowService()
+	_, err := ws.DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: namespace})
+	var nf *serviceerror.NamespaceNotFound
+	if err == nil || !errors.As(err, &nf) {
+		if err != nil {
+			return fmt.Errorf("describe namespace %s: %w", namespace, err)
+		}
+		return nil
+	}
+	_, err = ws.RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
+		Namespace:                        namespace,
+		Description:                      "codectx indexing workflows",
+		WorkflowExecutionRetentionPeriod: durationpb.New(retention),
+	})
+	var exists *serviceerror.NamespaceAlreadyExists
+	if err != nil && !errors.As(err, &exists) {
+		return fmt.Errorf("register namespace %s: %w", namespace, err)
+	}
+	if err == nil {
+		log.Info("registered temporal namespace", "namespace", namespace, "retention", retention)
+	}
+	// A new namespace reaches the frontends' namespace caches within
+	// seconds (Describe reads the database, other calls the cache): wait
+	// until it is usable, so workers start on it.
+	for {
+		if namespaceUsable(ctx, ws, namespace) == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// namespaceUsable reports whether namespace exists and the frontend
+// serves requests in it: DescribeNamespace for a clear error, then a
+// one-row listing, which goes through the frontend's namespace cache as
+// signals and polls do.
+func namespaceUsable(ctx context.Context, ws workflowservice.WorkflowServiceClient, namespace string) error {
+	if _, err := ws.DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: namespace}); err != nil {
+		return fmt.Errorf("namespace %s: %w", namespace, err)
+	}
+	if _, err := ws.ListOpenWorkflowExecutions(ctx, &workflowservice.ListOpenWorkflowExecutionsRequest{Namespace: namespace, MaximumPageSize: 1}); err != nil {
+		return fmt.Errorf("namespace %s: %w", namespace, err)
+	}
+	return nil
 }
 
 func connectNATS(ctx context.Context, log *slog.Logger, url string) (*natsq.Queue, error) {
