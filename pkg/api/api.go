@@ -12,6 +12,8 @@
 //	GET  /metrics                           Prometheus text format
 //	POST /v1/query                          QueryRequest -> query.Response (docs/query-json.md)
 //	POST /v1/mcp                            MCP over Streamable HTTP (stateless): the tools of MCPServer
+//	POST /v1/impact                         ImpactInput -> ImpactOutput (the impact tool; across repositories)
+//	POST /v1/references                     ReferencesInput -> ReferencesOutput (the references tool)
 //	POST /v1/index                          IndexRequest -> IndexResponse
 //	GET  /v1/repos/{tenant}/{repo...}/status -> RepoStatus
 package api

@@ -256,6 +256,11 @@ func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) 
 	if err != nil {
 		return nil, err
 	}
+	if len(parts) > 1 {
+		// The graph arm across repositories: imports one repository
+		// resolves into another (pkg/xrepo).
+		query.ExpandAcross(parts, req, crossLinks(s.crossGraph(ctx, q.Tenant, segs)))
+	}
 	if sess != nil && len(sess.Sent) > 0 {
 		if parts[0].Ranking.Class.Trigger == classify.TemporalHistory {
 			recall(parts, sess, q.Query)

@@ -18,6 +18,7 @@ import (
 	"codectx/pkg/index"
 	"codectx/pkg/pack"
 	"codectx/pkg/segment"
+	"codectx/pkg/xrepo"
 )
 
 // Version is the program version the MCP server and /v1/openapi.json
@@ -119,7 +120,9 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "references", Annotations: ro, Description: "Find who uses a symbol or a file: the functions that call it or reference its type, " +
 		"and for a file the files that import it. Give name (a symbol) or path (a file). " +
-		"Resolved from the code graph; a name that is ambiguous in a repository gives no edge there."},
+		"Resolved from the code graph, across repositories too: an import of a package another of the tenant's repositories provides " +
+		"(Go module, npm package, Python distribution, Maven artifact, Cargo crate) reaches that repository's files. " +
+		"A name that is ambiguous in a repository gives no edge there."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ReferencesInput) (*mcp.CallToolResult, ReferencesOutput, error) {
 			out, err := s.toolReferences(ctx, p, in)
 			if err != nil {
@@ -128,7 +131,9 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 			return textResult(out.text()), out, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "impact", Annotations: ro, Description: "List the files that depend on a file or symbol, directly or transitively (imports, calls, type references): " +
-		"what a change there may break, nearest first. Give path (a file) or name (a symbol), and optionally depth (hops, default 3)."},
+		"what a change there may break, nearest first, in the target's repository and in the tenant's other repositories that import it " +
+		"(Go module, npm package, Python distribution, Maven artifact, Cargo crate). " +
+		"Give path (a file) or name (a symbol), optionally repo (the target's repository) and depth (hops, default 3)."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ImpactInput) (*mcp.CallToolResult, ImpactOutput, error) {
 			out, err := s.toolImpact(ctx, p, in)
 			if err != nil {
@@ -363,12 +368,21 @@ func (o ReferencesOutput) text() string {
 
 func (s *Server) toolReferences(ctx context.Context, p Principal, in ReferencesInput) (ReferencesOutput, error) {
 	if (in.Name == "") == (in.Path == "") {
-		return ReferencesOutput{}, errors.New("give exactly one of name and path")
+		return ReferencesOutput{}, badRequest{errors.New("give exactly one of name and path")}
 	}
-	segs, err := s.repoSegs(ctx, p, in.Tenant, in.Repos)
+	var clean string
+	if in.Path != "" {
+		var err error
+		if clean, err = cleanPath(in.Path); err != nil {
+			return ReferencesOutput{}, badRequest{err}
+		}
+	}
+	tenant, segs, err := s.scopeSegs(ctx, p, in.Tenant, in.Repos, "")
 	if err != nil {
 		return ReferencesOutput{}, err
 	}
+	xg := s.crossGraph(ctx, tenant, segs)
+	byRepo := reposOf(segs)
 	out := ReferencesOutput{References: []Reference{}}
 	add := func(r Reference) {
 		if len(out.References) == maxReferences {
@@ -381,6 +395,7 @@ func (s *Server) toolReferences(ctx context.Context, p Principal, in ReferencesI
 		if seg.Graph == nil {
 			continue
 		}
+		repo := seg.Meta.Repo
 		if in.Name != "" {
 			for _, id := range seg.Lookup(in.Name) {
 				c := seg.Chunks[id]
@@ -393,12 +408,23 @@ func (s *Server) toolReferences(ctx context.Context, p Principal, in ReferencesI
 					}
 					add(Reference{ChunkRef: chunkRef(seg, n.ID), Via: n.Kind.String(), Target: c.Name})
 				}
+				// Across repositories: the symbols of files that import
+				// the declaring file and call or name the symbol.
+				short := segment.ShortName(c.Name)
+				for _, l := range crossImporters(xg, byRepo, repo, c.Path) {
+					from := byRepo[l.From.Repo]
+					f, _ := from.File(l.From.Path)
+					for _, fid := range f.Chunks {
+						if via := usesName(from.Chunks[fid], short); via != "" {
+							add(Reference{ChunkRef: chunkRef(from, fid), Via: via, Target: repo + ":" + c.Name})
+						}
+					}
+				}
 			}
 			continue
 		}
-		clean, err := cleanPath(in.Path)
-		if err != nil {
-			return ReferencesOutput{}, err
+		if _, ok := seg.File(clean); !ok {
+			continue
 		}
 		for _, n := range seg.Graph.FileNeighbors(clean) {
 			if n.Out {
@@ -406,8 +432,100 @@ func (s *Server) toolReferences(ctx context.Context, p Principal, in ReferencesI
 			}
 			add(Reference{ChunkRef: fileRef(seg, n.Path), Via: n.Kind.String(), Target: clean})
 		}
+		for _, l := range crossImporters(xg, byRepo, repo, clean) {
+			add(Reference{ChunkRef: fileRef(byRepo[l.From.Repo], l.From.Path), Via: graph.EdgeImport.String(), Target: repo + ":" + clean})
+		}
 	}
 	return out, nil
+}
+
+// scopeSegs resolves the tenant and repositories of a tool call (default:
+// all of the tenant's) and loads their segments, plus the segment of
+// target when it is named and not among them.
+func (s *Server) scopeSegs(ctx context.Context, p Principal, asked string, repos []string, target string) (string, []*segment.Segment, error) {
+	tenant, err := p.tenantFor(asked)
+	if err != nil {
+		return "", nil, err
+	}
+	if target != "" {
+		if err := validRepo(tenant, target); err != nil {
+			return "", nil, badRequest{err}
+		}
+	}
+	segs, err := s.repoSegs(ctx, p, tenant, repos)
+	if err != nil {
+		return "", nil, err
+	}
+	if target != "" && !slices.ContainsFunc(segs, func(seg *segment.Segment) bool { return seg.Meta.Repo == target }) {
+		seg, err := s.load(ctx, tenant, target)
+		if err != nil {
+			return "", nil, err
+		}
+		segs = append(segs, seg)
+	}
+	return tenant, segs, nil
+}
+
+func reposOf(segs []*segment.Segment) map[string]*segment.Segment {
+	m := make(map[string]*segment.Segment, len(segs))
+	for _, seg := range segs {
+		m[seg.Meta.Repo] = seg
+	}
+	return m
+}
+
+// crossImporters are the links of g into repo:path from files of the
+// repositories in scope.
+func crossImporters(g *xrepo.Graph, scope map[string]*segment.Segment, repo, path string) []xrepo.Link {
+	if g == nil {
+		return nil
+	}
+	var out []xrepo.Link
+	for _, l := range g.Importers(repo, path) {
+		if from, ok := scope[l.From.Repo]; ok {
+			if _, ok := from.File(l.From.Path); ok {
+				out = append(out, l)
+			}
+		}
+	}
+	return out
+}
+
+// usesName says how a chunk uses a symbol of short name name: "call"
+// when it calls it (money.Round, Money::new, new Money), "type" when it
+// names it as a type, "" when neither.
+func usesName(c codectx.Chunk, name string) string {
+	if name == "" || !isDecl(c.Kind) {
+		return ""
+	}
+	for _, call := range c.Calls {
+		if lastName(strings.TrimPrefix(call, "new ")) == name {
+			return graph.EdgeCall.String()
+		}
+	}
+	for _, t := range c.Types {
+		if lastName(t) == name {
+			return graph.EdgeType.String()
+		}
+	}
+	return ""
+}
+
+// lastName is the last element of a qualified name, type arguments and
+// pointer marks dropped: "money.Round" -> "Round", "*m.Money" -> "Money",
+// "Vec<Money>" -> "Vec", "money::Money::new" -> "new".
+func lastName(s string) string {
+	if i := strings.IndexAny(s, "<[("); i >= 0 {
+		s = s[:i]
+	}
+	s = strings.TrimLeft(s, "*&")
+	if i := strings.LastIndex(s, "::"); i >= 0 {
+		s = s[i+2:]
+	}
+	if i := strings.LastIndexByte(s, '.'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
 }
 
 // fileRef is a ChunkRef naming a whole file.
@@ -423,6 +541,7 @@ func fileRef(seg *segment.Segment, path string) ChunkRef {
 
 // ImpactInput is the argument of the impact tool.
 type ImpactInput struct {
+	Repo   string   `json:"repo,omitempty" jsonschema:"repository holding the target; default: the target is looked for in every repository searched"`
 	Path   string   `json:"path,omitempty" jsonschema:"file that would change (relative to the repository root)"`
 	Name   string   `json:"name,omitempty" jsonschema:"symbol that would change"`
 	Depth  int      `json:"depth,omitempty" jsonschema:"hops to follow, 1..6, default 3"`
@@ -438,6 +557,7 @@ type Impacted struct {
 	Depth      int    `json:"depth" jsonschema:"hops from the target: 1 = uses it directly"`
 	Via        string `json:"via" jsonschema:"kind of the edge that reached it: import, call or type"`
 	From       string `json:"from" jsonschema:"the file (or symbol, at depth 1 for a symbol target) it depends on"`
+	FromRepo   string `json:"from_repo,omitempty" jsonschema:"the repository of from, when it is another than repo: an import across repositories"`
 }
 
 // ImpactOutput is the answer of the impact tool.
@@ -461,25 +581,27 @@ func (o ImpactOutput) text() string {
 
 func (s *Server) toolImpact(ctx context.Context, p Principal, in ImpactInput) (ImpactOutput, error) {
 	if (in.Name == "") == (in.Path == "") {
-		return ImpactOutput{}, errors.New("give exactly one of name and path")
+		return ImpactOutput{}, badRequest{errors.New("give exactly one of name and path")}
 	}
 	if in.Depth < 0 || in.Depth > maxImpactDepth {
-		return ImpactOutput{}, fmt.Errorf("depth %d out of range (1..%d)", in.Depth, maxImpactDepth)
+		return ImpactOutput{}, badRequest{fmt.Errorf("depth %d out of range (1..%d)", in.Depth, maxImpactDepth)}
 	}
 	if in.Depth == 0 {
 		in.Depth = 3
 	}
-	segs, err := s.repoSegs(ctx, p, in.Tenant, in.Repos)
+	if in.Path != "" {
+		clean, err := cleanPath(in.Path)
+		if err != nil {
+			return ImpactOutput{}, badRequest{err}
+		}
+		in.Path = clean
+	}
+	tenant, segs, err := s.scopeSegs(ctx, p, in.Tenant, in.Repos, in.Repo)
 	if err != nil {
 		return ImpactOutput{}, err
 	}
 	out := ImpactOutput{Targets: []string{}, Files: []Impacted{}}
-	for _, seg := range segs {
-		if seg.Graph == nil {
-			continue
-		}
-		impact(seg, in, &out)
-	}
+	impact(segs, s.crossGraph(ctx, tenant, segs), in, &out)
 	slices.SortStableFunc(out.Files, func(a, b Impacted) int { return a.Depth - b.Depth })
 	if len(out.Files) > maxImpact {
 		out.More = len(out.Files) - maxImpact
@@ -488,76 +610,92 @@ func (s *Server) toolImpact(ctx context.Context, p Principal, in ImpactInput) (I
 	return out, nil
 }
 
-// impact walks the reverse edges of one segment's graph from the target,
-// breadth first, and appends the files reached.
-func impact(seg *segment.Segment, in ImpactInput, out *ImpactOutput) {
-	seen := map[string]bool{}
-	var frontier []string
-	visit := func(path, via, from string, depth int) {
-		if seen[path] {
+// impact walks the reverse edges from the target breadth first, within
+// each repository's graph and across repositories over the links of xg
+// (nil: none), and appends the files reached. The target is looked for in
+// in.Repo, or in every segment when it is "".
+func impact(segs []*segment.Segment, xg *xrepo.Graph, in ImpactInput, out *ImpactOutput) {
+	scope := reposOf(segs)
+	seen := map[xrepo.Ref]bool{}
+	var frontier []xrepo.Ref
+	visit := func(n xrepo.Ref, via, from, fromRepo string, depth int) {
+		if seen[n] {
 			return
 		}
-		seen[path] = true
-		frontier = append(frontier, path)
-		out.Files = append(out.Files, Impacted{Repo: seg.Meta.Repo, Path: path, Provenance: fileRef(seg, path).Provenance, Depth: depth, Via: via, From: from})
+		seen[n] = true
+		frontier = append(frontier, n)
+		im := Impacted{Repo: n.Repo, Path: n.Path, Provenance: fileRef(scope[n.Repo], n.Path).Provenance, Depth: depth, Via: via, From: from}
+		if fromRepo != n.Repo {
+			im.FromRepo = fromRepo
+		}
+		out.Files = append(out.Files, im)
 	}
-	if in.Path != "" {
-		clean, err := cleanPath(in.Path)
-		if _, ok := seg.File(clean); err != nil || !ok {
-			return
+	// dependents visits the files that depend on n: in-edges of its
+	// repository's graph (importOnly: import edges only) and the imports
+	// of other repositories resolved to it.
+	dependents := func(n xrepo.Ref, depth int, importOnly bool) {
+		if g := scope[n.Repo].Graph; g != nil {
+			for _, nb := range g.FileNeighbors(n.Path) {
+				if !nb.Out && (!importOnly || nb.Kind == graph.EdgeImport) {
+					visit(xrepo.Ref{Repo: n.Repo, Path: nb.Path}, nb.Kind.String(), n.Path, n.Repo, depth)
+				}
+			}
 		}
-		seen[clean] = true
-		frontier = []string{clean}
-		out.Targets = append(out.Targets, fileRef(seg, clean).Provenance)
-	} else {
-		// Depth 1: the files whose symbols call or name the target; the
-		// target's own file changes too and is where the walk goes on.
-		var own []string
-		for _, id := range seg.Lookup(in.Name) {
-			c := seg.Chunks[id]
-			if !isDecl(c.Kind) {
+		for _, l := range crossImporters(xg, scope, n.Repo, n.Path) {
+			visit(l.From, graph.EdgeImport.String(), n.Path, n.Repo, depth)
+		}
+	}
+	var targets []*segment.Segment
+	for _, seg := range segs {
+		if seg.Graph != nil && (in.Repo == "" || seg.Meta.Repo == in.Repo) {
+			targets = append(targets, seg)
+		}
+	}
+	first := 1 // depth of the first hop of the walk below
+	if in.Path != "" {
+		for _, seg := range targets {
+			if _, ok := seg.File(in.Path); !ok {
 				continue
 			}
-			out.Targets = append(out.Targets, chunkRef(seg, id).Provenance)
-			if !seen[c.Path] {
-				seen[c.Path] = true
-				own = append(own, c.Path)
-			}
-			for _, n := range seg.Graph.SymbolNeighbors(id) {
-				if !n.Out && n.Path != c.Path {
-					visit(n.Path, n.Kind.String(), c.Name, 1)
+			n := xrepo.Ref{Repo: seg.Meta.Repo, Path: in.Path}
+			seen[n] = true
+			frontier = append(frontier, n)
+			out.Targets = append(out.Targets, fileRef(seg, in.Path).Provenance)
+		}
+	} else {
+		// Depth 1: the files whose symbols call or name the target, and
+		// the importers of the declaring files (in its repository and in
+		// others); the declaring files change too but are not listed.
+		var own []xrepo.Ref
+		for _, seg := range targets {
+			repo := seg.Meta.Repo
+			for _, id := range seg.Lookup(in.Name) {
+				c := seg.Chunks[id]
+				if !isDecl(c.Kind) {
+					continue
+				}
+				out.Targets = append(out.Targets, chunkRef(seg, id).Provenance)
+				if n := (xrepo.Ref{Repo: repo, Path: c.Path}); !seen[n] {
+					seen[n] = true
+					own = append(own, n)
+				}
+				for _, nb := range seg.Graph.SymbolNeighbors(id) {
+					if !nb.Out && nb.Path != c.Path {
+						visit(xrepo.Ref{Repo: repo, Path: nb.Path}, nb.Kind.String(), c.Name, repo, 1)
+					}
 				}
 			}
 		}
-		if len(own) == 0 {
-			return
+		for _, n := range own {
+			dependents(n, 1, true)
 		}
-		// The declaring files' importers depend on the target too.
-		next := frontier
-		frontier = nil
-		for _, f := range own {
-			for _, n := range seg.Graph.FileNeighbors(f) {
-				if !n.Out && n.Kind == graph.EdgeImport {
-					visit(n.Path, n.Kind.String(), f, 1)
-				}
-			}
-		}
-		frontier = append(next, frontier...)
-		in.Depth--
+		first = 2
 	}
-	for d := 1; d <= in.Depth && len(frontier) > 0; d++ {
-		depth := d
-		if in.Name != "" {
-			depth = d + 1
-		}
+	for d := first; d <= in.Depth && len(frontier) > 0; d++ {
 		cur := frontier
 		frontier = nil
-		for _, f := range cur {
-			for _, n := range seg.Graph.FileNeighbors(f) {
-				if !n.Out {
-					visit(n.Path, n.Kind.String(), f, depth)
-				}
-			}
+		for _, n := range cur {
+			dependents(n, d, false)
 		}
 	}
 }

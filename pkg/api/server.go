@@ -94,6 +94,7 @@ type Server struct {
 	rate     *rateLimiter
 	webhooks chan struct{}    // a token per delivery being read
 	heads    sync.Map         // tenant\x00repo -> index.Head last read, served while the store is down
+	xrepo    xrepoCache       // per tenant: the cross-repository import graph
 	fails    *ratelog.Limiter // failure log lines, rate-limited per cause
 }
 
@@ -137,6 +138,8 @@ func (s *Server) Handler() http.Handler {
 	if s.Routes&QueryRoutes != 0 {
 		handle("POST /v1/query", "query", s.query)
 		handle("/v1/mcp", "mcp", s.mcpHandler().ServeHTTP)
+		handle("POST /v1/impact", "impact", graphRoute(s, (*Server).toolImpact, func(in *ImpactInput) *string { return &in.Tenant }))
+		handle("POST /v1/references", "references", graphRoute(s, (*Server).toolReferences, func(in *ReferencesInput) *string { return &in.Tenant }))
 	}
 	if s.Routes&AdminRoutes != 0 {
 		handle("POST /v1/index", "index", s.index)

@@ -1,0 +1,116 @@
+package query
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+
+	"codectx/pkg/codectx"
+	"codectx/pkg/fusion"
+)
+
+// FileRef names one file of one repository.
+type FileRef struct {
+	Repo, Path string
+}
+
+// CrossLinks returns the files of other repositories that file path of
+// repo imports or is imported by (pkg/xrepo's links, either direction).
+type CrossLinks func(repo, path string) []FileRef
+
+// crossSeeds is how many top files of each repository's ranking seed the
+// walk into the others; crossDecay is the score share one hop keeps, as
+// graph.ExpandFiles decays a first hop.
+const (
+	crossSeeds = 5
+	crossDecay = 0.5
+)
+
+// ExpandAcross is the graph arm across repositories, for a query over
+// several: the top files of each part's ranking pull in the files of the
+// other parts they import or that import them, each as its module chunk
+// at half the seed file's score, with the signal "graph". A file its own
+// repository already ranked keeps its place. Files outside the request's
+// languages are left out; without the graph arm among the request's arms
+// nothing is added. The rankings are replaced, not modified.
+func ExpandAcross(parts []Part, req Request, links CrossLinks) {
+	if len(parts) < 2 || links == nil || (req.Arms != nil && !slices.Contains(req.Arms, ArmGraph)) {
+		return
+	}
+	byRepo := make(map[string]int, len(parts))
+	for i, p := range parts {
+		byRepo[p.Seg.Meta.Repo] = i
+	}
+	langs := map[codectx.Language]bool{}
+	for _, l := range req.Languages {
+		langs[l] = true
+	}
+	type add struct {
+		id    int
+		score float64
+	}
+	adds := make([]map[string]add, len(parts))
+	for i, p := range parts {
+		files := p.Ranking.Files
+		if len(files) > crossSeeds {
+			files = files[:crossSeeds]
+		}
+		for _, f := range files {
+			if f.Score <= 0 {
+				continue
+			}
+			for _, r := range links(p.Seg.Meta.Repo, f.Path) {
+				k, ok := byRepo[r.Repo]
+				if !ok || k == i {
+					continue
+				}
+				seg := parts[k].Seg
+				sf, ok := seg.File(r.Path)
+				if !ok || len(sf.Chunks) == 0 || (req.Paths != nil && !req.Paths(r.Path)) {
+					continue
+				}
+				id := sf.Chunks[0] // the module header: package clause and imports
+				if len(langs) > 0 && !langs[seg.Chunks[id].Language] {
+					continue
+				}
+				if adds[k] == nil {
+					adds[k] = map[string]add{}
+				}
+				if s := f.Score * crossDecay; s > adds[k][r.Path].score {
+					adds[k][r.Path] = add{id, s}
+				}
+			}
+		}
+	}
+	for k, as := range adds {
+		if len(as) == 0 {
+			continue
+		}
+		rk := *parts[k].Ranking
+		ranked := make(map[string]bool, len(rk.Files))
+		for _, f := range rk.Files {
+			ranked[f.Path] = true
+		}
+		rk.Fused = slices.Clone(rk.Fused)
+		rk.Files = slices.Clone(rk.Files)
+		paths := make([]string, 0, len(as))
+		for p := range as {
+			paths = append(paths, p)
+		}
+		slices.Sort(paths)
+		for _, p := range paths {
+			if ranked[p] {
+				continue
+			}
+			a := as[p]
+			rk.Fused = append(rk.Fused, fusion.Scored{ID: strconv.Itoa(a.id), Score: a.score, Arms: []string{ArmGraph}})
+			rk.Files = append(rk.Files, File{Path: p, Score: a.score, Signals: []string{ArmGraph}})
+		}
+		slices.SortStableFunc(rk.Fused, func(a, b fusion.Scored) int { return cmp.Compare(b.Score, a.Score) })
+		slices.SortStableFunc(rk.Files, func(a, b File) int { return cmp.Compare(b.Score, a.Score) })
+		if !slices.Contains(rk.Arms, ArmGraph) {
+			rk.Arms = append(slices.Clone(rk.Arms), ArmGraph)
+		}
+		parts[k].Ranking = &rk
+	}
+}
