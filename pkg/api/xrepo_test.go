@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -280,5 +282,41 @@ func TestCrossRepoReindex(t *testing.T) {
 	postJSON(t, srv.URL+"/v1/impact", "", `{"tenant":"acme","repo":"money","path":"round/round.go","depth":1}`, &out)
 	if len(out.Files) != 0 {
 		t.Fatalf("after shop stopped importing money: %v", impacted(out))
+	}
+}
+
+// TestCrossRepoConcurrent: impact and org-wide queries of two tenants run
+// concurrently with a reindex; every answer is whole (for the race
+// detector: the per-tenant graph cache).
+func TestCrossRepoConcurrent(t *testing.T) {
+	store := crossStore(t)
+	srv := httptest.NewServer((&api.Server{Store: store, Routes: api.QueryRoutes}).Handler())
+	defer srv.Close()
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for w := 0; w < 4; w++ {
+		wg.Go(func() {
+			for i := 0; i < 5; i++ {
+				tenant := []string{"acme", "beta"}[(w+i)%2]
+				var out api.ImpactOutput
+				if code := postJSON(t, srv.URL+"/v1/impact", "", `{"tenant":"`+tenant+`","repo":"money","path":"round/round.go","depth":1}`, &out); code != 200 {
+					errs <- "impact: HTTP " + strconv.Itoa(code)
+				}
+				for _, f := range out.Files {
+					if tenant == "beta" || f.Repo != "shop" {
+						errs <- tenant + " impact reached " + f.Repo + ":" + f.Path
+					}
+				}
+				if code := postJSON(t, srv.URL+"/v1/query", "", `{"tenant":"`+tenant+`","repos":["*"],"query":"charge customer","budget":2000}`, nil); code != 200 {
+					errs <- "query: HTTP " + strconv.Itoa(code)
+				}
+			}
+		})
+	}
+	wg.Go(func() { indexRepo(t, store, "acme", "shop", shopFiles) })
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }

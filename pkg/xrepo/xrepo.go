@@ -84,10 +84,18 @@ type Link struct {
 // Graph is the cross-repository import graph of a set of repositories.
 // It is immutable and safe for concurrent reads.
 type Graph struct {
-	links    []Link
+	links    []link
+	ids      []Identity // the Via of links, by index
 	to, from map[Ref][]int32
 	provides map[string][]Identity
 	imports  int // imports that named another repository's identity
+}
+
+// link is a Link as the graph keeps it: its identity by index.
+type link struct {
+	from, to Ref
+	spec     string
+	via      int32
 }
 
 // Importers returns the links that end at file p of repo, sorted by
@@ -101,7 +109,18 @@ func (g *Graph) Imports(repo, p string) []Link { return g.pick(g.from[Ref{repo, 
 func (g *Graph) Provides(repo string) []Identity { return slices.Clone(g.provides[repo]) }
 
 // Links returns every link, sorted by source then target.
-func (g *Graph) Links() []Link { return slices.Clone(g.links) }
+func (g *Graph) Links() []Link {
+	out := make([]Link, len(g.links))
+	for i := range g.links {
+		out[i] = g.link(int32(i))
+	}
+	return out
+}
+
+func (g *Graph) link(i int32) Link {
+	l := &g.links[i]
+	return Link{From: l.from, To: l.to, Spec: l.spec, Via: g.ids[l.via]}
+}
 
 // Len is the number of links.
 func (g *Graph) Len() int { return len(g.links) }
@@ -109,7 +128,7 @@ func (g *Graph) Len() int { return len(g.links) }
 func (g *Graph) pick(ix []int32) []Link {
 	out := make([]Link, len(ix))
 	for i, j := range ix {
-		out[i] = g.links[j]
+		out[i] = g.link(j)
 	}
 	return out
 }
@@ -198,11 +217,47 @@ func Build(repos []Repo) *Graph {
 	sort.SliceStable(b.goMods, func(i, j int) bool { return len(b.goMods[i].path) > len(b.goMods[j].path) })
 
 	g := &Graph{to: map[Ref][]int32{}, from: map[Ref][]int32{}, provides: map[string][]Identity{}}
-	type pair struct{ from, to Ref }
-	seen := map[pair]bool{}
-	for ri, r := range b.repos {
+	idIdx := map[string]int32{}
+	viaOf := func(id Identity) int32 {
+		k := id.Ecosystem + "\x00" + id.Name + "\x00" + id.Dir
+		if i, ok := idIdx[k]; ok {
+			return i
+		}
+		idIdx[k] = int32(len(g.ids))
+		g.ids = append(g.ids, id)
+		return idIdx[k]
+	}
+	type memoKey struct {
+		lang        codectx.Language
+		scope, spec string
+	}
+	type resolved struct {
+		tos []Ref
+		via int32
+	}
+	// Repositories by name and files by path, each file's links by
+	// target: the links come out sorted.
+	order := make([]int, len(b.repos))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int { return strings.Compare(b.repos[x].name, b.repos[y].name) })
+	var mine []link
+	for _, ri := range order {
+		r := b.repos[ri]
 		g.provides[r.name] = r.ids
-		for _, f := range repos[ri].Files {
+		files := slices.Clone(repos[ri].Files)
+		slices.SortFunc(files, func(x, y File) int { return strings.Compare(x.Path, y.Path) })
+		// Most imports are spelled the same in many files: resolve each
+		// spelling once per repository (per file directory or file where
+		// the answer depends on it).
+		memo := map[memoKey]resolved{}
+		for fi, f := range files {
+			if fi > 0 && f.Path == files[fi-1].Path {
+				continue
+			}
+			from := Ref{r.name, f.Path}
+			mine = mine[:0]
 			specs := map[string]bool{}
 			for _, raw := range f.Imports {
 				spec := strings.TrimSpace(raw)
@@ -210,40 +265,54 @@ func Build(repos []Repo) *Graph {
 					continue
 				}
 				specs[spec] = true
-				tos, via := b.resolve(ri, f, spec)
-				if len(tos) > 0 {
+				mk := memoKey{lang: f.Language, spec: spec}
+				switch f.Language {
+				case codectx.Python:
+					mk.scope = dirOf(f.Path)
+				case codectx.Rust:
+					mk.scope = f.Path
+				case codectx.TSX, codectx.JavaScript:
+					mk.lang = codectx.TypeScript
+				}
+				res, ok := memo[mk]
+				if !ok {
+					tos, via := b.resolve(ri, f, spec)
+					res = resolved{tos: tos}
+					if len(tos) > 0 {
+						res.via = viaOf(via)
+					}
+					memo[mk] = res
+				}
+				if len(res.tos) > 0 {
 					g.imports++
 				}
-				for _, to := range tos {
-					k := pair{Ref{r.name, f.Path}, to}
-					if seen[k] || to.Repo == r.name {
-						continue
+				for _, to := range res.tos {
+					if to.Repo != r.name {
+						mine = append(mine, link{from: from, to: to, spec: spec, via: res.via})
 					}
-					seen[k] = true
-					g.links = append(g.links, Link{From: k.from, To: to, Spec: spec, Via: via})
 				}
+			}
+			slices.SortStableFunc(mine, func(x, y link) int { return refCmp(x.to, y.to) })
+			for i, l := range mine {
+				if i > 0 && l.to == mine[i-1].to {
+					continue // first spelling wins
+				}
+				g.links = append(g.links, l)
 			}
 		}
 	}
-	sort.SliceStable(g.links, func(i, j int) bool {
-		a, c := g.links[i], g.links[j]
-		if a.From != c.From {
-			return refLess(a.From, c.From)
-		}
-		return refLess(a.To, c.To)
-	})
 	for i, l := range g.links {
-		g.from[l.From] = append(g.from[l.From], int32(i))
-		g.to[l.To] = append(g.to[l.To], int32(i))
+		g.from[l.from] = append(g.from[l.from], int32(i))
+		g.to[l.to] = append(g.to[l.to], int32(i))
 	}
 	return g
 }
 
-func refLess(a, b Ref) bool {
-	if a.Repo != b.Repo {
-		return a.Repo < b.Repo
+func refCmp(a, b Ref) int {
+	if c := strings.Compare(a.Repo, b.Repo); c != 0 {
+		return c
 	}
-	return a.Path < b.Path
+	return strings.Compare(a.Path, b.Path)
 }
 
 // resolve maps one import of file f of repository ri to the files of
