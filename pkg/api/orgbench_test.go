@@ -65,3 +65,41 @@ func BenchmarkOrgSearch(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCrossGraph is the cross-repository graph of 10 and 100
+// repositories: cold (built from the segments, manifests read from the
+// store) and warm (the per-tenant cache answers), beside one org-wide
+// search of the same repositories as the baseline.
+func BenchmarkCrossGraph(b *testing.B) {
+	for _, n := range []int{10, 100} {
+		s := &Server{Store: orgStore(b, n), CacheSize: 1 << 30}
+		s.init()
+		ctx := context.Background()
+		names, _ := s.repoNames(ctx, "org")
+		segs, err := s.loadAll(ctx, "org", names)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("repos=%d/cold", n), func(b *testing.B) {
+			for b.Loop() {
+				s.xrepo = xrepoCache{}
+				if g := s.crossGraph(ctx, "org", segs); g == nil || len(g.Provides("svc000")) != 1 {
+					b.Fatal("no graph")
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("repos=%d/warm", n), func(b *testing.B) {
+			for b.Loop() {
+				s.crossGraph(ctx, "org", segs)
+			}
+		})
+		b.Run(fmt.Sprintf("repos=%d/search", n), func(b *testing.B) {
+			q := Search{Tenant: "org", Repos: []string{AllRepos}, Query: "how is the retry backoff delay computed", Budget: 4000}
+			for b.Loop() {
+				if _, err := s.search(ctx, q); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
