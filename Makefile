@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 # Pure-Go packages that run under the race detector in check.
-RACE_PKGS := ./pkg/blob/... ./pkg/queue/... ./pkg/graph ./pkg/bm25 ./pkg/ratelog ./pkg/fusion ./pkg/pack ./pkg/segment ./pkg/query ./pkg/index ./pkg/embed/... ./pkg/api ./pkg/session/... ./pkg/vector/... ./pkg/dense/... ./pkg/pipeline
+RACE_PKGS := ./pkg/blob/... ./pkg/queue/... ./pkg/graph ./pkg/bm25 ./pkg/ratelog ./pkg/fusion ./pkg/pack ./pkg/segment ./pkg/query ./pkg/xrepo ./pkg/index ./pkg/embed/... ./pkg/api ./pkg/session/... ./pkg/vector/... ./pkg/dense/... ./pkg/pipeline
 
 .PHONY: check fmt vet test race fuzz apifuzz tidy build bench model
 

@@ -786,6 +786,8 @@ type RepoSummary struct {
 	Commit    string `json:"commit"`
 	IndexedAt string `json:"indexed_at" jsonschema:"RFC 3339"`
 	Files     int    `json:"files"`
+	// Provides are the packages other repositories can import from it.
+	Provides []xrepo.Identity `json:"provides,omitempty" jsonschema:"what other repositories import it by: Go modules, npm packages, Python distributions, Maven artifacts, Cargo crates"`
 }
 
 // ReposOutput is the answer of the repos tool.
@@ -804,6 +806,7 @@ func (s *Server) toolRepos(ctx context.Context, p Principal, in ReposInput) (Rep
 		return ReposOutput{}, err
 	}
 	out := ReposOutput{Tenant: tenant, Repos: make([]RepoSummary, len(names))}
+	segs := make([]*segment.Segment, len(names))
 	err = forEach(len(names), func(i int) error {
 		head, err := index.ReadHead(ctx, s.Store, tenant, names[i])
 		if err != nil {
@@ -812,11 +815,20 @@ func (s *Server) toolRepos(ctx context.Context, p Principal, in ReposInput) (Rep
 		rs := RepoSummary{Repo: names[i], Commit: head.Commit, IndexedAt: head.Built}
 		if seg, err := s.segs.get(ctx, head.Segment); err == nil {
 			rs.Files = len(seg.Files)
+			segs[i] = seg
 		}
 		out.Repos[i] = rs
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	if g := s.crossGraph(ctx, tenant, segs); g != nil {
+		for i := range out.Repos {
+			out.Repos[i].Provides = g.Provides(out.Repos[i].Repo)
+		}
+	}
+	return out, nil
 }
 
 // atoi is strconv.Atoi for ids known to be decimal.

@@ -78,7 +78,7 @@ func segKey(seg *segment.Segment) string {
 }
 
 // crossGraph returns the cross-repository import graph of the given
-// segments of tenant's repositories (nil for fewer than two). Links join
+// segments of tenant's repositories (nil for none). Links join
 // only these repositories: what a query does not search, it does not
 // reach.
 func (s *Server) crossGraph(ctx context.Context, tenant string, segs []*segment.Segment) *xrepo.Graph {
@@ -88,7 +88,7 @@ func (s *Server) crossGraph(ctx context.Context, tenant string, segs []*segment.
 			mine = append(mine, seg)
 		}
 	}
-	if len(mine) < 2 {
+	if len(mine) == 0 {
 		return nil
 	}
 	keys := make([]string, len(mine))

@@ -235,6 +235,12 @@ func TestCrossRepoImpact(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
+	var ro api.ReposOutput
+	call(ctx, t, cs, "repos", nil, &ro)
+	if len(ro.Repos) != 2 || ro.Repos[0].Repo != "money" || len(ro.Repos[0].Provides) != 2 ||
+		ro.Repos[0].Provides[0].Name != "github.com/acme/money" || ro.Repos[0].Provides[1].Name != "@acme/money-js" {
+		t.Errorf("repos = %+v, want money providing its Go module and npm package", ro)
+	}
 	var mo api.ImpactOutput
 	res := call(ctx, t, cs, "impact", map[string]any{"repo": "money", "path": "round/round.go"}, &mo)
 	if res.IsError || !slices.Equal(impacted(mo), []string{"shop:checkout/checkout.go", "shop:cmd/shop/main.go"}) || !strings.Contains(text(res), "shop@") {
