@@ -608,10 +608,7 @@ func (a *Activities) Publish(ctx context.Context, in PublishInput) (PublishResul
 	if !ok {
 		return res, fmt.Errorf("publish %s/%s: segment %s missing", in.Tenant, in.Repo, in.Segment)
 	}
-	head, err := json.Marshal(index.Head{Commit: in.Commit, Segment: in.Segment, Built: time.Now().UTC().Format(time.RFC3339), Complete: in.Complete})
-	if err != nil {
-		return res, err
-	}
+	next := index.Head{Commit: in.Commit, Segment: in.Segment, Built: time.Now().UTC().Format(time.RFC3339), Complete: in.Complete}
 	hk := index.HeadKey(in.Tenant, in.Repo)
 	if err := index.DropLegacyHead(ctx, a.Store, in.Tenant, in.Repo); err != nil {
 		return res, fmt.Errorf("move head: %w", err)
@@ -623,16 +620,23 @@ func (a *Activities) Publish(ctx context.Context, in PublishInput) (PublishResul
 		} else if err != nil {
 			return res, fmt.Errorf("read head: %w", err)
 		}
-		res.Previous = ""
 		if old != nil {
 			var h index.Head
 			if err := json.Unmarshal(old, &h); err == nil {
 				if h.Commit == in.Commit && h.Segment == in.Segment && h.Complete == in.Complete {
-					// A retry after a swap whose reply was lost.
+					// Already published (a retry after a swap whose reply
+					// was lost, or the same index again): the commit
+					// before it is still the previous one, for GC to keep.
+					res.Previous = h.Previous
 					return res, nil
 				}
-				res.Previous = h.Commit
 			}
+		}
+		nh := index.NextHead(old, next)
+		res.Previous = nh.Previous
+		head, err := json.Marshal(nh)
+		if err != nil {
+			return res, err
 		}
 		err = a.Store.Swap(ctx, hk, old, head)
 		if err == nil {
@@ -697,7 +701,54 @@ func (a *Activities) GC(ctx context.Context, in GCInput) (GCResult, error) {
 			res.Deleted++
 		}
 	}
-	return res, nil
+	n, err = collectShards(ctx, a.Store, in.Tenant, in.Repo)
+	res.Deleted += n
+	return res, err
+}
+
+// collectShards deletes the shards of tenant/repo that no stored shard list
+// of the repository names (the kept snapshots' lists are all that is left
+// once GC has deleted the others). The lists are read after the shards are
+// listed: a shard written meanwhile by a build is either not a candidate or
+// named by a list; only a build running beside GC whose list is not yet
+// written could lose a shard, and the snapshot workflow of a repository
+// runs one build at a time, GC after it.
+func collectShards(ctx context.Context, store *blob.Bucket, tenant, repo string) (int, error) {
+	prefix := index.ShardPrefix(tenant, repo)
+	shards, err := store.List(ctx, prefix)
+	if err != nil || len(shards) == 0 {
+		return 0, err
+	}
+	segPrefix := index.RepoPrefix("segments/", tenant, repo)
+	segs, err := store.List(ctx, segPrefix)
+	if err != nil {
+		return 0, err
+	}
+	live := map[string]bool{}
+	for _, k := range segs {
+		if name := strings.TrimPrefix(k, segPrefix); strings.Contains(name, "/") || !strings.HasSuffix(name, ".seg") {
+			continue
+		}
+		keys, err := index.ShardKeys(ctx, store, k)
+		if err != nil {
+			// A list that cannot be read cannot say what it keeps.
+			return 0, fmt.Errorf("gc shards: %s: %w", k, err)
+		}
+		for _, sk := range keys {
+			live[sk] = true
+		}
+	}
+	n := 0
+	for _, k := range shards {
+		if name := strings.TrimPrefix(k, prefix); strings.Contains(name, "/") || live[k] {
+			continue
+		}
+		if err := store.Delete(ctx, k); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 // firstLine is the part of a dead-letter reason before the stack trace.

@@ -3,13 +3,16 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"codectx/pkg/blob"
 	"codectx/pkg/index"
 	"codectx/pkg/pipeline"
+	"codectx/pkg/testrepo"
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/converter"
@@ -426,5 +429,81 @@ func TestRepoWorkflowLatePushKeepsNewest(t *testing.T) {
 	}
 	if st.LastCommit != "a9" || st.Covered != st.Received {
 		t.Errorf("status = %+v, want last a9 and every push covered", st)
+	}
+}
+
+// TestGCShards indexes three commits as shards, collects keeping the
+// second (and HEAD, the third), and checks that exactly the shards only
+// the first named are gone and both kept snapshots still load. A publish
+// of the commit HEAD already names reports the commit before it as
+// Previous, so that GC after it keeps that commit.
+func TestGCShards(t *testing.T) {
+	ctx := context.Background()
+	store := blob.NewMem()
+	r := testrepo.New(t)
+	files := map[string]string{}
+	for i := range 40 {
+		files[fmt.Sprintf("pkg%02d/f.go", i)] = fmt.Sprintf("package pkg%02d\n\n// F%d is function %d.\nfunc F%d() int { return %d }\n%s", i, i, i, i, i, strings.Repeat("// padding\n", 300))
+	}
+	var commits []string
+	shardsOf := map[string][]string{}
+	opt := index.Options{Tenant: "t", Name: "r", ShardBytes: 8 << 10}
+	a := &Activities{Store: store}
+	for i, change := range []string{"pkg03/f.go", "pkg30/f.go", "pkg31/f.go"} {
+		files[change] += fmt.Sprintf("// change %d\n", i)
+		c := r.Commit("c", files)
+		st, err := index.Build(ctx, store, r.Dir, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && st.ShardsWritten != 1 {
+			t.Fatalf("commit %d wrote %d shards, want 1", i, st.ShardsWritten)
+		}
+		commits = append(commits, c)
+		keys, err := index.ShardKeys(ctx, store, index.SegmentKey("t", "r", c))
+		if err != nil || len(keys) < 5 {
+			t.Fatalf("shards of %s: %v %v", c, keys, err)
+		}
+		shardsOf[c] = keys
+	}
+	res, err := a.GC(ctx, GCInput{Tenant: "t", Repo: "r", Keep: []string{commits[1]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := map[string]bool{}
+	for _, c := range commits[1:] {
+		for _, k := range shardsOf[c] {
+			kept[k] = true
+		}
+		if _, err := index.LoadSegment(ctx, store, index.SegmentKey("t", "r", c)); err != nil {
+			t.Fatalf("kept snapshot %s: %v", c, err)
+		}
+	}
+	gone := 0
+	for _, k := range shardsOf[commits[0]] {
+		ok, err := store.Exists(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok != kept[k] {
+			t.Errorf("shard %s exists %v, want %v", k, ok, kept[k])
+		}
+		if !ok {
+			gone++
+		}
+	}
+	if gone != 1 || res.Deleted != 2 { // the first commit's segment key and its one own shard
+		t.Errorf("GC deleted %d (%d shards), want the first commit's list and one shard", res.Deleted, gone)
+	}
+
+	// Publishing the commit HEAD names again: Previous is the commit
+	// before it, not "".
+	h, err := index.ReadHead(ctx, store, "t", "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := a.Publish(ctx, PublishInput{Tenant: "t", Repo: "r", Commit: h.Commit, Segment: h.Segment, Complete: h.Complete})
+	if err != nil || pub.Previous != commits[1] {
+		t.Fatalf("republish: previous %q (%v), want %s", pub.Previous, err, commits[1])
 	}
 }

@@ -204,7 +204,7 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 		}
 		res.Deleted++
 	}
-	for _, root := range []string{"segments/", "manifests/", "plans/"} {
+	for _, root := range []string{"segments/", "shards/", "manifests/", "plans/"} {
 		for _, prefix := range []string{index.RepoPrefix(root, tenant, repo), root + tenant + "/" + repo + "/"} {
 			ks, err := s.Store.List(ctx, prefix)
 			if err != nil {

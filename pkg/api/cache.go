@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"codectx/pkg/blob"
+	"codectx/pkg/index"
 	"codectx/pkg/segment"
 )
 
@@ -97,11 +98,7 @@ func (c *segCache) evict(keep *segEntry) {
 }
 
 func (c *segCache) load(ctx context.Context, key string) (*segment.Segment, error) {
-	data, err := c.store.Get(ctx, key)
-	if err != nil {
-		return nil, fmt.Errorf("read segment: %w", err)
-	}
-	seg, err := segment.Load(data)
+	seg, err := index.LoadSegment(ctx, c.store, key)
 	if err != nil {
 		return nil, fmt.Errorf("load segment %s: %w", key, err)
 	}

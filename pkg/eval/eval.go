@@ -171,6 +171,10 @@ type Options struct {
 	// Store by model and content) into an in-memory vector store and gives
 	// the queries the dense arm.
 	Embedder embed.Embedder
+	// ShardBytes, when positive, indexes each snapshot as shards of this
+	// many source bytes, joined as a query server loads them, instead of
+	// one segment: the answers must be the same.
+	ShardBytes int64
 }
 
 // FeatureDump is one line of an --features file.
@@ -318,7 +322,12 @@ func runTask(ctx context.Context, t Task, opt Options) (map[string]TaskResult, i
 		return nil, 0, err
 	}
 	defer snap.Close()
-	seg, _, err := index.BuildSegment(ctx, opt.Store, snap, t.Repo, index.Options{HistoryLimit: 500})
+	var seg *segment.Segment
+	if opt.ShardBytes > 0 {
+		seg, _, err = index.BuildShardedSegment(ctx, opt.Store, blob.NewMem(), snap, t.Repo, index.Options{HistoryLimit: 500, ShardBytes: opt.ShardBytes})
+	} else {
+		seg, _, err = index.BuildSegment(ctx, opt.Store, snap, t.Repo, index.Options{HistoryLimit: 500})
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("index: %w", err)
 	}

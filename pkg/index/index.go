@@ -43,7 +43,10 @@ type Options struct {
 	Chunk        chunk.Options // size cap, parse timeout
 	Workers      int           // parse goroutines; default GOMAXPROCS
 	HistoryLimit int           // commits of history kept in the segment; default 500
-	Progress     func(Progress)
+	// ShardBytes is the source size of a shard (default DefaultShardBytes);
+	// negative builds one segment instead of shards.
+	ShardBytes int64
+	Progress   func(Progress)
 }
 
 // Progress is reported while files are parsed.
@@ -69,7 +72,9 @@ type Summary struct {
 	Reused          int            `json:"reused"`
 	Bytes           int64          `json:"bytes"`
 	SegmentKey      string         `json:"segment"`
-	SegmentBytes    int            `json:"segment_bytes"`
+	SegmentBytes    int            `json:"segment_bytes"` // a sharded index: its shards and shard list
+	Shards          int            `json:"shards,omitempty"`
+	ShardsWritten   int            `json:"shards_written,omitempty"` // by this build; the others were reused
 	Seconds         float64        `json:"seconds"`
 	MBPerSecond     float64        `json:"mb_per_second"`
 }
@@ -146,6 +151,22 @@ type Head struct {
 	// written before this field existed) is indexed again when its commit
 	// is asked for, rather than skipped as already indexed.
 	Complete bool `json:"complete,omitempty"`
+	// Previous is the last other commit HEAD pointed at before this one
+	// (kept by GC beside HEAD, for queries still reading it).
+	Previous string `json:"previous,omitempty"`
+}
+
+// NextHead is the HEAD that replaces old (nil: none) with h, carrying the
+// previous commit: old's, or old's own previous when old is of h's commit.
+func NextHead(old []byte, h Head) Head {
+	var o Head
+	if old != nil && json.Unmarshal(old, &o) == nil {
+		h.Previous = o.Commit
+		if o.Commit == h.Commit {
+			h.Previous = o.Previous
+		}
+	}
+	return h
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$`)
@@ -195,20 +216,45 @@ func Build(ctx context.Context, store *blob.Bucket, location string, opt Options
 		snap.Commit = snap.ContentName()
 	}
 	commit := snap.Commit
-	seg, st, err := BuildSegment(ctx, store, snap, name, opt)
-	if err != nil {
-		return nil, err
-	}
-	data, err := seg.MarshalBinary()
-	if err != nil {
-		return nil, fmt.Errorf("index: encode segment: %w", err)
+	var st *Summary
+	var data []byte
+	if opt.ShardBytes < 0 {
+		seg, sum, err := BuildSegment(ctx, store, snap, name, opt)
+		if err != nil {
+			return nil, err
+		}
+		if data, err = seg.MarshalBinary(); err != nil {
+			return nil, fmt.Errorf("index: encode segment: %w", err)
+		}
+		st = sum
+		st.SegmentBytes = len(data)
+	} else {
+		m, err := ReadManifest(ctx, snap, opt.Tenant, name, opt.HistoryLimit)
+		if err != nil {
+			return nil, err
+		}
+		p := newParser(store, snap, opt, start)
+		defer p.stop()
+		prev := PreviousShards(ctx, store, opt.Tenant, name)
+		list, sum, ss, err := BuildShards(ctx, store, m, prev, opt.ShardBytes, func(ctx context.Context, files []source.File) ([]Parsed, error) {
+			return p.parse(ctx, files)
+		}, p.skip)
+		if err != nil {
+			return nil, err
+		}
+		p.stop()
+		if data, err = list.MarshalBinary(); err != nil {
+			return nil, fmt.Errorf("index: encode shard list: %w", err)
+		}
+		st = sum
+		st.SegmentBytes += len(data)
+		st.Shards, st.ShardsWritten = ss.Shards, ss.Written
 	}
 	key := SegmentKey(opt.Tenant, name, commit)
 	if err := Publish(ctx, store, opt.Tenant, name, commit, key, data); err != nil {
 		return nil, err
 	}
 	st.SegmentKey = key
-	st.SegmentBytes = len(data)
 	st.Seconds = time.Since(start).Seconds()
 	if st.Seconds > 0 {
 		st.MBPerSecond = float64(st.Bytes) / 1e6 / st.Seconds
@@ -223,10 +269,7 @@ func Publish(ctx context.Context, store *blob.Bucket, tenant, repo, commit, key 
 	if err := store.Put(ctx, key, data); err != nil {
 		return fmt.Errorf("index: write segment: %w", err)
 	}
-	head, err := json.Marshal(Head{Commit: commit, Segment: key, Built: time.Now().UTC().Format(time.RFC3339), Complete: true})
-	if err != nil {
-		return err
-	}
+	h := Head{Commit: commit, Segment: key, Built: time.Now().UTC().Format(time.RFC3339), Complete: true}
 	hk := HeadKey(tenant, repo)
 	if err := DropLegacyHead(ctx, store, tenant, repo); err != nil {
 		return fmt.Errorf("index: move head: %w", err)
@@ -237,6 +280,10 @@ func Publish(ctx context.Context, store *blob.Bucket, tenant, repo, commit, key 
 			old = nil
 		} else if err != nil {
 			return fmt.Errorf("index: read head: %w", err)
+		}
+		head, err := json.Marshal(NextHead(old, h))
+		if err != nil {
+			return err
 		}
 		err = store.Swap(ctx, hk, old, head)
 		if err == nil {
@@ -271,11 +318,7 @@ func LoadHead(ctx context.Context, store *blob.Bucket, tenant, repo string) (*se
 	if err != nil {
 		return nil, err
 	}
-	data, err := store.Get(ctx, h.Segment)
-	if err != nil {
-		return nil, fmt.Errorf("index: read segment %s: %w", h.Segment, err)
-	}
-	return segment.Load(data)
+	return LoadSegment(ctx, store, h.Segment)
 }
 
 // Manifest is what a snapshot contributes to its segment besides parse
@@ -350,16 +393,31 @@ func BuildSegment(ctx context.Context, store *blob.Bucket, snap *source.Snapshot
 	if err != nil {
 		return nil, nil, err
 	}
-	workers := opt.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
+	p := newParser(store, snap, opt, start)
+	defer p.stop()
+	results, err := p.parse(ctx, snap.Files)
+	if err != nil {
+		return nil, nil, err
 	}
-	results := make([]Parsed, len(snap.Files))
-	errs := make([]error, len(snap.Files))
-	var next, done atomic.Int64
-	var bytesDone atomic.Int64
-	var wg sync.WaitGroup
-	stopProgress := make(chan struct{})
+	seg, st := Assemble(m, results)
+	st.Seconds = time.Since(start).Seconds()
+	return seg, st, nil
+}
+
+// parser parses files of a snapshot with opt.Workers goroutines, reporting
+// progress over all of the snapshot's files.
+type parser struct {
+	store           *blob.Bucket
+	snap            *source.Snapshot
+	opt             Options
+	start           time.Time
+	done, bytesDone atomic.Int64
+	stopProgress    chan struct{}
+	stopOnce        sync.Once
+}
+
+func newParser(store *blob.Bucket, snap *source.Snapshot, opt Options, start time.Time) *parser {
+	p := &parser{store: store, snap: snap, opt: opt, start: start, stopProgress: make(chan struct{})}
 	if opt.Progress != nil {
 		go func() {
 			t := time.NewTicker(200 * time.Millisecond)
@@ -367,58 +425,91 @@ func BuildSegment(ctx context.Context, store *blob.Bucket, snap *source.Snapshot
 			for {
 				select {
 				case <-t.C:
-					opt.Progress(Progress{Done: int(done.Load()), Total: len(snap.Files), Bytes: bytesDone.Load(), Elapsed: time.Since(start)})
-				case <-stopProgress:
+					opt.Progress(p.progress())
+				case <-p.stopProgress:
 					return
 				}
 			}
 		}()
 	}
+	return p
+}
+
+func (p *parser) progress() Progress {
+	return Progress{Done: int(p.done.Load()), Total: len(p.snap.Files), Bytes: p.bytesDone.Load(), Elapsed: time.Since(p.start)}
+}
+
+// skip counts files as done without parsing them (a reused shard's).
+func (p *parser) skip(files []source.File) {
+	for _, f := range files {
+		p.bytesDone.Add(f.Size)
+	}
+	p.done.Add(int64(len(files)))
+}
+
+// stop ends the progress reports with a last one.
+func (p *parser) stop() {
+	p.stopOnce.Do(func() {
+		close(p.stopProgress)
+		if p.opt.Progress != nil && p.done.Load() == int64(len(p.snap.Files)) {
+			p.opt.Progress(p.progress())
+		}
+	})
+}
+
+func (p *parser) parse(ctx context.Context, files []source.File) ([]Parsed, error) {
+	workers := p.opt.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	results := make([]Parsed, len(files))
+	errs := make([]error, len(files))
+	var next atomic.Int64
+	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= len(snap.Files) || ctx.Err() != nil {
+				if i >= len(files) || ctx.Err() != nil {
 					return
 				}
-				f := snap.Files[i]
-				results[i], errs[i] = ParseFile(ctx, store, opt.Tenant, f, func() ([]byte, error) { return snap.Read(f) }, opt.Chunk)
-				bytesDone.Add(f.Size)
-				done.Add(1)
+				f := files[i]
+				results[i], errs[i] = ParseFile(ctx, p.store, p.opt.Tenant, f, func() ([]byte, error) { return p.snap.Read(f) }, p.opt.Chunk)
+				p.bytesDone.Add(f.Size)
+				p.done.Add(1)
 			}
 		}()
 	}
 	wg.Wait()
-	close(stopProgress)
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	if opt.Progress != nil {
-		opt.Progress(Progress{Done: len(snap.Files), Total: len(snap.Files), Bytes: bytesDone.Load(), Elapsed: time.Since(start)})
+		return nil, err
 	}
 	for _, err := range errs {
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	seg, st := Assemble(m, results)
-	st.Seconds = time.Since(start).Seconds()
-	return seg, st, nil
+	return results, nil
 }
 
 // LoadParsed returns the cached parse results of the manifest's files, for
 // the graph stage of the pipeline. A missing result is an error naming the
 // file: the parse stage has not finished it.
 func LoadParsed(ctx context.Context, store *blob.Bucket, m *Manifest) ([]Parsed, error) {
-	out := make([]Parsed, len(m.Files))
-	for i, f := range m.Files {
+	return LoadParsedFiles(ctx, store, m.Tenant, m.Files)
+}
+
+// LoadParsedFiles is LoadParsed for some files of tenant's snapshot.
+func LoadParsedFiles(ctx context.Context, store *blob.Bucket, tenant string, files []source.File) ([]Parsed, error) {
+	out := make([]Parsed, len(files))
+	for i, f := range files {
 		if tooLarge(f, chunk.Options{}) {
 			out[i] = Parsed{Result: chunk.Result{Language: chunk.Detect(f.Path, nil), Skip: codectx.SkipTooLarge}}
 			continue
 		}
-		data, err := store.Get(ctx, ParseKey(m.Tenant, chunk.Detect(f.Path, nil), f.Blob))
+		data, err := store.Get(ctx, ParseKey(tenant, chunk.Detect(f.Path, nil), f.Blob))
 		if err != nil {
 			return nil, fmt.Errorf("index: parse result of %s: %w", f.Path, err)
 		}
@@ -640,6 +731,9 @@ func FormatSummary(s *Summary) string {
 	fmt.Fprintf(&b, "  bytes     %.2f MB source, %.2f MB segment\n", float64(s.Bytes)/1e6, float64(s.SegmentBytes)/1e6)
 	fmt.Fprintf(&b, "  time      %.2f s (%.1f MB/s)\n", s.Seconds, s.MBPerSecond)
 	fmt.Fprintf(&b, "  segment   %s\n", s.SegmentKey)
+	if s.Shards > 0 {
+		fmt.Fprintf(&b, "  shards    %d (%d written, %d reused)\n", s.Shards, s.ShardsWritten, s.Shards-s.ShardsWritten)
+	}
 	return b.String()
 }
 

@@ -88,18 +88,18 @@ func CollectParseCache(ctx context.Context, store *blob.Bucket, opt GCOptions) (
 		if !strings.HasSuffix(k, ".seg") {
 			continue
 		}
-		data, err := store.Get(ctx, k)
-		if err != nil {
-			return st, fmt.Errorf("gc: read %s: %w", k, err)
+		// A segment or shard list (and its shards) that cannot be read
+		// cannot say what it references: collect nothing rather than guess.
+		err := index.ReferencedFiles(ctx, store, k, func(tenant string, f segment.File) {
+			mark(tenant, f.Path, f.Blob)
+		})
+		if errors.Is(err, blob.ErrNotFound) {
+			if ok, xerr := store.Exists(ctx, k); xerr == nil && !ok {
+				continue // collected with its shards meanwhile
+			}
 		}
-		seg, err := segment.Load(data)
 		if err != nil {
-			// A corrupt segment cannot say what it references: collect
-			// nothing rather than guess.
 			return st, fmt.Errorf("gc: %s: %w", k, err)
-		}
-		for _, f := range seg.Files {
-			mark(seg.Meta.Tenant, f.Path, f.Blob)
 		}
 		st.Roots++
 	}

@@ -55,6 +55,9 @@ type GraphJob struct {
 	Tenant, Repo, Commit string
 	ManifestKey          string
 	Failed               []string // paths whose parse failed: left out of the segment
+	// ShardBytes is the source size of a shard (0: index.DefaultShardBytes);
+	// negative builds one segment.
+	ShardBytes int64 `json:",omitempty"`
 }
 
 // SegmentKey is where the segment of the job is written. A snapshot with
@@ -229,8 +232,11 @@ func ReadManifest(ctx context.Context, store *blob.Bucket, key string) (*index.M
 	return &m, nil
 }
 
-// BuildSegment assembles and writes the segment of job unless it exists.
-// It is what the graph worker does per message.
+// BuildSegment builds and writes the index of job unless it exists: the
+// snapshot's shards, one at a time, reusing those whose files did not
+// change (index.BuildShards), then the shard list at the segment key. It is
+// what the graph worker does per message. The list is written last, so the
+// key exists only once every shard it names does.
 func BuildSegment(ctx context.Context, store *blob.Bucket, job GraphJob) (string, error) {
 	key := job.SegmentKey()
 	if ok, err := store.Exists(ctx, key); err != nil {
@@ -243,14 +249,27 @@ func BuildSegment(ctx context.Context, store *blob.Bucket, job GraphJob) (string
 		return "", err
 	}
 	m = FilterFailed(m, job.Failed)
-	parsed, err := index.LoadParsed(ctx, store, m)
-	if err != nil {
-		return "", err
-	}
-	seg, _ := index.Assemble(m, parsed)
-	data, err := seg.MarshalBinary()
-	if err != nil {
-		return "", fmt.Errorf("encode segment %s: %w", key, err)
+	var data []byte
+	if job.ShardBytes < 0 {
+		parsed, err := index.LoadParsed(ctx, store, m)
+		if err != nil {
+			return "", err
+		}
+		seg, _ := index.Assemble(m, parsed)
+		if data, err = seg.MarshalBinary(); err != nil {
+			return "", fmt.Errorf("encode segment %s: %w", key, err)
+		}
+	} else {
+		prev := index.PreviousShards(ctx, store, job.Tenant, job.Repo)
+		list, _, _, err := index.BuildShards(ctx, store, m, prev, job.ShardBytes, func(ctx context.Context, files []source.File) ([]index.Parsed, error) {
+			return index.LoadParsedFiles(ctx, store, m.Tenant, files)
+		}, nil)
+		if err != nil {
+			return "", err
+		}
+		if data, err = list.MarshalBinary(); err != nil {
+			return "", fmt.Errorf("encode shard list %s: %w", key, err)
+		}
 	}
 	if err := store.Put(ctx, key, data); err != nil {
 		return "", fmt.Errorf("write segment: %w", err)

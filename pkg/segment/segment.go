@@ -314,11 +314,20 @@ func walk(data []byte, fn func(tag int, payload []byte) error) error {
 	if len(data) < len(magic)+4 || string(data[:len(magic)]) != magic {
 		return fmt.Errorf("%w: bad magic", ErrCorrupt)
 	}
+	return walkBody(data, len(magic), fn)
+}
+
+// walkBody checks the checksum of data and calls fn for each section after
+// the magic of length skip.
+func walkBody(data []byte, skip int, fn func(tag int, payload []byte) error) error {
+	if len(data) < skip+4 {
+		return fmt.Errorf("%w: too short", ErrCorrupt)
+	}
 	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
 	if crc32.Checksum(body, crcTable) != sum {
 		return fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
 	}
-	p := body[len(magic):]
+	p := body[skip:]
 	for len(p) > 0 {
 		tag, n := binary.Uvarint(p)
 		if n <= 0 {

@@ -32,6 +32,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	out := fs.String("json", "", "write the full report (per task) as JSON to this file")
 	only := fs.String("only", "", "only tasks whose id contains this string")
 	featureFile := fs.String("features", "", "write each task's ranker candidates with their features and gold labels (JSONL) to this file, for scripts/train-rank.py")
+	shardBytes := fs.Int64("shard-bytes", 0, "index each snapshot as shards of this many source bytes, joined as a server loads them (0: one segment); the figures must not change")
 	byRepo := fs.Bool("by-repo", false, "print compact tables by repository and by language: every configuration side by side")
 	var df denseFlags
 	df.register(fs, false)
@@ -121,7 +122,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fmt.Errorf("eval: config %q: %w", c.Name, err)
 		}
 	}
-	opt := eval.Options{GitDirs: dirs, Store: store, Budgets: budgets, RankOnly: *rankOnly, Configs: configs, Progress: stderr, Embedder: kit.emb}
+	opt := eval.Options{GitDirs: dirs, Store: store, Budgets: budgets, RankOnly: *rankOnly, Configs: configs, Progress: stderr, Embedder: kit.emb, ShardBytes: *shardBytes}
 	if *featureFile != "" {
 		ff, err := os.Create(*featureFile)
 		if err != nil {

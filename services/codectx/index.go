@@ -36,6 +36,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	maxSize := fs.Int64("max-file-size", 1<<20, "skip files larger than this many bytes")
 	workers := fs.Int("workers", 0, "parse goroutines (default: number of CPUs)")
+	shardBytes := fs.Int64("shard-bytes", index.DefaultShardBytes, "source bytes per index shard (a push rewrites only the shards it touches); negative: one segment")
 	server := fs.String("server", env(envServer, ""), "send the request to a running codectx up or gateway at this URL and wait ($"+envServer+")")
 	timeout := fs.Duration("timeout", time.Hour, "with --server: how long to wait for the index")
 	var df denseFlags
@@ -60,9 +61,10 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	opt := index.Options{
 		Tenant: *tenant, Name: *name, Rev: *rev,
-		CacheDir: filepath.Join(*data, "clones"),
-		Chunk:    chunk.Options{MaxFileSize: *maxSize},
-		Workers:  *workers,
+		CacheDir:   filepath.Join(*data, "clones"),
+		Chunk:      chunk.Options{MaxFileSize: *maxSize},
+		Workers:    *workers,
+		ShardBytes: *shardBytes,
 	}
 	if isTerminal(stderr) {
 		opt.Progress = index.WriteProgress(stderr)

@@ -1,0 +1,286 @@
+package segment
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+
+	"codectx/pkg/bm25"
+	"codectx/pkg/codectx"
+	"codectx/pkg/graph"
+)
+
+// A repository's index at a commit is either one segment (the format
+// above) or a shard list: a small object naming immutable shards, each
+// holding the files of one range of paths with their chunks and BM25
+// postings, plus what spans shards (the graph, the history). The object at
+// a segment key is either; Open-style loaders tell them apart by magic.
+//
+// A shard's chunk and document ids are local (0..n-1). Joined in list
+// order, shard i's ids are offset by the chunks (files) of the shards
+// before it: the joined segment is the one a single build of the same
+// files in the same order gives, byte for byte in its indexes (BM25 counts
+// and lengths are sums over shards, see bm25.Concat), so every score is.
+const (
+	shardMagic = "CTXSHD1\n"
+	listMagic  = "CTXSET1\n"
+)
+
+// Section tags of shards and shard lists (besides those of segments).
+const (
+	tagGraphIn = 9  // a shard's graph input: its code files, symbols with local ids
+	tagShards  = 10 // a shard list's shards
+	tagStats   = 11 // a shard's counts
+)
+
+// ShardStats counts what a shard holds, for build summaries.
+type ShardStats struct {
+	Files           int            `json:"files"` // indexed files (with chunks or without)
+	Chunks          int            `json:"chunks"`
+	Bytes           int64          `json:"bytes"` // source bytes of all its files, skipped ones too
+	FilesByLanguage map[string]int `json:"files_by_language,omitempty"`
+	ChunksByKind    map[string]int `json:"chunks_by_kind,omitempty"`
+	Skipped         map[string]int `json:"skipped,omitempty"` // files its parse skipped, by reason
+	Degraded        map[string]int `json:"degraded,omitempty"`
+}
+
+// Shard is one immutable part of a sharded index: the files of a range of
+// paths, their chunks, the chunk and whole-file BM25 indexes over them and
+// the graph input the snapshot's graph is built from.
+type Shard struct {
+	Stats    ShardStats
+	Files    []File // chunk ids local to the shard
+	Chunks   []codectx.Chunk
+	BM25     *bm25.Index
+	FileBM25 *bm25.Index
+	GraphIn  []graph.FileInput // symbol ids local to the shard
+}
+
+// ShardRef names one shard in a shard list.
+type ShardRef struct {
+	Key    string `json:"key"`
+	First  string `json:"first"`  // the range starts at this path ("" for the first shard)
+	Digest string `json:"digest"` // of the shard's inputs (its files' paths, blobs and sizes, parser version)
+	Files  int    `json:"files"`
+	Chunks int    `json:"chunks"`
+	Bytes  int    `json:"bytes"` // encoded size
+}
+
+// ShardList is a sharded index of one snapshot.
+type ShardList struct {
+	Meta    Meta
+	Shards  []ShardRef
+	History []Commit
+	Graph   *graph.Graph // over the joined ids
+}
+
+// IsShardList reports whether data is an encoded shard list.
+func IsShardList(data []byte) bool { return bytes.HasPrefix(data, []byte(listMagic)) }
+
+type sectionWriter struct{ buf bytes.Buffer }
+
+func newSectionWriter(magic string) *sectionWriter {
+	w := &sectionWriter{}
+	w.buf.WriteString(magic)
+	return w
+}
+
+func (w *sectionWriter) put(tag int, data []byte) {
+	var hdr [2 * binary.MaxVarintLen64]byte
+	n := binary.PutUvarint(hdr[:], uint64(tag))
+	n += binary.PutUvarint(hdr[n:], uint64(len(data)))
+	w.buf.Write(hdr[:n])
+	w.buf.Write(data)
+}
+
+func (w *sectionWriter) bytes() []byte {
+	var sum [4]byte
+	binary.LittleEndian.PutUint32(sum[:], crc32.Checksum(w.buf.Bytes(), crcTable))
+	w.buf.Write(sum[:])
+	return w.buf.Bytes()
+}
+
+// MarshalBinary encodes the shard.
+func (s *Shard) MarshalBinary() ([]byte, error) {
+	w := newSectionWriter(shardMagic)
+	for _, sec := range []struct {
+		tag  int
+		data func() ([]byte, error)
+	}{
+		{tagStats, func() ([]byte, error) { return gzipJSON(s.Stats) }},
+		{tagGraphIn, func() ([]byte, error) { return gzipJSONList(s.GraphIn) }},
+		{tagFiles, func() ([]byte, error) { return gzipJSONList(s.Files) }},
+		{tagChunks, func() ([]byte, error) { return gzipJSONList(s.Chunks) }},
+		{tagBM25, s.BM25.MarshalBinary},
+		{tagFileBM25, s.FileBM25.MarshalBinary},
+	} {
+		data, err := sec.data()
+		if err != nil {
+			return nil, fmt.Errorf("segment: encode shard section %d: %w", sec.tag, err)
+		}
+		w.put(sec.tag, data)
+	}
+	return w.bytes(), nil
+}
+
+// LoadShard decodes a shard. With full false only its counts, files and
+// graph input are decoded (what a build that reuses the shard needs).
+func LoadShard(data []byte, full bool) (*Shard, error) {
+	s := &Shard{}
+	err := walkMagic(data, shardMagic, func(tag int, p []byte) error {
+		var err error
+		switch tag {
+		case tagStats:
+			err = gunzipJSON(p, &s.Stats)
+		case tagGraphIn:
+			s.GraphIn, err = gunzipJSONList[graph.FileInput](p)
+		case tagFiles:
+			s.Files, err = gunzipJSONList[File](p)
+		case tagChunks:
+			if full {
+				s.Chunks, err = gunzipJSONList[codectx.Chunk](p)
+			}
+		case tagBM25:
+			if full {
+				s.BM25, err = bm25.Load(bytes.Clone(p))
+			}
+		case tagFileBM25:
+			if full {
+				s.FileBM25, err = bm25.Load(bytes.Clone(p))
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("segment: shard section %d: %w", tag, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.Stats.Files != len(s.Files) {
+		return nil, fmt.Errorf("%w: shard has %d files, counts say %d", ErrCorrupt, len(s.Files), s.Stats.Files)
+	}
+	if !full {
+		return s, nil
+	}
+	if s.BM25 == nil || s.FileBM25 == nil || s.BM25.NumDocs() != len(s.Chunks) || s.FileBM25.NumDocs() != len(s.Files) || s.Stats.Chunks != len(s.Chunks) {
+		return nil, fmt.Errorf("%w: shard bm25 document counts do not match", ErrCorrupt)
+	}
+	for _, f := range s.Files {
+		for _, id := range f.Chunks {
+			if id < 0 || id >= len(s.Chunks) {
+				return nil, fmt.Errorf("%w: shard chunk id out of range", ErrCorrupt)
+			}
+		}
+	}
+	return s, nil
+}
+
+// MarshalBinary encodes the shard list.
+func (l *ShardList) MarshalBinary() ([]byte, error) {
+	w := newSectionWriter(listMagic)
+	for _, sec := range []struct {
+		tag  int
+		data func() ([]byte, error)
+	}{
+		{tagMeta, func() ([]byte, error) { return gzipJSON(l.Meta) }},
+		{tagShards, func() ([]byte, error) { return gzipJSONList(l.Shards) }},
+		{tagHistory, func() ([]byte, error) { return gzipJSONList(l.History) }},
+		{tagGraph, l.Graph.MarshalBinary},
+	} {
+		data, err := sec.data()
+		if err != nil {
+			return nil, fmt.Errorf("segment: encode shard list section %d: %w", sec.tag, err)
+		}
+		w.put(sec.tag, data)
+	}
+	return w.bytes(), nil
+}
+
+// LoadShardList decodes a shard list. With full false the graph and the
+// history are not decoded (what GC and a build that plans shards need).
+func LoadShardList(data []byte, full bool) (*ShardList, error) {
+	l := &ShardList{}
+	err := walkMagic(data, listMagic, func(tag int, p []byte) error {
+		var err error
+		switch tag {
+		case tagMeta:
+			err = gunzipJSON(p, &l.Meta)
+		case tagShards:
+			l.Shards, err = gunzipJSONList[ShardRef](p)
+		case tagHistory:
+			if full {
+				l.History, err = gunzipJSONList[Commit](p)
+			}
+		case tagGraph:
+			if full {
+				l.Graph, err = graph.Load(p)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("segment: shard list section %d: %w", tag, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if full && l.Graph == nil {
+		return nil, fmt.Errorf("%w: shard list without a graph", ErrCorrupt)
+	}
+	return l, nil
+}
+
+// Join assembles the segment of a shard list from its shards (loaded in
+// full, in list order). Chunk and file ids are offset shard by shard and
+// the BM25 indexes concatenated, so the segment equals the one a single
+// build gives. The shards' memory may be reused: do not use them after.
+func Join(l *ShardList, shards []*Shard) (*Segment, error) {
+	if len(shards) != len(l.Shards) {
+		return nil, fmt.Errorf("segment: join %d shards of a list of %d", len(shards), len(l.Shards))
+	}
+	nc, nf := 0, 0
+	for i, sh := range shards {
+		if len(sh.Chunks) != l.Shards[i].Chunks || len(sh.Files) != l.Shards[i].Files {
+			return nil, fmt.Errorf("%w: shard %s holds %d chunks and %d files, the list says %d and %d",
+				ErrCorrupt, l.Shards[i].Key, len(sh.Chunks), len(sh.Files), l.Shards[i].Chunks, l.Shards[i].Files)
+		}
+		nc += len(sh.Chunks)
+		nf += len(sh.Files)
+	}
+	s := &Segment{Meta: l.Meta, Graph: l.Graph, History: l.History}
+	s.Chunks = make([]codectx.Chunk, 0, nc)
+	s.Files = make([]File, 0, nf)
+	ix := make([]*bm25.Index, len(shards))
+	fix := make([]*bm25.Index, len(shards))
+	for i, sh := range shards {
+		base := len(s.Chunks)
+		for _, f := range sh.Files {
+			for j := range f.Chunks {
+				f.Chunks[j] += base
+			}
+			s.Files = append(s.Files, f)
+		}
+		s.Chunks = append(s.Chunks, sh.Chunks...)
+		ix[i], fix[i] = sh.BM25, sh.FileBM25
+		sh.Chunks, sh.Files = nil, nil
+	}
+	var err error
+	if s.BM25, err = bm25.Concat(ix); err != nil {
+		return nil, err
+	}
+	if s.FileBM25, err = bm25.Concat(fix); err != nil {
+		return nil, err
+	}
+	s.buildSymbols()
+	s.index()
+	return s, nil
+}
+
+func walkMagic(data []byte, want string, fn func(tag int, payload []byte) error) error {
+	if !bytes.HasPrefix(data, []byte(want)) {
+		return fmt.Errorf("%w: bad magic", ErrCorrupt)
+	}
+	return walkBody(data, len(want), fn)
+}
