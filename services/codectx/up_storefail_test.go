@@ -15,7 +15,6 @@ import (
 	"codectx/pkg/api"
 	"codectx/pkg/blob"
 	"codectx/pkg/index"
-	"codectx/pkg/segment"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -165,11 +164,7 @@ func TestUpStoreOutageNeverLeavesGaps(t *testing.T) {
 	}
 	segFiles := func(h index.Head) []string {
 		t.Helper()
-		b, err := flaky.Bucket.Get(ctx, h.Segment)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seg, err := segment.Load(b)
+		seg, err := index.LoadSegment(ctx, flaky.Bucket, h.Segment)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,102 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/index"
+	"codectx/pkg/queue"
+	"codectx/pkg/segment"
+)
+
+// TestGraphShards runs the graph stage on the same parsed snapshot as one
+// segment and as small shards: the shard list's joined index equals the
+// segment.
+func TestGraphShards(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, pkg := range []string{"encoding/json", "encoding/csv", "encoding/hex"} {
+		src := filepath.Join(runtime.GOROOT(), "src", filepath.FromSlash(pkg))
+		ents, err := os.ReadDir(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), "_test.go") || !strings.HasSuffix(e.Name(), ".go") {
+				continue
+			}
+			data, err := os.ReadFile(filepath.Join(src, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dst := filepath.Join(dir, filepath.FromSlash(pkg), e.Name())
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(dst, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	build := func(shardBytes int64) (*segment.Segment, []string) {
+		snap, err := OpenSnapshot(ctx, dir, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer snap.Close()
+		store := blob.NewMem()
+		w := &Workers{Store: store}
+		data, _ := json.Marshal(ParseBatch{Tenant: "t", Repo: "r", Commit: snap.Commit, Location: dir, Files: snap.Files})
+		if err := w.HandleParse(ctx, queue.Message{Data: data}); err != nil {
+			t.Fatal(err)
+		}
+		m, err := index.ReadManifest(ctx, snap, "t", "r", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mdata, _ := json.Marshal(m)
+		mk := ManifestKey("t", "r", snap.Commit)
+		if err := store.Put(ctx, mk, mdata); err != nil {
+			t.Fatal(err)
+		}
+		key, err := BuildSegment(ctx, store, GraphJob{Tenant: "t", Repo: "r", Commit: snap.Commit, ManifestKey: mk, ShardBytes: shardBytes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seg, err := index.LoadSegment(ctx, store, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shards, err := index.ShardKeys(ctx, store, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seg, shards
+	}
+	one, none := build(-1)
+	got, shards := build(32 << 10)
+	if len(none) != 0 || len(shards) < 5 {
+		t.Fatalf("%d shards for one segment, %d for 32 KiB shards", len(none), len(shards))
+	}
+	if !reflect.DeepEqual(got.Files, one.Files) || !reflect.DeepEqual(got.Chunks, one.Chunks) {
+		t.Fatal("files or chunks differ")
+	}
+	for _, p := range [][2]interface{ MarshalBinary() ([]byte, error) }{{got.BM25, one.BM25}, {got.FileBM25, one.FileBM25}, {got.Graph, one.Graph}} {
+		a, _ := p[0].MarshalBinary()
+		b, _ := p[1].MarshalBinary()
+		if !bytes.Equal(a, b) {
+			t.Fatal("an index of the joined shards differs from the segment's")
+		}
+	}
+	if s := one.Graph.Stats(); s.CallEdges == 0 || s.TypeEdges == 0 {
+		t.Fatalf("graph %+v has no edges to compare", s)
+	}
+}
