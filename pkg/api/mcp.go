@@ -410,12 +410,12 @@ func (s *Server) toolReferences(ctx context.Context, p Principal, in ReferencesI
 				}
 				// Across repositories: the symbols of files that import
 				// the declaring file and call or name the symbol.
-				short := segment.ShortName(c.Name)
 				for _, l := range crossImporters(xg, byRepo, repo, c.Path) {
 					from := byRepo[l.From.Repo]
 					f, _ := from.File(l.From.Path)
+					u := crossUse(l, seg, c)
 					for _, fid := range f.Chunks {
-						if via := usesName(from.Chunks[fid], short); via != "" {
+						if via := u.uses(from.Chunks[fid]); via != "" {
 							add(Reference{ChunkRef: chunkRef(from, fid), Via: via, Target: repo + ":" + c.Name})
 						}
 					}
@@ -491,41 +491,121 @@ func crossImporters(g *xrepo.Graph, scope map[string]*segment.Segment, repo, pat
 	return out
 }
 
-// usesName says how a chunk uses a symbol of short name name: "call"
-// when it calls it (money.Round, Money::new, new Money), "type" when it
-// names it as a type, "" when neither.
-func usesName(c codectx.Chunk, name string) string {
-	if name == "" || !isDecl(c.Kind) {
+// use is how code in another repository may spell a use of a symbol
+// whose file it imports: the symbol's short name, qualified by one of
+// quals (any qualifier when quals is nil), or unqualified unless qual is
+// required.
+type use struct {
+	name     string
+	quals    map[string]bool
+	needQual bool
+}
+
+// crossUse is the use of symbol c (of segment decl) by the importer of l:
+// qualified by the import's last element, the declaring module's name or
+// the symbol's owner; in Go always qualified (by the package, or any
+// receiver for a method), in JavaScript and TypeScript by any name (an
+// import binds what the importer chooses).
+func crossUse(l xrepo.Link, decl *segment.Segment, c codectx.Chunk) use {
+	u := use{name: segment.ShortName(c.Name), quals: map[string]bool{}}
+	owner, _ := splitOwner(c.Name)
+	if owner != "" {
+		u.quals[lastName(owner)] = true
+	}
+	el := splitQual(l.Spec)
+	if n := len(el); n > 0 {
+		u.quals[el[n-1]] = true
+		if n > 1 && isMajorVersion(el[n-1]) {
+			u.quals[el[n-2]] = true
+		}
+	}
+	if f, ok := decl.File(c.Path); ok && len(f.Chunks) > 0 {
+		if m := splitQual(decl.Chunks[f.Chunks[0]].Name); len(m) > 0 {
+			u.quals[m[len(m)-1]] = true
+		}
+	}
+	switch c.Language {
+	case codectx.Go:
+		u.needQual = true
+		if owner != "" {
+			u.quals = nil
+		}
+	case codectx.TypeScript, codectx.TSX, codectx.JavaScript:
+		u.quals = nil
+	}
+	return u
+}
+
+// uses says how chunk c uses the symbol: "call", "type" or "".
+func (u use) uses(c codectx.Chunk) string {
+	if u.name == "" || !isDecl(c.Kind) {
 		return ""
 	}
+	match := func(ref string) bool {
+		qual, name := splitOwner(strings.TrimLeft(strings.TrimPrefix(ref, "new "), "*&"))
+		if name != u.name {
+			return false
+		}
+		if qual == "" {
+			return !u.needQual
+		}
+		return u.quals == nil || u.quals[lastName(qual)]
+	}
 	for _, call := range c.Calls {
-		if lastName(strings.TrimPrefix(call, "new ")) == name {
+		if match(call) {
 			return graph.EdgeCall.String()
 		}
 	}
 	for _, t := range c.Types {
-		if lastName(t) == name {
+		if match(t) {
 			return graph.EdgeType.String()
 		}
 	}
 	return ""
 }
 
-// lastName is the last element of a qualified name, type arguments and
-// pointer marks dropped: "money.Round" -> "Round", "*m.Money" -> "Money",
-// "Vec<Money>" -> "Vec", "money::Money::new" -> "new".
-func lastName(s string) string {
-	if i := strings.IndexAny(s, "<[("); i >= 0 {
+// splitOwner splits a qualified name at its last "." or "::", type
+// arguments and receiver parentheses dropped: "money.Round" -> ("money",
+// "Round"), "(*Router).Mount" -> ("Router", "Mount"), "Vec<Money>" ->
+// ("", "Vec").
+func splitOwner(s string) (string, string) {
+	if i := strings.IndexAny(s, "<["); i >= 0 {
 		s = s[:i]
 	}
-	s = strings.TrimLeft(s, "*&")
-	if i := strings.LastIndex(s, "::"); i >= 0 {
-		s = s[i+2:]
+	s = strings.NewReplacer("(*", "", "(", "", ")", "").Replace(s)
+	i, w := strings.LastIndex(s, "::"), 2
+	if d := strings.LastIndexByte(s, '.'); d > i {
+		i, w = d, 1
 	}
-	if i := strings.LastIndexByte(s, '.'); i >= 0 {
-		s = s[i+1:]
+	if i < 0 {
+		return "", s
 	}
-	return s
+	return s[:i], s[i+w:]
+}
+
+// lastName is the last element of a qualified name.
+func lastName(s string) string {
+	_, n := splitOwner(s)
+	return n
+}
+
+// splitQual splits an import spelling or module name into its elements
+// at "/", "." and "::": "github.com/acme/money/round" -> [..., round],
+// "com.acme.money.Money" -> [..., Money], "crate::round" -> [crate, round].
+func splitQual(s string) []string {
+	return strings.FieldsFunc(strings.Trim(s, `"' `), func(r rune) bool { return r == '/' || r == '.' || r == ':' })
+}
+
+func isMajorVersion(s string) bool {
+	if len(s) < 2 || s[0] != 'v' {
+		return false
+	}
+	for _, r := range s[1:] {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // fileRef is a ChunkRef naming a whole file.

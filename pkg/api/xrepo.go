@@ -189,7 +189,7 @@ func crossLinks(g *xrepo.Graph) query.CrossLinks {
 			out = append(out, query.FileRef{Repo: l.To.Repo, Path: l.To.Path})
 		}
 		for _, l := range g.Importers(repo, path) {
-			out = append(out, query.FileRef{Repo: l.From.Repo, Path: l.From.Path})
+			out = append(out, query.FileRef{Repo: l.From.Repo, Path: l.From.Path, Importer: true})
 		}
 		return out
 	}

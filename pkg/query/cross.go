@@ -2,16 +2,21 @@ package query
 
 import (
 	"cmp"
+	"path"
 	"slices"
 	"strconv"
+	"strings"
 
 	"codectx/pkg/codectx"
 	"codectx/pkg/fusion"
 )
 
-// FileRef names one file of one repository.
+// FileRef names one file of one repository linked to another file.
 type FileRef struct {
 	Repo, Path string
+	// Importer is set when this file imports the other (it depends on
+	// it), unset when the other imports this one.
+	Importer bool
 }
 
 // CrossLinks returns the files of other repositories that file path of
@@ -19,17 +24,30 @@ type FileRef struct {
 type CrossLinks func(repo, path string) []FileRef
 
 // crossSeeds is how many top files of each repository's ranking seed the
-// walk into the others; crossDecay is the score share one hop keeps, as
-// graph.ExpandFiles decays a first hop.
+// walk into the others, crossPerSeed how many files one seed adds at
+// most; crossDecay is the score share one hop to a file the seed imports
+// keeps, as graph.ExpandFiles decays a first hop. A file that imports the
+// seed (a user of a library file) keeps half that, a test file half
+// again: a library's top file can have dozens of users, mostly tests.
 const (
-	crossSeeds = 5
-	crossDecay = 0.5
+	crossSeeds   = 5
+	crossPerSeed = 5
+	crossDecay   = 0.5
 )
+
+// isTestPath reports the usual test file names of the five ecosystems.
+func isTestPath(p string) bool {
+	base := path.Base(p)
+	return strings.HasSuffix(base, "_test.go") || strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py") ||
+		strings.Contains(base, ".test.") || strings.Contains(base, ".spec.") || strings.Contains("/"+p, "/src/test/") ||
+		strings.Contains("/"+p, "/tests/") || strings.Contains("/"+p, "/__tests__/")
+}
 
 // ExpandAcross is the graph arm across repositories, for a query over
 // several: the top files of each part's ranking pull in the files of the
-// other parts they import or that import them, each as its module chunk
-// at half the seed file's score, with the signal "graph". A file its own
+// other parts they import (at half the seed file's score) or that import
+// them (a quarter; test files half that again), at most crossPerSeed per
+// seed, each as its module chunk with the signal "graph". A file its own
 // repository already ranked keeps its place. Files outside the request's
 // languages are left out; without the graph arm among the request's arms
 // nothing is added. The rankings are replaced, not modified.
@@ -59,7 +77,23 @@ func ExpandAcross(parts []Part, req Request, links CrossLinks) {
 			if f.Score <= 0 {
 				continue
 			}
-			for _, r := range links(p.Seg.Meta.Repo, f.Path) {
+			rs := slices.Clone(links(p.Seg.Meta.Repo, f.Path))
+			weight := func(r FileRef) float64 {
+				w := crossDecay
+				if r.Importer {
+					w /= 2
+				}
+				if isTestPath(r.Path) {
+					w /= 2
+				}
+				return w
+			}
+			slices.SortStableFunc(rs, func(a, b FileRef) int { return cmp.Compare(weight(b), weight(a)) })
+			added := 0
+			for _, r := range rs {
+				if added == crossPerSeed {
+					break
+				}
 				k, ok := byRepo[r.Repo]
 				if !ok || k == i {
 					continue
@@ -76,7 +110,8 @@ func ExpandAcross(parts []Part, req Request, links CrossLinks) {
 				if adds[k] == nil {
 					adds[k] = map[string]add{}
 				}
-				if s := f.Score * crossDecay; s > adds[k][r.Path].score {
+				added++
+				if s := f.Score * weight(r); s > adds[k][r.Path].score {
 					adds[k][r.Path] = add{id, s}
 				}
 			}

@@ -29,9 +29,10 @@ func segOf(t *testing.T, name string, files map[string]string) *segment.Segment 
 }
 
 // TestExpandAcross: the top file of one repository's ranking pulls in
-// the file of another it is linked to, as its module chunk with the graph
-// signal at half the seed's score; the arms and the languages of the
-// request can leave it out; a file already ranked keeps its score.
+// the files of another it is linked to, as their module chunks with the
+// graph signal, at half the seed's score for a file it imports and a
+// quarter for one that imports it; the arms and the languages of the
+// request can leave them out; a file already ranked keeps its score.
 func TestExpandAcross(t *testing.T) {
 	app := segOf(t, "app", map[string]string{"pay/charge.go": "package pay\n\n// ChargeCustomer charges a customer.\nfunc ChargeCustomer() {}\n"})
 	lib := segOf(t, "lib", map[string]string{
@@ -40,7 +41,7 @@ func TestExpandAcross(t *testing.T) {
 	})
 	links := func(repo, path string) []query.FileRef {
 		if repo == "app" && path == "pay/charge.go" {
-			return []query.FileRef{{Repo: "lib", Path: "round/round.go"}, {Repo: "lib", Path: "notes.md"}, {Repo: "other", Path: "x.go"}, {Repo: "lib", Path: "missing.go"}}
+			return []query.FileRef{{Repo: "lib", Path: "round/round.go"}, {Repo: "lib", Path: "notes.md", Importer: true}, {Repo: "other", Path: "x.go"}, {Repo: "lib", Path: "missing.go"}}
 		}
 		return nil
 	}
@@ -77,8 +78,12 @@ func TestExpandAcross(t *testing.T) {
 	}
 	seed := parts[0].Ranking.Files[0].Score
 	for _, f := range got {
-		if f.Score != seed/2 || !slices.Equal(f.Signals, []string{"graph"}) {
-			t.Errorf("lib file %+v, want score %v (half the seed) and signal graph", f, seed/2)
+		want := seed / 2 // a file the seed imports
+		if f.Path == "notes.md" {
+			want = seed / 4 // a file that imports the seed
+		}
+		if f.Score != want || !slices.Equal(f.Signals, []string{"graph"}) {
+			t.Errorf("lib file %+v, want score %v and signal graph", f, want)
 		}
 	}
 	resp := query.PackAll(parts, req, nil)
