@@ -38,7 +38,7 @@ type RepoPage struct {
 type DeleteResponse struct {
 	Tenant  string `json:"tenant"`
 	Repo    string `json:"repo"`
-	Deleted int    `json:"deleted"` // objects removed: HEAD, segments, manifests, plans
+	Deleted int    `json:"deleted"` // objects removed: HEAD, segments, manifests, plans, embedded vector shards and sets
 }
 
 const (
@@ -168,11 +168,11 @@ func (s *Server) repoAction(w http.ResponseWriter, r *http.Request) {
 }
 
 // deleteRepo serves DELETE /v1/repos/{tenant}/{repo}: the HEAD goes
-// first (queries stop finding the repository), then its segments,
-// manifests and plans. The parse cache is shared by the tenant's
-// repositories and is left to `codectx gc`. The dense arm's vectors of the repository are not
-// removed here yet: with its HEAD gone no query names the repository, so
-// they are never searched, but they stay stored.
+// first (queries stop finding the repository), then its vectors in the
+// vector store (every model's), its segments, manifests and plans, and the
+// embedded vector store's shards, vector sets and embed plans. The parse
+// and embedding caches are shared by the tenant's repositories and are
+// left to `codectx gc`.
 func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 	if !s.authenticated(w, r) {
 		return
@@ -204,7 +204,15 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 		}
 		res.Deleted++
 	}
-	for _, root := range []string{"segments/", "shards/", "manifests/", "plans/"} {
+	if s.Vectors != nil {
+		// Even when nothing else is left: a DELETE that failed here
+		// before is retried by the client and must reach the vectors.
+		if err := s.Vectors.DeleteRepo(ctx, tenant, repo); err != nil {
+			writeError(w, http.StatusServiceUnavailable, fmt.Errorf("delete vectors of %s/%s: %w", tenant, repo, err))
+			return
+		}
+	}
+	for _, root := range []string{"segments/", "shards/", "manifests/", "plans/", "vectors/", "vectorsets/", "embedplans/"} {
 		for _, prefix := range []string{index.RepoPrefix(root, tenant, repo), root + tenant + "/" + repo + "/"} {
 			ks, err := s.Store.List(ctx, prefix)
 			if err != nil {

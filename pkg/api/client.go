@@ -70,6 +70,18 @@ func (c *Client) Status(ctx context.Context, tenant, repo string) (*RepoStatus, 
 	return &out, nil
 }
 
+// Delete removes a repository's index and vectors (admin scope).
+func (c *Client) Delete(ctx context.Context, tenant, repo string) (*DeleteResponse, error) {
+	if tenant == "" {
+		tenant = index.DefaultTenant
+	}
+	var out DeleteResponse
+	if err := c.do(ctx, http.MethodDelete, "/v1/repos/"+url.PathEscape(tenant)+"/"+escapeRepo(repo), nil, &out); err != nil {
+		return nil, fmt.Errorf("delete %s/%s: %w", tenant, repo, err)
+	}
+	return &out, nil
+}
+
 // WaitIndexed polls the status of a repository until every push it has
 // received is covered by a finished snapshot (or, when commit is a hex
 // prefix, until the last finished snapshot is that commit), and returns that

@@ -83,7 +83,7 @@ var routeDocs = []routeDoc{
 		summary: "Index the repository again from the location of its last push",
 		params:  []paramDoc{tenantPath, repoPath}, ok: 202, out: typeOf[IndexResponse](), errors: []int{400, 401, 403, 404, 409, 429, 503}},
 	{pattern: "DELETE /v1/repos/{tenant}/{rest...}", path: "/v1/repos/{tenant}/{repo}", id: "deleteRepo", routes: AdminRoutes, scope: "admin",
-		summary: "Delete a repository's index: its HEAD, segments, manifests and plans",
+		summary: "Delete a repository's index: its HEAD, segments, manifests, plans and vectors",
 		params:  []paramDoc{tenantPath, repoPath}, ok: 200, out: typeOf[DeleteResponse](), errors: []int{400, 401, 403, 404, 429, 503}},
 }
 

@@ -42,6 +42,11 @@ type Check struct {
 	Timeout time.Duration // deadline of this check alone; default 2s
 }
 
+// RepoVectors removes a repository's vectors (vector.Store does).
+type RepoVectors interface {
+	DeleteRepo(ctx context.Context, tenant, repo string) error
+}
+
 // Server holds what the handlers need. Set the fields, then call Handler
 // once; the handler is safe for concurrent use.
 type Server struct {
@@ -86,6 +91,10 @@ type Server struct {
 	// Dense is the query engine's dense arm; nil: no embedder, and a
 	// request for the dense arm is refused.
 	Dense query.Dense
+	// Vectors is the vector store whose points DELETE of a repository
+	// removes (every model's); nil: only the embedded store's objects in
+	// Store are removed.
+	Vectors RepoVectors
 
 	once     sync.Once
 	patterns []string // registered by Handler, for the OpenAPI agreement test

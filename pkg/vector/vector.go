@@ -32,10 +32,13 @@ type Collection struct {
 	Dim   int
 }
 
+// CollectionPrefix begins the name of every collection.
+const CollectionPrefix = "codectx_"
+
 // Name is the collection's name in a store: letters, digits, '_' and '-'.
 func (c Collection) Name() string {
 	var b strings.Builder
-	b.WriteString("codectx_")
+	b.WriteString(CollectionPrefix)
 	for _, r := range strings.ToLower(c.Model) {
 		switch {
 		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_':
@@ -130,6 +133,10 @@ type Store interface {
 	// Delete removes the points inside f with the given ids; ids == nil
 	// removes every point inside f.
 	Delete(ctx context.Context, c Collection, f Filter, ids []string) error
+	// DeleteRepo removes every point of tenant/repo in every collection
+	// of the store (all models): the repository is gone. Both names are
+	// required (ErrFilter).
+	DeleteRepo(ctx context.Context, tenant, repo string) error
 	// Close releases the store's connections.
 	Close() error
 }

@@ -58,7 +58,7 @@ func (d *denseFlags) open(ctx context.Context, store *blob.Bucket) (*denseKit, e
 		k.store, k.where = qs, "qdrant "+d.qdrant
 		return k, nil
 	}
-	k.store, k.where = local.New(store, local.Float32), "embedded"
+	k.store, k.where = local.New(store, local.Binary), "embedded"
 	return k, nil
 }
 

@@ -159,6 +159,31 @@ func testUpDense(t *testing.T, spec string) {
 			t.Fatalf("tenant evil's dense query returned %s", c.Path)
 		}
 	}
+
+	// DELETE of the first tenant's shop removes its vectors, in the
+	// running store and in the blob store; another repository of the
+	// tenant (stock) and the other tenant's shop keep theirs.
+	stock := testrepo.New(t)
+	stock.Commit("stock", map[string]string{"stock/count.go": "package stock\n\n// Count returns how many items are left in the warehouse.\nfunc Count() int {\n\treturn 3\n}\n"})
+	if _, err := cl.Index(ctx, api.IndexRequest{Repo: "stock", Location: stock.Dir}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.WaitIndexed(ctx, "default", "stock", ""); err != nil {
+		t.Fatal(err)
+	}
+	if del, err := cl.Delete(ctx, "default", "shop"); err != nil || del.Deleted == 0 {
+		t.Fatalf("DELETE /v1/repos/default/shop: %+v (%v)", del, err)
+	}
+	if keys, err := bs.List(ctx, index.RepoPrefix("vectors/", "default", "shop")); err != nil || len(keys) != 0 {
+		t.Fatalf("vector shards of default/shop after DELETE: %v (%v), want none", keys, err)
+	}
+	if keys, err := bs.List(ctx, index.RepoPrefix("vectorsets/", "default", "shop")); err != nil || len(keys) != 0 {
+		t.Fatalf("vector sets of default/shop after DELETE: %v (%v), want none", keys, err)
+	}
+	resp, err = cl.Query(ctx, api.QueryRequest{Repo: "stock", Query: "items left in the warehouse", Arms: []string{"dense"}, Budget: 2000})
+	if err != nil || len(resp.Files) == 0 || resp.Files[0].Path != "stock/count.go" {
+		t.Fatalf("dense query of default/stock after deleting default/shop: %+v (%v)", resp, err)
+	}
 	up.stop(t)
 
 	// In the store: each tenant's points hold only its own chunks.
@@ -167,16 +192,19 @@ func testUpDense(t *testing.T, spec string) {
 		t.Fatal(err)
 	}
 	vs := vlocal.New(bs, vlocal.Float32)
-	for _, tenant := range []string{"default", "evil"} {
-		pts, err := vs.List(ctx, dense.Collection(emb), vector.Filter{Tenant: tenant, Repos: []string{"shop"}})
+	for _, tr := range []struct{ tenant, repo, path string }{{"evil", "shop", "sky.py"}, {"default", "stock", "stock/count.go"}} {
+		pts, err := vs.List(ctx, dense.Collection(emb), vector.Filter{Tenant: tr.tenant, Repos: []string{tr.repo}})
 		if err != nil || len(pts) == 0 {
-			t.Fatalf("points of %s: %d (%v)", tenant, len(pts), err)
+			t.Fatalf("points of %s/%s: %d (%v)", tr.tenant, tr.repo, len(pts), err)
 		}
 		for _, p := range pts {
-			if (p.Payload.Path == "sky.py") != (tenant == "evil") || p.Payload.Tenant != tenant {
-				t.Fatalf("a point of tenant %s: %+v", tenant, p.Payload)
+			if p.Payload.Path != tr.path || p.Payload.Tenant != tr.tenant || p.Payload.Repo != tr.repo {
+				t.Fatalf("a point of %s/%s: %+v", tr.tenant, tr.repo, p.Payload)
 			}
 		}
+	}
+	if pts, err := vs.List(ctx, dense.Collection(emb), vector.Filter{Tenant: "default", Repos: []string{"shop"}}); err != nil || len(pts) != 0 {
+		t.Fatalf("points of default/shop after DELETE: %d (%v), want none", len(pts), err)
 	}
 }
 

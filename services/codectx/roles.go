@@ -25,6 +25,7 @@ import (
 	"codectx/pkg/queue/natsq"
 	"codectx/pkg/session"
 	"codectx/pkg/session/natskv"
+	"codectx/pkg/vector/qdrant"
 	"codectx/workflows"
 
 	"go.temporal.io/sdk/client"
@@ -105,8 +106,12 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		df.register(fs, r.dense == denseQdrant)
 	}
 	var hooks webhookFlags
+	var adminQdrant string
 	if r.routes&api.AdminRoutes != 0 {
 		hooks.register(fs)
+		if r.dense != denseQdrant {
+			fs.StringVar(&adminQdrant, "qdrant", env(qdrant.Env, ""), "Qdrant gRPC host:port holding the vectors, whose points DELETE /v1/repos/{tenant}/{repo} removes; empty = the embedded store's, in the blob store ($"+qdrant.Env+")")
+		}
 	}
 	var keysFile string
 	var limits limitFlags
@@ -193,6 +198,15 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			srv.Deliveries = &lazyDeliveries{d: d, mem: api.NewMemDeliveries(api.DefaultDeliveryWindow, 0)}
 		}
 		srv.Webhooks = webhooks
+		if adminQdrant != "" {
+			qs, err := qdrant.Open(adminQdrant)
+			if err != nil {
+				hs.shutdown(time.Second)
+				return err
+			}
+			defer qs.Close()
+			srv.Vectors = qs
+		}
 	}
 	limits.apply(srv, c.listen)
 	handler.set(srv.Handler())

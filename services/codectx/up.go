@@ -190,6 +190,9 @@ Stop with SIGINT or SIGTERM.`)
 	if keyStore != nil {
 		srv.KeyStore = keyStore
 	}
+	if kit.store != nil {
+		srv.Vectors = kit.store
+	}
 	limits.apply(srv, c.listen)
 	hs, err := startHTTP(c.listen, srv.Handler(), limits.readTimeout)
 	if err != nil {

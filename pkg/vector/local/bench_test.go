@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"sort"
@@ -11,12 +12,18 @@ import (
 	"time"
 
 	blobdir "codectx/pkg/blob/local"
+	"codectx/pkg/embed"
+	"codectx/pkg/embed/embedders"
 	"codectx/pkg/vector"
 	"codectx/pkg/vector/local"
 )
 
 // fill makes a store of n random 384-dimensional points in one repository.
 func fill(b *testing.B, prec local.Precision, n int) (*local.Store, vector.Collection) {
+	return fillOpts(b, local.Options{Precision: prec}, n)
+}
+
+func fillOpts(b *testing.B, o local.Options, n int) (*local.Store, vector.Collection) {
 	b.Helper()
 	c := vector.Collection{Model: "bench", Dim: 384}
 	// A bucket on disk: the shard's persisted copy is not in the heap.
@@ -24,7 +31,7 @@ func fill(b *testing.B, prec local.Precision, n int) (*local.Store, vector.Colle
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := local.New(bk, prec)
+	s := local.Open(bk, o)
 	r := rand.New(rand.NewPCG(7, 8))
 	pts := make([]vector.Point, n)
 	for i := range pts {
@@ -41,12 +48,9 @@ func fill(b *testing.B, prec local.Precision, n int) (*local.Store, vector.Colle
 // depth, plus its slack) of 100k 384-dimensional vectors, the size of a
 // large repository. It reports p50 and p95 over the iterations.
 func BenchmarkSearch100k(b *testing.B) {
-	for _, p := range []struct {
-		name string
-		prec local.Precision
-	}{{"float32", local.Float32}, {"int8", local.Int8}} {
+	for _, p := range searchConfigs {
 		b.Run(p.name, func(b *testing.B) {
-			s, c := fill(b, p.prec, 100_000)
+			s, c := fillOpts(b, p.opt, 100_000)
 			r := rand.New(rand.NewPCG(9, 10))
 			f := vector.Filter{Tenant: "t", Repos: []string{"r"}}
 			var lat []time.Duration
@@ -59,11 +63,82 @@ func BenchmarkSearch100k(b *testing.B) {
 				}
 				lat = append(lat, time.Since(t))
 			}
-			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-			b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds())/1000, "p95-ms")
+			report(b, lat, "")
 		})
 	}
+}
+
+// searchConfigs are the layouts benchmarked side by side.
+var searchConfigs = []struct {
+	name string
+	opt  local.Options
+}{
+	{"float32", local.Options{Precision: local.Float32}},
+	{"int8", local.Options{Precision: local.Int8}},
+	{"binary-x8", local.Options{Precision: local.Binary, Oversample: 8}},
+	{"binary-x16", local.Options{Precision: local.Binary, Oversample: 16}}, // the default
+	{"binary-x16-noprefilter", local.Options{Precision: local.Binary, Oversample: 16, Prefilter: 0.5}},
+	{"binary-x32", local.Options{Precision: local.Binary, Oversample: 32}},
+}
+
+// BenchmarkDenseArm100k is what the dense arm adds to a query: embedding
+// the query with the default model (when make model has fetched it) and
+// searching 100k vectors for the arm's top 258, side by side for the exact
+// float32 scan and the default binary layout. It reports p50 and p95 of
+// the whole and of the embedding alone.
+func BenchmarkDenseArm100k(b *testing.B) {
+	dir := "../../../.cache/models/bge-small-en-v1.5-q"
+	if _, err := os.Stat(dir); err != nil {
+		b.Skip("no default model (make model)")
+	}
+	e, err := embedders.Open(context.Background(), "onnx:"+dir+"?threads=1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer embed.Close(e)
+	queries := []string{
+		"where is the retry backoff computed",
+		"how are webhook signatures verified",
+		"parse the repository's go.mod",
+		"BM25 scoring of chunk fields",
+		"who deletes old snapshots",
+		"token budget when packing context",
+		"tenant isolation of vector search",
+		"rate limit per API key",
+	}
+	for _, p := range []struct {
+		name string
+		opt  local.Options
+	}{{"float32", local.Options{Precision: local.Float32}}, {"binary", local.Options{Precision: local.Binary}}} {
+		b.Run(p.name, func(b *testing.B) {
+			s, c := fillOpts(b, p.opt, 100_000)
+			f := vector.Filter{Tenant: "t", Repos: []string{"r"}}
+			var lat, emb []time.Duration
+			i := 0
+			b.ResetTimer()
+			for b.Loop() {
+				t := time.Now()
+				v, err := e.Embed(context.Background(), []string{queries[i%len(queries)]}, embed.Query)
+				if err != nil {
+					b.Fatal(err)
+				}
+				emb = append(emb, time.Since(t))
+				if _, err := s.Search(context.Background(), c, v[0], 258, f); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t))
+				i++
+			}
+			report(b, lat, "")
+			report(b, emb, "embed-")
+		})
+	}
+}
+
+func report(b *testing.B, lat []time.Duration, prefix string) {
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, prefix+"p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds())/1000, prefix+"p95-ms")
 }
 
 // BenchmarkMemory100k reports the heap held by 100k loaded vectors of 384
@@ -73,7 +148,7 @@ func BenchmarkMemory100k(b *testing.B) {
 	for _, p := range []struct {
 		name string
 		prec local.Precision
-	}{{"float32", local.Float32}, {"int8", local.Int8}} {
+	}{{"float32", local.Float32}, {"int8", local.Int8}, {"binary", local.Binary}} {
 		b.Run(p.name, func(b *testing.B) {
 			for b.Loop() {
 				runtime.GC()

@@ -1,10 +1,17 @@
-// Package local is the embedded vector store: exact nearest-neighbour
-// search in process, one shard per collection, tenant and repository,
-// persisted as one object in the blob store beside the repository's
-// segments and loaded on first use. Vectors are normalised on upsert, so
-// the score is the cosine similarity. With Int8 the scan runs over int8
-// codes (a quarter of the memory traffic) and the best candidates are
-// re-scored with the float32 vectors, so scores stay exact.
+// Package local is the embedded vector store: nearest-neighbour search in
+// process, one shard per collection, tenant and repository, persisted as
+// one object in the blob store beside the repository's segments and
+// loaded on first use. Vectors are normalised on upsert, so the score is
+// the cosine similarity, and every returned score is exact (float32).
+//
+// Float32 scans every vector. Int8 scans int8 codes and re-scores the best
+// with the float32 vectors. Binary (the default of codectx) keeps one bit
+// per dimension, the sign of the vector, ranks
+// every point by the Hamming distance of its bits to the query's
+// (math/bits.OnesCount64 over 64 dimensions at a time, about 40 times less
+// memory traffic than float32), and re-scores an oversampled candidate
+// set with the float32 vectors; shards smaller than Options.ExactBelow are
+// scanned exactly.
 package local
 
 import (
@@ -18,6 +25,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 
 	"codectx/pkg/blob"
@@ -31,20 +39,66 @@ type Precision int
 const (
 	Float32 Precision = iota // scan the float32 vectors
 	Int8                     // scan int8 codes, re-score the best with float32
+	Binary                   // rank by Hamming distance of sign bits, re-score an oversampled set with float32
+)
+
+// Options tune a Store. The zero value of a field is its default.
+type Options struct {
+	Precision Precision
+	// ExactBelow: with Binary, shards of fewer points are scanned
+	// exactly (default DefaultExactBelow).
+	ExactBelow int
+	// Oversample: with Binary, a search for the top k re-scores
+	// Oversample*k candidates (default DefaultOversample), and at least
+	// MinCandidates (default DefaultMinCandidates).
+	Oversample    int
+	MinCandidates int
+	// Prefilter: with Binary, the candidates are chosen among the
+	// Prefilter*candidates points nearest by Hamming distance (default
+	// DefaultPrefilter); 0 < Prefilter < 1 scores every point.
+	Prefilter float64
+}
+
+// Defaults of Options, chosen by the recall and speed measured in
+// docs/benchmarks.md (dense arm).
+const (
+	DefaultExactBelow    = 20000
+	DefaultOversample    = 16
+	DefaultMinCandidates = 512
+	DefaultPrefilter     = 8
 )
 
 // Store is the embedded vector store over a blob bucket.
 type Store struct {
 	b    *blob.Bucket
 	prec Precision
+	opt  Options
 
 	mu     sync.Mutex
 	shards map[string]*shard // by blob key
 }
 
-// New returns a store persisting its shards in b.
+// New returns a store persisting its shards in b, with the default
+// options at precision p.
 func New(b *blob.Bucket, p Precision) *Store {
-	return &Store{b: b, prec: p, shards: map[string]*shard{}}
+	return Open(b, Options{Precision: p})
+}
+
+// Open returns a store persisting its shards in b.
+func Open(b *blob.Bucket, o Options) *Store {
+	if o.ExactBelow <= 0 {
+		o.ExactBelow = DefaultExactBelow
+	}
+	if o.Oversample <= 0 {
+		o.Oversample = DefaultOversample
+	}
+	if o.MinCandidates <= 0 {
+		o.MinCandidates = DefaultMinCandidates
+	}
+	if o.Prefilter <= 0 {
+		o.Prefilter = DefaultPrefilter
+	}
+	return &Store{b: b, prec: o.Precision, opt: o, shards: map[string]*shard{}}
 }
 
 // Key is where the shard of tenant/repo in collection c is stored.
@@ -63,6 +117,10 @@ type shard struct {
 	codes    []int8    // len(ids)*dim (Int8 only)
 	scales   []float32 // per point (Int8 only)
 	pos      map[string]int
+
+	// Binary only: words uint64 of sign bits per point.
+	bits  []uint64
+	words int
 }
 
 func (s *Store) shard(ctx context.Context, c vector.Collection, tenant, repo string) (*shard, string, error) {
@@ -70,7 +128,7 @@ func (s *Store) shard(ctx context.Context, c vector.Collection, tenant, repo str
 	s.mu.Lock()
 	sh, ok := s.shards[key]
 	if !ok {
-		sh = &shard{dim: c.Dim, pos: map[string]int{}}
+		sh = &shard{dim: c.Dim, pos: map[string]int{}, words: (c.Dim + 63) / 64}
 		s.shards[key] = sh
 	}
 	s.mu.Unlock()
@@ -136,6 +194,9 @@ func (s *Store) Upsert(ctx context.Context, c vector.Collection, pts []vector.Po
 		if s.prec == Int8 {
 			sh.codes, sh.scales = slices.Grow(sh.codes, fresh*sh.dim), slices.Grow(sh.scales, fresh)
 		}
+		if s.prec == Binary {
+			sh.bits = slices.Grow(sh.bits, fresh*sh.words)
+		}
 		for _, p := range by[k] {
 			sh.put(p, s.prec)
 		}
@@ -161,12 +222,28 @@ func (sh *shard) put(p vector.Point, prec Precision) {
 			sh.codes = append(sh.codes, make([]int8, sh.dim)...)
 			sh.scales = append(sh.scales, 0)
 		}
+		if prec == Binary {
+			sh.bits = append(sh.bits, make([]uint64, sh.words)...)
+		}
 	} else {
 		sh.payloads[i] = p.Payload
 		copy(sh.vecs[i*sh.dim:], v)
 	}
 	if prec == Int8 {
 		sh.scales[i] = quantize(sh.codes[i*sh.dim:(i+1)*sh.dim], v)
+	}
+	if prec == Binary {
+		signBits(sh.bits[i*sh.words:(i+1)*sh.words], v)
+	}
+}
+
+// signBits sets bit j of dst when v[j] > 0.
+func signBits(dst []uint64, v []float32) {
+	clear(dst)
+	for j, x := range v {
+		if x > 0 {
+			dst[j/64] |= 1 << (j % 64)
+		}
 	}
 }
 
@@ -213,7 +290,14 @@ func (s *Store) Search(ctx context.Context, c vector.Collection, q []float32, k 
 		}
 		sh.mu.RLock()
 		var top []scored
-		if s.prec == Int8 {
+		if s.prec == Binary && len(sh.ids) >= s.opt.ExactBelow {
+			cand := max(s.opt.Oversample*k, s.opt.MinCandidates)
+			pre := len(sh.ids)
+			if s.opt.Prefilter >= 1 {
+				pre = int(s.opt.Prefilter * float64(cand))
+			}
+			top = sh.searchBinary(qn, k, cand, pre)
+		} else if s.prec == Int8 {
 			cand := sh.scan(func(i int) float32 { return qs * sh.scales[i] * float32(dotInt8(qc, sh.codes[i*sh.dim:(i+1)*sh.dim])) }, rescoreDepth(k))
 			for j := range cand {
 				cand[j].score = dot(qn, sh.vecs[cand[j].i*sh.dim:(cand[j].i+1)*sh.dim])
@@ -365,6 +449,7 @@ func (s *Store) Delete(ctx context.Context, c vector.Collection, f vector.Filter
 				sh.compact(drop)
 			}
 		}
+
 		if len(sh.ids) != n {
 			err = s.save(ctx, key, sh)
 		}
@@ -376,8 +461,41 @@ func (s *Store) Delete(ctx context.Context, c vector.Collection, f vector.Filter
 	return nil
 }
 
+// DeleteRepo implements vector.Store: it drops the shards of tenant/repo
+// of every collection, loaded or stored.
+func (s *Store) DeleteRepo(ctx context.Context, tenant, repo string) error {
+	if tenant == "" || repo == "" {
+		return vector.ErrFilter
+	}
+	prefix := index.RepoPrefix("vectors/", tenant, repo)
+	keys, err := s.b.List(ctx, prefix)
+	if err != nil {
+		return fmt.Errorf("vector/local: list %s: %w", prefix, err)
+	}
+	s.mu.Lock()
+	for k, sh := range s.shards {
+		if strings.HasPrefix(k, prefix) && !strings.Contains(k[len(prefix):], "/") {
+			sh.mu.Lock()
+			sh.reset()
+			sh.mu.Unlock()
+			delete(s.shards, k)
+		}
+	}
+	s.mu.Unlock()
+	for _, k := range keys {
+		if rest := k[len(prefix):]; strings.Contains(rest, "/") || !strings.HasSuffix(rest, ".vec") {
+			continue // a repository nested under this name
+		}
+		if err := s.b.Delete(ctx, k); err != nil && !errors.Is(err, blob.ErrNotFound) {
+			return fmt.Errorf("vector/local: delete %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
 func (sh *shard) reset() {
 	sh.ids, sh.payloads, sh.vecs, sh.codes, sh.scales = nil, nil, nil, nil, nil
+	sh.bits = nil
 	sh.pos = map[string]int{}
 }
 
@@ -396,6 +514,9 @@ func (sh *shard) compact(drop map[int]bool) {
 				copy(sh.codes[w*d:(w+1)*d], sh.codes[i*d:(i+1)*d])
 				sh.scales[w] = sh.scales[i]
 			}
+			if sh.bits != nil {
+				copy(sh.bits[w*sh.words:(w+1)*sh.words], sh.bits[i*sh.words:(i+1)*sh.words])
+			}
 			sh.pos[sh.ids[w]] = w
 		}
 		w++
@@ -403,6 +524,9 @@ func (sh *shard) compact(drop map[int]bool) {
 	sh.ids, sh.payloads, sh.vecs = sh.ids[:w], sh.payloads[:w], sh.vecs[:w*d]
 	if sh.codes != nil {
 		sh.codes, sh.scales = sh.codes[:w*d], sh.scales[:w]
+	}
+	if sh.bits != nil {
+		sh.bits = sh.bits[:w*sh.words]
 	}
 }
 
@@ -471,6 +595,13 @@ func (sh *shard) decode(data []byte, prec Precision) error {
 	sh.pos = make(map[string]int, n)
 	for i, id := range sh.ids {
 		sh.pos[id] = i
+	}
+	sh.words = (dim + 63) / 64
+	if prec == Binary {
+		sh.bits = make([]uint64, n*sh.words)
+		for i := range n {
+			signBits(sh.bits[i*sh.words:(i+1)*sh.words], sh.vecs[i*dim:(i+1)*dim])
+		}
 	}
 	if prec == Int8 {
 		sh.codes = make([]int8, n*dim)

@@ -271,6 +271,29 @@ func (s *Store) Delete(ctx context.Context, c vector.Collection, f vector.Filter
 	return nil
 }
 
+// DeleteRepo implements vector.Store: a filtered delete of tenant/repo in
+// every collection of codectx on the server.
+func (s *Store) DeleteRepo(ctx context.Context, tenant, repo string) error {
+	if tenant == "" || repo == "" {
+		return vector.ErrFilter
+	}
+	names, err := s.c.ListCollections(ctx)
+	if err != nil {
+		return fmt.Errorf("vector/qdrant: list collections: %w", err)
+	}
+	wait := true
+	flt := filter(vector.Filter{Tenant: tenant, Repos: []string{repo}})
+	for _, name := range names {
+		if !strings.HasPrefix(name, vector.CollectionPrefix) {
+			continue
+		}
+		if _, err := s.c.Delete(ctx, &qc.DeletePoints{CollectionName: name, Wait: &wait, Points: qc.NewPointsSelectorFilter(flt)}); err != nil {
+			return fmt.Errorf("vector/qdrant: delete %s/%s from %s: %w", tenant, repo, name, err)
+		}
+	}
+	return nil
+}
+
 // Close implements vector.Store.
 func (s *Store) Close() error {
 	if err := s.c.Close(); err != nil && !errors.Is(err, context.Canceled) {

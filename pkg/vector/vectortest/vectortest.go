@@ -26,6 +26,7 @@ func Run(t *testing.T, open func(t *testing.T) vector.Store) {
 		{"UpsertReplaces", testUpsertReplaces},
 		{"DeleteIDs", testDeleteIDs},
 		{"DeleteFilter", testDeleteFilter},
+		{"DeleteRepo", testDeleteRepo},
 		{"List", testList},
 		{"Collections", testCollections},
 		{"Errors", testErrors},
@@ -233,5 +234,51 @@ func testErrors(t *testing.T, s vector.Store, c vector.Collection) {
 		if err := s.Delete(ctx, c, f, nil); !errors.Is(err, vector.ErrFilter) {
 			t.Errorf("delete with filter %+v: %v, want ErrFilter", f, err)
 		}
+	}
+}
+
+// testDeleteRepo: DeleteRepo empties the repository in every collection
+// and leaves the tenant's other repositories, the same name in another
+// tenant and a repository nested under the name alone.
+func testDeleteRepo(t *testing.T, s vector.Store, c vector.Collection) {
+	ctx := context.Background()
+	other := vector.Collection{Model: c.Model + "-other", Dim: 4}
+	// Tenants of their own: DeleteRepo reaches every collection of the
+	// store, those of earlier runs too.
+	t1, t2 := fmt.Sprintf("del-%d", rand.Uint32()), fmt.Sprintf("del-%d", rand.Uint32())
+	upsert(t, s, c, point(t1, "r", "a", axis(8, 0, 1, 0)), point(t1, "r", "b", axis(8, 1, 2, 0)),
+		point(t1, "keep", "c", axis(8, 2, 3, 0)), point(t1, "r/nested", "n", axis(8, 3, 4, 0)), point(t2, "r", "d", axis(8, 0, 1, 0)))
+	upsert(t, s, other, point(t1, "r", "e", axis(4, 0, 1, 0)), point(t1, "keep", "f", axis(4, 1, 2, 0)))
+	if err := s.DeleteRepo(ctx, t1, "r"); err != nil {
+		t.Fatalf("DeleteRepo: %v", err)
+	}
+	count := func(c vector.Collection, tenant, repo string) int {
+		pts, err := s.List(ctx, c, vector.Filter{Tenant: tenant, Repos: []string{repo}})
+		if err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		return len(pts)
+	}
+	for _, tc := range []struct {
+		c            vector.Collection
+		tenant, repo string
+		want         int
+	}{
+		{c, t1, "r", 0}, {other, t1, "r", 0},
+		{c, t1, "keep", 1}, {c, t1, "r/nested", 1}, {c, t2, "r", 1}, {other, t1, "keep", 1},
+	} {
+		if got := count(tc.c, tc.tenant, tc.repo); got != tc.want {
+			t.Errorf("after DeleteRepo(%s, r): %s/%s in %s holds %d points, want %d", t1, tc.tenant, tc.repo, tc.c.Model, got, tc.want)
+		}
+	}
+	if hits := search(t, s, c, axis(8, 0, 1, 0), 5, vector.Filter{Tenant: t1, Repos: []string{"r"}}); len(hits) != 0 {
+		t.Errorf("search after DeleteRepo: %v", hashes(hits))
+	}
+	// A second delete, of a repository with no points, is no error.
+	if err := s.DeleteRepo(ctx, t1, "r"); err != nil {
+		t.Errorf("second DeleteRepo: %v", err)
+	}
+	if err := s.DeleteRepo(ctx, "", "r"); !errors.Is(err, vector.ErrFilter) {
+		t.Errorf("DeleteRepo without a tenant: %v, want ErrFilter", err)
 	}
 }
