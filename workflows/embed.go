@@ -12,9 +12,11 @@ import (
 	"codectx/pkg/dense"
 	"codectx/pkg/index"
 	"codectx/pkg/pipeline"
+	"codectx/pkg/queue"
 	"codectx/pkg/vector"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 )
 
 // EmbedPlanResult is the result of PlanEmbed.
@@ -46,6 +48,7 @@ type EmbedOutcome struct {
 	Embedded int // vectors cached by this snapshot's batches
 	Failed   int // chunks whose batch was dead-lettered: no vector
 	Resent   int // batches re-published after ParseTimeout
+	Retried  int // batches re-published after an infrastructure failure
 }
 
 // VectorsResult is the result of StoreVectors.
@@ -164,11 +167,15 @@ func (a *Activities) FanOutEmbed(ctx context.Context, in EmbedInput) error {
 }
 
 // WaitEmbed waits, heartbeating, until every planned chunk has a cached
-// vector or its batch is dead-lettered. A batch with missing vectors after
-// ParseTimeout is re-published (a lost message). A dead-lettered batch
-// fails its missing chunks: an embedder that fails a whole batch five
-// times is down or misconfigured, not tripped by one chunk (texts are
-// truncated), so it is not split.
+// vector or its batch is dead-lettered as bad. A batch with missing
+// vectors after ParseTimeout is re-published (a lost message). A batch
+// dead-lettered for an infrastructure error (the embedder or the store
+// failing every delivery) is re-published after each of the InfraRetry
+// delays, like a parse batch; after the last the snapshot fails with
+// ErrInfra and HEAD stays where it was. A batch dead-lettered as poison
+// (a panic or a timeout of the embedder on its texts) fails its missing
+// chunks, which are then left without a vector: texts are truncated, so
+// this is rare, and it does not hold up the snapshot.
 func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome, error) {
 	var out EmbedOutcome
 	p, err := a.readEmbedPlan(ctx, in.Embed.Key)
@@ -183,6 +190,9 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 		base    string
 		sent    time.Time
 		resends int
+		infra   int       // re-publishes after infrastructure failures
+		retryAt time.Time // when to re-publish after one (zero: none due)
+		cause   string    // the last infrastructure failure
 	}
 	var open []*batch
 	for n, items := range p.Batches {
@@ -192,6 +202,15 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 			b.missing[it.Hash] = true
 		}
 		open = append(open, b)
+	}
+	missingItems := func(b *batch) []pipeline.EmbedItem {
+		var items []pipeline.EmbedItem
+		for _, it := range p.Batches[b.n] {
+			if b.missing[it.Hash] {
+				items = append(items, it)
+			}
+		}
+		return items
 	}
 	subject := jobSubject(p.Tenant, p.Repo, p.Commit)
 	tick := time.NewTicker(a.poll())
@@ -221,21 +240,52 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 		if err != nil {
 			return out, err
 		}
-		dead := map[string]string{}
+		dead := map[string]queue.DeadLetter{}
 		for _, d := range dls {
-			dead[d.ID] = d.Reason
+			dead[d.ID] = d
 		}
 		next = next[:0]
 		left := 0
 		for _, b := range open {
-			reason, isDead := "", false
+			reason, poison := "", false
 			for id := range b.ids {
-				if r, ok := dead[id]; ok {
-					reason, isDead = r, true
+				d, ok := dead[id]
+				if !ok {
+					continue
+				}
+				if d.Poison() {
+					reason, poison = d.Reason, true
+					continue
+				}
+				// An infrastructure failure: this message is finished,
+				// its chunks are not bad. Retry them later, or give up.
+				delete(b.ids, id)
+				b.cause = firstLine(d.Reason)
+				if len(b.ids) == 0 && b.retryAt.IsZero() {
+					delays := a.infraRetry()
+					if b.infra >= len(delays) {
+						return out, temporal.NewNonRetryableApplicationError(
+							fmt.Sprintf("embed batch %d: %d chunks not embedded after %d retries: %s", b.n, len(b.missing), b.infra, b.cause), ErrInfra, nil)
+					}
+					b.retryAt = time.Now().Add(delays[b.infra])
+					activity.GetLogger(ctx).Warn("embed batch failed: infrastructure, will retry",
+						"tenant", p.Tenant, "repo", p.Repo, "commit", p.Commit, "batch", b.n, "in", delays[b.infra].String(), "cause", b.cause)
 				}
 			}
 			switch {
-			case isDead:
+			case !b.retryAt.IsZero():
+				if time.Now().Before(b.retryAt) {
+					break
+				}
+				b.infra++
+				out.Retried++
+				id := b.base + "#i" + strconv.Itoa(b.infra)
+				if err := a.publishEmbed(ctx, p, b.n, missingItems(b), id); err != nil {
+					return out, err
+				}
+				b.ids[id] = true
+				b.retryAt, b.sent = time.Time{}, time.Now()
+			case poison:
 				activity.GetLogger(ctx).Warn("embed batch failed", "batch", b.n, "chunks", len(b.missing), "reason", firstLine(reason))
 				out.Failed += len(b.missing)
 				continue
@@ -243,13 +293,7 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 				b.resends++
 				out.Resent++
 				id := b.base + "#r" + strconv.Itoa(b.resends)
-				var items []pipeline.EmbedItem
-				for _, it := range p.Batches[b.n] {
-					if b.missing[it.Hash] {
-						items = append(items, it)
-					}
-				}
-				if err := a.publishEmbed(ctx, p, b.n, items, id); err != nil {
+				if err := a.publishEmbed(ctx, p, b.n, missingItems(b), id); err != nil {
 					return out, err
 				}
 				b.ids[id] = true

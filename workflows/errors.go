@@ -59,6 +59,7 @@ var stages = []struct{ prefix, msg string }{
 	{"snapshot ", "could not read the repository"},
 	{"fan out parse", "could not schedule the parse"},
 	{"wait for parse", "the parse did not finish"},
+	{"wait for embed", "the embedding did not finish"},
 	{"graph", "could not build the index"},
 	{"publish", "could not publish the index"},
 }

@@ -401,7 +401,7 @@ func embedStage(ctx workflow.Context, plan SnapshotPlan, run string, res *Snapsh
 			return fmt.Errorf("fan out embed: %w", err)
 		}
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, waitOpts), a.WaitEmbed, ein).Get(ctx, &out); err != nil {
-			return fmt.Errorf("wait for embed: %w", err)
+			return stageError("wait for embed", err)
 		}
 	}
 	var vr VectorsResult

@@ -46,23 +46,35 @@ func EmbedPlanKey(tenant, repo, commit string) string {
 }
 
 // RunEmbed consumes the embed stage until ctx is done. cfg.Stage is set
-// to StageEmbed. It needs w.Embedder.
+// to StageEmbed; a nil cfg.Backoff is DefaultBackoff. It needs w.Embedder.
 func (w *Workers) RunEmbed(ctx context.Context, cfg queue.Config) error {
 	if w.Embedder == nil {
 		return fmt.Errorf("embed worker: no embedder configured")
 	}
 	cfg.Stage = StageEmbed
+	cfg = withBackoff(cfg)
 	return w.Queue.Consume(ctx, cfg, w.wrap(StageEmbed, w.HandleEmbed))
 }
 
 // HandleEmbed embeds the chunks of one EmbedBatch message and caches their
 // vectors. Vectors are keyed by (model, text hash), so a redelivered batch
-// embeds only what is still missing.
+// embeds only what is still missing. A message that is itself bad (not a
+// batch, or naming chunks that hash otherwise) fails with a
+// queue.Permanent error; every other error (the embedder, the store, a
+// worker of another model) is an infrastructure failure, retried.
 func (w *Workers) HandleEmbed(ctx context.Context, m queue.Message) error {
 	var b EmbedBatch
 	if err := json.Unmarshal(m.Data, &b); err != nil {
-		return fmt.Errorf("decode embed batch: %w", err)
+		return queue.Permanent(fmt.Errorf("decode embed batch: %w", err))
 	}
+	err := w.handleEmbed(ctx, b)
+	if err != nil && ctx.Err() == nil {
+		w.failed(ctx, StageEmbed, b.Tenant, b.Repo, b.Commit, m, err)
+	}
+	return err
+}
+
+func (w *Workers) handleEmbed(ctx context.Context, b EmbedBatch) error {
 	if b.Model != w.Embedder.Model() || b.Dim != w.Embedder.Dim() {
 		return fmt.Errorf("embed batch %d of %s/%s@%s is for model %s/%d, this worker runs %s/%d", b.Batch, b.Tenant, b.Repo, b.Commit, b.Model, b.Dim, w.Embedder.Model(), w.Embedder.Dim())
 	}
@@ -83,11 +95,11 @@ func (w *Workers) HandleEmbed(ctx context.Context, m queue.Message) error {
 			results[it.Parse] = r
 		}
 		if it.Chunk < 0 || it.Chunk >= len(r.Chunks) {
-			return fmt.Errorf("embed batch %d: %s has no chunk %d", b.Batch, it.Parse, it.Chunk)
+			return queue.Permanent(fmt.Errorf("embed batch %d: %s has no chunk %d", b.Batch, it.Parse, it.Chunk))
 		}
 		text := dense.Text(r.Chunks[it.Chunk])
 		if h := dense.Hash(r.Chunks[it.Chunk]); h != it.Hash {
-			return fmt.Errorf("embed batch %d: chunk %d of %s hashes to %s, planned %s", b.Batch, it.Chunk, it.Parse, h, it.Hash)
+			return queue.Permanent(fmt.Errorf("embed batch %d: chunk %d of %s hashes to %s, planned %s", b.Batch, it.Chunk, it.Parse, h, it.Hash))
 		}
 		hashes, texts = append(hashes, it.Hash), append(texts, text)
 	}
