@@ -2,12 +2,14 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"codectx/pkg/blob"
 	"codectx/pkg/chunk"
+	"codectx/pkg/dense"
 	"codectx/pkg/index"
 	"codectx/pkg/segment"
 )
@@ -108,6 +110,111 @@ func CollectParseCache(ctx context.Context, store *blob.Bucket, opt GCOptions) (
 	}
 	for _, k := range cached {
 		if live[k] {
+			st.Kept++
+			continue
+		}
+		if !opt.DryRun {
+			if err := store.Delete(ctx, k); err != nil {
+				return st, fmt.Errorf("gc: delete %s: %w", k, err)
+			}
+		}
+		st.Deleted++
+	}
+	return st, nil
+}
+
+// CollectEmbeddingCache deletes the embedding-cache entries (embeddings/,
+// per model and tenant) that nothing stored needs: a vector is live for a
+// tenant while a segment of that tenant holds a chunk of its text hash
+// (every kept snapshot, of `up` and of the library path), a vector set
+// lists it, or an embed plan of a snapshot being indexed does. The GC of
+// each repository (the snapshot workflow's last step) removes the
+// segments, vector sets and plans of the commits it no longer keeps; this
+// removes the vectors only they needed. A hash live for a tenant keeps
+// its vectors of every model.
+//
+// It is safe beside running indexers in the same way as
+// CollectParseCache: the cache is listed before the roots are read, and a
+// snapshot's embed plan is stored before its chunks are embedded. A
+// vector the planner found cached just before the pass may still go; its
+// snapshot then stores the chunk without a point (StoreVectors counts it
+// missing) and the next snapshot embeds it again.
+func CollectEmbeddingCache(ctx context.Context, store *blob.Bucket, opt GCOptions) (GCStats, error) {
+	var st GCStats
+	cached, err := store.List(ctx, "embeddings/")
+	if err != nil {
+		return st, fmt.Errorf("gc: list embedding cache: %w", err)
+	}
+	st.Cached = len(cached)
+	live := map[string]bool{} // tenant + "/" + hash
+	segs, err := store.List(ctx, "segments/")
+	if err != nil {
+		return st, fmt.Errorf("gc: list segments: %w", err)
+	}
+	for _, k := range segs {
+		if !strings.HasSuffix(k, ".seg") {
+			continue
+		}
+		data, err := store.Get(ctx, k)
+		if err != nil {
+			return st, fmt.Errorf("gc: read %s: %w", k, err)
+		}
+		seg, err := segment.Load(data)
+		if err != nil {
+			return st, fmt.Errorf("gc: %s: %w", k, err)
+		}
+		for _, c := range seg.Chunks {
+			live[seg.Meta.Tenant+"/"+dense.Hash(c)] = true
+		}
+		st.Roots++
+	}
+	for _, root := range []string{"vectorsets/", "embedplans/"} {
+		keys, err := store.List(ctx, root)
+		if err != nil {
+			return st, fmt.Errorf("gc: list %s: %w", root, err)
+		}
+		for _, k := range keys {
+			if !strings.HasSuffix(k, ".json") {
+				continue
+			}
+			tenant, _, ok := strings.Cut(strings.TrimPrefix(k, root), "/")
+			if !ok {
+				continue
+			}
+			data, err := store.Get(ctx, k)
+			if errors.Is(err, blob.ErrNotFound) {
+				continue // collected by its repository's GC meanwhile
+			}
+			if err != nil {
+				return st, fmt.Errorf("gc: read %s: %w", k, err)
+			}
+			var hashes []string
+			if root == "vectorsets/" {
+				err = json.Unmarshal(data, &hashes)
+			} else {
+				var p EmbedPlan
+				err = json.Unmarshal(data, &p)
+				tenant = p.Tenant
+				for _, pt := range p.Points {
+					hashes = append(hashes, pt.Hash)
+				}
+			}
+			if err != nil {
+				return st, fmt.Errorf("gc: decode %s: %w", k, err)
+			}
+			for _, h := range hashes {
+				live[tenant+"/"+h] = true
+			}
+			st.Roots++
+		}
+	}
+	if st.Roots == 0 && st.Cached > 0 && !opt.AllowNoRoots {
+		return st, ErrNoRoots
+	}
+	for _, k := range cached {
+		// embeddings/COLLECTION/@TENANT/HH/HASH
+		parts := strings.Split(k, "/")
+		if len(parts) == 5 && strings.HasPrefix(parts[2], "@") && live[parts[2][1:]+"/"+parts[4]] {
 			st.Kept++
 			continue
 		}

@@ -2,14 +2,21 @@ package pipeline_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"codectx/pkg/blob"
+	"codectx/pkg/codectx"
+	"codectx/pkg/dense"
+	"codectx/pkg/dense/densetest"
 	"codectx/pkg/index"
 	"codectx/pkg/pipeline"
+	"codectx/pkg/segment"
 	"codectx/pkg/testrepo"
+	vlocal "codectx/pkg/vector/local"
 )
 
 func TestCollectParseCache(t *testing.T) {
@@ -137,4 +144,107 @@ func TestCollectParseCacheNoRoots(t *testing.T) {
 	if st, err := pipeline.CollectParseCache(ctx, store, pipeline.GCOptions{AllowNoRoots: true}); err != nil || st.Deleted != 1 {
 		t.Errorf("collect with AllowNoRoots = %+v, %v; want 1 deleted", st, err)
 	}
+}
+
+// TestCollectEmbeddingCache: the vectors no stored segment, vector set or
+// embed plan of their tenant needs are deleted, per tenant; what the
+// kept snapshots need stays (a rebuild embeds nothing).
+func TestCollectEmbeddingCache(t *testing.T) {
+	ctx := context.Background()
+	r := testrepo.New(t)
+	first := r.Commit("initial", testrepo.Small)
+	store := blob.NewMem()
+	emb := &densetest.Words{}
+	vs := vlocal.New(store, vlocal.Float32)
+	build := func(tenant string) *segment.Segment {
+		t.Helper()
+		if _, err := index.Build(ctx, store, r.Dir, index.Options{Tenant: tenant, Name: "shop"}); err != nil {
+			t.Fatal(err)
+		}
+		seg, err := index.LoadHead(ctx, store, tenant, "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dense.IndexSegment(ctx, store, vs, emb, seg); err != nil {
+			t.Fatal(err)
+		}
+		return seg
+	}
+	// Tenants a and b index the first commit, then a the second.
+	build("a")
+	build("b")
+	r.Commit("change the price table", map[string]string{
+		"price/price.go": strings.Replace(testrepo.Small["price/price.go"], `"apple": 3`, `"apple": 5`, 1),
+	})
+	seg := build("a")
+	// a's repository GC drops the first snapshot's segment; b keeps its own.
+	if err := store.Delete(ctx, index.SegmentKey("a", "shop", first)); err != nil {
+		t.Fatal(err)
+	}
+	col := dense.Collection(emb)
+	// The chunks of the first commit that the second changed.
+	var gone []string
+	for _, c := range mustSegment(ctx, t, store, index.SegmentKey("b", "shop", first)).Chunks {
+		h := dense.Hash(c)
+		if !slices.ContainsFunc(seg.Chunks, func(d codectx.Chunk) bool { return dense.Hash(d) == h }) {
+			gone = append(gone, h)
+		}
+	}
+	if len(gone) == 0 {
+		t.Fatal("the change left every chunk text as it was")
+	}
+	// A snapshot of a being indexed has planned a chunk whose vector is
+	// cached: its plan keeps it.
+	inflight := strings.Repeat("f", 64)
+	if err := store.Put(ctx, dense.CacheKey(col, "a", inflight), make([]byte, 4*col.Dim)); err != nil {
+		t.Fatal(err)
+	}
+	plan, _ := json.Marshal(pipeline.EmbedPlan{Tenant: "a", Repo: "other", Commit: "c1", Model: col.Model, Dim: col.Dim, Points: []dense.Point{{Hash: inflight, Path: "x.go"}}})
+	if err := store.Put(ctx, pipeline.EmbedPlanKey("a", "other", "c1"), plan); err != nil {
+		t.Fatal(err)
+	}
+
+	dry, err := pipeline.CollectEmbeddingCache(ctx, store, pipeline.GCOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dry.Deleted != len(gone) {
+		t.Fatalf("dry run = %+v, want %d to delete (a's vectors of the changed chunks)", dry, len(gone))
+	}
+	got, err := pipeline.CollectEmbeddingCache(ctx, store, pipeline.GCOptions{})
+	if err != nil || got != dry {
+		t.Fatalf("collect = %+v (%v), want what the dry run said: %+v", got, err, dry)
+	}
+	for _, h := range gone {
+		if ok, _ := store.Exists(ctx, dense.CacheKey(col, "a", h)); ok {
+			t.Errorf("a's vector of %s kept, though no snapshot of a has it", h[:8])
+		}
+		if ok, _ := store.Exists(ctx, dense.CacheKey(col, "b", h)); !ok {
+			t.Errorf("b's vector of %s deleted, though b's segment has it", h[:8])
+		}
+	}
+	if ok, _ := store.Exists(ctx, dense.CacheKey(col, "a", inflight)); !ok {
+		t.Error("the vector an embed plan names was deleted")
+	}
+	// What a's HEAD needs is all there: indexing it again embeds nothing.
+	before := emb.Texts()
+	if st, err := dense.IndexSegment(ctx, store, vs, emb, seg); err != nil || st.Embedded != 0 || emb.Texts() != before {
+		t.Fatalf("re-index of a's HEAD after GC: %+v (%v), want nothing embedded", st, err)
+	}
+	if again, err := pipeline.CollectEmbeddingCache(ctx, store, pipeline.GCOptions{}); err != nil || again.Deleted != 0 {
+		t.Errorf("second collect = %+v, %v; want nothing deleted", again, err)
+	}
+}
+
+func mustSegment(ctx context.Context, t *testing.T, store *blob.Bucket, key string) *segment.Segment {
+	t.Helper()
+	data, err := store.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg, err := segment.Load(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seg
 }

@@ -15,8 +15,11 @@ import (
 
 	"codectx/pkg/api"
 	"codectx/pkg/blob"
+	"codectx/pkg/dense"
+	"codectx/pkg/embed/embedtest"
 	"codectx/pkg/testrepo"
 	"codectx/pkg/tokens"
+	"codectx/pkg/vector"
 )
 
 // runCLI runs the command in-process and returns stdout.
@@ -143,6 +146,38 @@ func TestGC(t *testing.T) {
 	}
 	if _, err := runCLI(t, "query", "--data", data, "--repo", "shop", "Cart.Total"); err != nil {
 		t.Errorf("query after gc: %v", err)
+	}
+	// With an embedder: the vectors HEAD needs stay, a stale one goes.
+	srv := embedtest.NewServer(64, "gc-embed")
+	t.Cleanup(srv.Close)
+	if _, err := runCLI(t, "index", "--data", data, "--name", "shop", "--embedder", "openai:"+srv.URL+"#gc-embed", r.Bare()); err != nil {
+		t.Fatal(err)
+	}
+	bs, err := openStore(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := dense.CacheKey(vector.Collection{Model: "gc-embed", Dim: 64}, "default", strings.Repeat("ab", 32))
+	if err := bs.Put(context.Background(), stale, make([]byte, 4*64)); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = runCLI(t, "gc", "--data", data, "--json"); err != nil {
+		t.Fatal(err)
+	}
+	var est struct {
+		Embeddings struct{ Roots, Cached, Kept, Deleted int }
+	}
+	if err := json.Unmarshal([]byte(out), &est); err != nil {
+		t.Fatalf("gc --json: %v\n%s", err, out)
+	}
+	if e := est.Embeddings; e.Roots != 1 || e.Kept == 0 || e.Deleted != 1 || e.Cached != e.Kept+1 {
+		t.Errorf("gc of the embedding cache = %+v, want the stale vector deleted and every other kept", e)
+	}
+	if ok, _ := bs.Exists(context.Background(), stale); ok {
+		t.Error("stale vector kept")
+	}
+	if out, err := runCLI(t, "index", "--data", data, "--name", "shop", "--embedder", "openai:"+srv.URL+"#gc-embed", r.Bare()); err != nil || !strings.Contains(out, " 0 embedded") {
+		t.Errorf("index after gc printed %q (%v), want nothing embedded", out, err)
 	}
 	// A cache with no roots (codectx eval's) is only emptied on request.
 	empty := t.TempDir()

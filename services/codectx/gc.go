@@ -11,8 +11,8 @@ import (
 	"codectx/pkg/pipeline"
 )
 
-// runGC collects the parse cache of a blob store: the local one under
-// --data, or an S3 bucket.
+// runGC collects the parse and embedding caches of a blob store: the
+// local one under --data, or an S3 bucket.
 func runGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("gc", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -23,7 +23,7 @@ func runGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	all := fs.Bool("all", false, "also when no manifest or segment exists (empties the cache, e.g. codectx eval's)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: codectx gc [flags]\n\nDeletes parse-cache entries that no stored manifest or segment references\n(files no snapshot contains any more, results of older parser versions).\nSafe to run beside indexing.")
+		fmt.Fprintln(stderr, "usage: codectx gc [flags]\n\nDeletes parse-cache entries that no stored manifest or segment references\n(files no snapshot contains any more, results of older parser versions), and\nembedding-cache entries that no segment, vector set or embed plan of their\ntenant needs. Safe to run beside indexing.")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -40,10 +40,17 @@ func runGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	emb, err := pipeline.CollectEmbeddingCache(ctx, store, pipeline.GCOptions{DryRun: *dry, AllowNoRoots: *all})
+	if errors.Is(err, pipeline.ErrNoRoots) {
+		return fmt.Errorf("gc: %s holds %d cached embeddings and no segment, vector set or embed plan, so all would go; pass --all to empty it", where, emb.Cached)
+	}
+	if err != nil {
+		return err
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+		return enc.Encode(gcReport{GCStats: st, Embeddings: emb})
 	}
 	verb := "deleted"
 	if *dry {
@@ -51,5 +58,16 @@ func runGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "parse cache in %s: %d entries, %d referenced by %d manifests and segments, %s %d\n",
 		where, st.Cached, st.Kept, st.Roots, verb, st.Deleted)
+	if emb.Cached > 0 {
+		fmt.Fprintf(stdout, "embedding cache: %d vectors, %d needed by %d segments, vector sets and embed plans of their tenant, %s %d\n",
+			emb.Cached, emb.Kept, emb.Roots, verb, emb.Deleted)
+	}
 	return nil
+}
+
+// gcReport is what gc --json prints: the parse cache's counts, and the
+// embedding cache's.
+type gcReport struct {
+	pipeline.GCStats
+	Embeddings pipeline.GCStats `json:"embeddings"`
 }
