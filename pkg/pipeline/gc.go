@@ -155,11 +155,14 @@ func CollectEmbeddingCache(ctx context.Context, store *blob.Bucket, opt GCOption
 		if !strings.HasSuffix(k, ".seg") {
 			continue
 		}
-		data, err := store.Get(ctx, k)
-		if err != nil {
-			return st, fmt.Errorf("gc: read %s: %w", k, err)
+		// A segment or shard list that cannot be read cannot say what it
+		// references: collect nothing rather than guess.
+		seg, err := index.LoadSegment(ctx, store, k)
+		if errors.Is(err, blob.ErrNotFound) {
+			if ok, xerr := store.Exists(ctx, k); xerr == nil && !ok {
+				continue // collected with its shards meanwhile
+			}
 		}
-		seg, err := segment.Load(data)
 		if err != nil {
 			return st, fmt.Errorf("gc: %s: %w", k, err)
 		}

@@ -238,11 +238,7 @@ func TestCollectEmbeddingCache(t *testing.T) {
 
 func mustSegment(ctx context.Context, t *testing.T, store *blob.Bucket, key string) *segment.Segment {
 	t.Helper()
-	data, err := store.Get(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seg, err := segment.Load(data)
+	seg, err := index.LoadSegment(ctx, store, key)
 	if err != nil {
 		t.Fatal(err)
 	}
