@@ -8,6 +8,7 @@ import (
 
 	"codectx/pkg/blob"
 	"codectx/pkg/index"
+	"codectx/pkg/metrics"
 	"codectx/pkg/segment"
 )
 
@@ -28,6 +29,7 @@ type segCache struct {
 	m     map[string]*list.Element
 	bytes int64 // sum of the loaded entries' sizes
 	hit   int
+	miss  int // loads started
 }
 
 type segEntry struct {
@@ -61,6 +63,7 @@ func (c *segCache) get(ctx context.Context, key string) (*segment.Segment, error
 	}
 	e := &segEntry{key: key, ready: make(chan struct{})}
 	c.m[key] = c.ll.PushFront(e)
+	c.miss++
 	c.mu.Unlock()
 
 	e.seg, e.err = c.load(ctx, key)
@@ -114,7 +117,12 @@ func (c *segCache) len() int {
 // stats returns the number of cached segments, the bytes they hold and the
 // number of hits so far.
 func (c *segCache) stats() (n int, bytes int64, hits int) {
+	s := c.cacheStats()
+	return s.Segments, s.Bytes, int(s.Hits)
+}
+
+func (c *segCache) cacheStats() metrics.CacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.ll.Len(), c.bytes, c.hit
+	return metrics.CacheStats{Segments: c.ll.Len(), Bytes: c.bytes, Budget: c.max, Hits: int64(c.hit), Misses: int64(c.miss)}
 }

@@ -120,6 +120,7 @@ func (s *Server) init() {
 			s.Sessions = &session.Mem{}
 		}
 		s.segs = newSegCache(s.Store, s.CacheSize)
+		s.Metrics.SegmentCache(s.segs.cacheStats)
 		s.fails = ratelog.New(s.Log, ratelog.DefaultInterval)
 		s.limits = s.Limits.withDefaults()
 		s.rate = newRateLimiter(s.limits.Rate, s.limits.Burst)

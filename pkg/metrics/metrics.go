@@ -104,6 +104,33 @@ func (m *Metrics) QueueStats(stats func() queue.Stats) {
 	)
 }
 
+// CacheStats is what a segment cache reports.
+type CacheStats struct {
+	Segments     int
+	Bytes        int64 // sum of the loaded segments' sizes
+	Budget       int64
+	Hits, Misses int64
+}
+
+// SegmentCache exports the query API's segment cache: loaded segments and
+// their bytes beside the budget, hits and misses (loads).
+func (m *Metrics) SegmentCache(stats func() CacheStats) {
+	gauge := func(name, help string, get func(CacheStats) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "codectx_segment_cache_" + name, Help: help}, func() float64 { return get(stats()) })
+	}
+	counter := func(name, help string, get func(CacheStats) int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "codectx_segment_cache_" + name + "_total", Help: help},
+			func() float64 { return float64(get(stats())) })
+	}
+	m.Registry.MustRegister(
+		gauge("segments", "Segments loaded in the query API's cache.", func(s CacheStats) float64 { return float64(s.Segments) }),
+		gauge("bytes", "Bytes the loaded segments hold (their estimated heap size).", func(s CacheStats) float64 { return float64(s.Bytes) }),
+		gauge("budget_bytes", "The cache's budget (--cache-bytes).", func(s CacheStats) float64 { return float64(s.Budget) }),
+		counter("hits", "Segment lookups answered from the cache.", func(s CacheStats) int64 { return s.Hits }),
+		counter("misses", "Segment lookups that loaded the segment from the store.", func(s CacheStats) int64 { return s.Misses }),
+	)
+}
+
 // PendingFunc returns the lag of a stage (natsq.Queue.Pending).
 type PendingFunc func(ctx context.Context, stage string) (int, error)
 

@@ -184,6 +184,9 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		notes["embed"] = kit.note()
 	}
+	if r.routes&api.QueryRoutes != 0 {
+		limitMemory(log, cacheBytes)
+	}
 	m := metrics.New()
 	srv := &api.Server{Store: store, Metrics: m, Routes: r.routes, Checks: d.checks(use), Notes: notes, Log: log, Dense: kit.arm(), CacheSize: cacheBytes, Net: c.netPolicy()}
 	if keyStore != nil {

@@ -181,6 +181,7 @@ Stop with SIGINT or SIGTERM.`)
 	if err != nil {
 		return fmt.Errorf("up: %w", err)
 	}
+	limitMemory(log, cacheBytes)
 	srv := &api.Server{
 		Deliveries: deliveries,
 		Store:      store, Indexer: temporalIndexer{tc}, LocalPaths: true, Metrics: m, Routes: api.AllRoutes,
