@@ -3,8 +3,11 @@ package api
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"codectx/pkg/blob"
@@ -75,6 +78,27 @@ func TestCacheBoundedByBytes(t *testing.T) {
 	ask("beta") // a miss: loaded again
 	if hits() != h0+1 {
 		t.Errorf("beta was still cached")
+	}
+
+	// /metrics reports the cache as stats() has it.
+	ts, _ := newServer(t, s)
+	resp, err := http.Get(ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	n, b, h := s.segs.stats()
+	for _, want := range []string{
+		fmt.Sprintf("codectx_segment_cache_segments %d\n", n),
+		fmt.Sprintf("codectx_segment_cache_budget_bytes %g\n", float64(budget)),
+		fmt.Sprintf("codectx_segment_cache_bytes %g\n", float64(b)),
+		fmt.Sprintf("codectx_segment_cache_hits_total %d\n", h),
+		"codectx_segment_cache_misses_total 4\n", // alpha, beta, gamma, beta again
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics: no %q", want)
+		}
 	}
 
 	// A budget below any one segment still serves, one segment at a time.
