@@ -6,23 +6,27 @@ task: the query's top files in RRF order, each with its feature vector and
 gold label). Needs numpy (a venv is enough: python3 -m venv V; V/bin/pip
 install numpy).
 
-The model is linear, score = sum w_i * (x_i - mean_i) / scale_i, trained
-with a listwise softmax loss: per query, -log(sum over gold files of
-softmax(score)), which puts the first changed file on top, plus L2. The
-regularisation strength, the feature set and the number of reranked files
-are chosen by leave-one-repository-out validation on the training dumps:
-for each repository, a model trained on the others is scored on it.
+The model is linear, score = sum w_i * z_i with z_i = (x_i - mean_i) /
+scale_i (optionally clipped to [-clip, clip]), trained with a listwise
+softmax loss: per query, -log(sum over gold files of softmax(score)), which
+puts the first changed file on top ("any"; "each" and "mix" pull every
+gold file up), plus L2. The feature set, loss, L2, the number of reranked
+files and the clip are chosen by leave-one-repository-out validation on the
+training dumps: for each repository, a model trained on the others is
+scored on it, by MRR + R@5 + R@10.
 
-  scripts/train-rank.py cv TRAIN.jsonl
-      leave-repository-out MRR of every setting, and of the RRF order.
+  scripts/train-rank.py cv TRAIN.jsonl[,MORE.jsonl] [--extra MINED.jsonl]
+      leave-repository-out metrics of every setting, and of the RRF order;
+      --extra dumps are training data only (never scored).
   scripts/train-rank.py fit TRAIN.jsonl --out model.json [--eval VAL.jsonl]
-      fits the setting chosen by cv on all of TRAIN and writes the model;
-      with --eval, scores it (and the RRF order) on VAL, by repository and
-      by language.
+          [--setting FEATURES,LOSS,L2,DEPTH,CLIP]
+      fits the setting chosen by cv (or the one given) on all of TRAIN and
+      writes the model; with --eval, scores it (and the RRF order) on VAL,
+      by repository, language and trigger. The shipped model is
+      --setting first,any,0.001,20,0 (see docs/benchmarks.md).
   scripts/train-rank.py score MODEL.json VAL.jsonl
-      scores a model file (and the RRF order) on VAL, by repository and by
-      language.
-  scripts/train-rank.py ablate TRAIN.jsonl VAL.jsonl
+      scores a model file (and the RRF order) on VAL.
+  scripts/train-rank.py ablate TRAIN.jsonl VAL.jsonl [--setting ...]
       the validation effect of each signal group: the chosen setting
       trained without the group's features, scored on VAL.
 
@@ -43,19 +47,26 @@ GROUPS = {
               "rr_dense", "rr_graph", "rr_graph-index", "rr_history", "bm25_rel", "bm25_chunks",
               "file_bm25_rel", "sym_x_code"],
     "title": ["title_rr"],
-    "path": ["path_title", "stem_title", "dir_title", "path_body", "path_x_concept"],
+    "coverage": ["title_cover", "title_cover_rel", "query_cover"],
+    "path": ["path_title", "stem_title", "dir_title", "path_body", "path_x_concept", "dir_first", "path_depth"],
     "priors": ["prior", "is_test", "is_docs", "decl_only", "is_index", "is_generated"],
     "size": ["log_chunks", "log_size"],
     "graph": ["log_degree", "near_top", "same_dir_top"],
+    "test pair": ["test_pair"],
     "recency": ["hist_commits", "hist_recency"],
-    "cochange": ["cochange"],
+    "cochange": ["cochange", "cochange_title"],
     "query": ["code_share", "trig_symbol", "trig_temporal", "trig_implicit", "additive", "sym_x_code"],
 }
 
 
+def files_of(paths):
+    """Dump files: each argument may name several, joined by commas."""
+    return [f for p in paths for f in p.split(",") if f]
+
+
 def load(paths):
     qs = []
-    for p in paths:
+    for p in files_of(paths):
         with open(p) as f:
             for line in f:
                 d = json.loads(line)
@@ -83,8 +94,24 @@ def select(qs, feats, depth):
     return [(columns(q["X"][:depth], q["names"], feats), q["y"][:depth]) for q in qs]
 
 
-def fit(data, l2, iters=300, lr=0.05):
-    """Listwise softmax loss with L2, full-batch Adam. Returns mean, scale, w."""
+def standardize(X, mean, scale, clip):
+    """(X - mean) / scale, clipped to [-clip, clip] when clip > 0: a rare
+    feature (almost always 0 in training) has a tiny scale, and without the
+    clip one file where it fires on an unseen repository gets a score of
+    many standard deviations (measured: the barrel-index list on the dev
+    set's TypeScript repository pushed its index file from rank 8-10 to
+    17-19)."""
+    Z = (X - mean) / scale
+    return np.clip(Z, -clip, clip) if clip > 0 else Z
+
+
+def fit(data, l2, iters=300, lr=0.05, loss="any", clip=0.0):
+    """Listwise softmax loss with L2, full-batch Adam. Returns mean, scale, w.
+
+    loss "any": -log of the softmax mass of the gold files (one gold file on
+    top is enough); "each": the mean over gold files of -log softmax (every
+    gold file is pulled up, which is what packing at small budgets needs);
+    "mix": the mean of the two."""
     allX = np.vstack([X for X, _ in data if len(X)])
     mean, scale = allX.mean(0), allX.std(0)
     scale[scale < 1e-6] = 1
@@ -96,9 +123,10 @@ def fit(data, l2, iters=300, lr=0.05):
     M = np.zeros((len(train), n), dtype=bool)
     Y = np.zeros((len(train), n), dtype=bool)
     for i, (X, y) in enumerate(train):
-        Xp[i, :len(y)] = (X - mean) / scale
+        Xp[i, :len(y)] = standardize(X, mean, scale, clip)
         M[i, :len(y)] = True
         Y[i, :len(y)] = y
+    Yn = Y / Y.sum(1, keepdims=True)
     w = np.zeros(d)
     m1, m2 = np.zeros(d), np.zeros(d)
     for t in range(1, iters + 1):
@@ -109,12 +137,13 @@ def fit(data, l2, iters=300, lr=0.05):
         p_all = e / e.sum(1, keepdims=True)
         eg = e * Y
         p_gold = eg / eg.sum(1, keepdims=True)
-        # d loss / d s = p_all - p_gold
-        g = np.einsum("qn,qnd->d", p_all - p_gold, Xp) / len(train) + l2 * w
+        # d loss / d s = p_all - p_gold ("any"), p_all - y/G ("each")
+        target = {"any": p_gold, "each": Yn, "mix": (p_gold + Yn) / 2}[loss]
+        g = np.einsum("qn,qnd->d", p_all - target, Xp) / len(train) + l2 * w
         m1 = 0.9 * m1 + 0.1 * g
         m2 = 0.999 * m2 + 0.001 * g * g
         w -= lr * (m1 / (1 - 0.9 ** t)) / (np.sqrt(m2 / (1 - 0.999 ** t)) + 1e-8)
-    return mean, scale, w
+    return mean, scale, w, clip
 
 
 def metrics(X, y, model):
@@ -124,8 +153,8 @@ def metrics(X, y, model):
     if model is None:
         order = np.arange(len(y))
     else:
-        mean, scale, w = model
-        s = ((X - mean) / scale) @ w
+        mean, scale, w, clip = model
+        s = standardize(X, mean, scale, clip) @ w
         order = np.argsort(-s, kind="stable")
     ranked = y[order]
     gold = max(1, int(y.sum()))
@@ -142,14 +171,14 @@ def rerank_eval(qs, feats, depth, model, ngold):
         if model is None or len(y) == 0:
             order = np.arange(len(y))
         else:
-            mean, scale, w = model
+            mean, scale, w, clip = model
             top = min(depth, len(y))
-            s = ((columns(X[:top], q["names"], feats) - mean) / scale) @ w
+            s = standardize(columns(X[:top], q["names"], feats), mean, scale, clip) @ w
             order = np.concatenate([np.argsort(-s, kind="stable"), np.arange(top, len(y))])
         ranked = y[order]
         hits = np.flatnonzero(ranked)
         mrr = 1.0 / (hits[0] + 1) if len(hits) else 0.0
-        out.append((mrr, ranked[:1].sum() / ng, ranked[:5].sum() / ng))
+        out.append((mrr, ranked[:1].sum() / ng, ranked[:5].sum() / ng, ranked[:10].sum() / ng))
     return np.array(out)
 
 
@@ -160,7 +189,7 @@ def ngold_of(qs, dumps):
 
 def gold_lists(paths):
     g = {}
-    for p in paths:
+    for p in files_of(paths):
         with open(p) as f:
             for line in f:
                 d = json.loads(line)
@@ -178,37 +207,54 @@ CROSS_BASE = ["rr_symbol", "rr_bm25", "rr_bm25-file", "rr_bm25-path", "rr_histor
 CROSS_BY = ["trig_symbol", "trig_temporal", "code_share", "additive"]
 
 
+# The 36 features of the first learned model (before coverage, directory,
+# title co-change and test-pair features).
+NEW = GROUPS["coverage"] + ["dir_first", "path_depth", "test_pair", "cochange_title"]
+
+
 def feature_sets():
     base = [f for f in dict.fromkeys(ALL) if f not in GROUPS["query"] or "_x_" in f]
+    first = [f for f in base if f not in NEW]
     crosses = base + ["%s*%s" % (a, b) for a in CROSS_BASE for b in CROSS_BY]
     few = base + ["rr_symbol*trig_symbol", "rr_history*trig_temporal", "rr_bm25-path*trig_symbol",
                   "is_test*code_share", "stem_title*trig_symbol", "fused_rel*trig_temporal"]
-    return {"base": base, "few-crosses": few, "crosses": crosses}
+    return {"base": base, "first": first, "few-crosses": few, "crosses": crosses}
 
 
-FEATURE_SETS = ("base", "few-crosses", "crosses")
-SETTINGS = [(fs, l2, depth) for fs in FEATURE_SETS for l2 in (0.001, 0.003, 0.01) for depth in (10, 20, 50)]
+FEATURE_SETS = ("base", "first")
+SETTINGS = [(fs, loss, l2, depth, clip) for fs in FEATURE_SETS for loss in ("any", "mix")
+            for l2 in (0.001, 0.01) for depth in (20, 50) for clip in (0, 3)]
+METRICS = "MRR %.3f R@1 %.3f R@5 %.3f R@10 %.3f"
 
 
-def cv(qs, ngold, verbose=True):
+def objective(m):
+    """What cv maximises: MRR, R@5 and R@10 alike (R@10 stands for what
+    small budgets pack: about ten files fit at 2k tokens, most as stubs)."""
+    return m[0] + m[2] + m[3]
+
+
+def cv(qs, ngold, verbose=True, settings=None, extra=()):
+    """Leave-one-repository-out over qs's repositories: for each, a model
+    trained on the other repositories' tasks (of qs and of extra, which
+    is training data only) is scored on its tasks of qs."""
     repos = sorted({q["repo"] for q in qs})
     sets = feature_sets()
     results = {}
     base = rerank_eval(qs, [], 0, None, ngold).mean(0)
     if verbose:
-        print("RRF order (in-candidate): MRR %.3f R@1 %.3f R@5 %.3f" % tuple(base))
-    for fs, l2, depth in SETTINGS:
+        print("RRF order (in-candidate): " + METRICS % tuple(base))
+    for fs, loss, l2, depth, clip in settings or SETTINGS:
         feats = sets[fs]
-        per = np.zeros((len(qs), 3))
+        per = np.zeros((len(qs), 4))
         for r in repos:
-            tr = [q for q in qs if q["repo"] != r]
+            tr = [q for q in list(qs) + list(extra) if q["repo"] != r]
             te = [i for i, q in enumerate(qs) if q["repo"] == r]
-            model = fit(select(tr, feats, depth), l2)
+            model = fit(select(tr, feats, depth), l2, loss=loss, clip=clip)
             per[te] = rerank_eval([qs[i] for i in te], feats, depth, model, [ngold[i] for i in te])
-        results[(fs, l2, depth)] = per.mean(0)
+        results[(fs, loss, l2, depth, clip)] = per.mean(0)
         if verbose:
-            print("%-18s l2=%-6g depth=%-3d  MRR %.3f R@1 %.3f R@5 %.3f" % ((fs, l2, depth) + tuple(per.mean(0))), flush=True)
-    best = max(results, key=lambda k: results[k][0])
+            print("%-6s loss=%-4s l2=%-6g depth=%-3d clip=%-3g " % (fs, loss, l2, depth, clip) + METRICS % tuple(per.mean(0)), flush=True)
+    best = max(results, key=lambda k: objective(results[k]))
     return best, results[best], base
 
 
@@ -223,49 +269,66 @@ def table(qs, ngold, feats, depth, model, key):
         ng = [ngold[i] for i in ix]
         a = rerank_eval(sub, [], 0, None, ng).mean(0)
         b = rerank_eval(sub, feats, depth, model, ng).mean(0)
-        rows.append("| %s | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |" % ((g, len(ix)) + tuple(a) + tuple(b)))
-    return "| %s | tasks | MRR rrf | R@1 rrf | R@5 rrf | MRR learned | R@1 learned | R@5 learned |\n|---|---|---|---|---|---|---|---|\n" % key + "\n".join(rows)
+        rows.append("| %s | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |" % ((g, len(ix)) + tuple(a) + tuple(b)))
+    return ("| %s | tasks | MRR rrf | R@1 rrf | R@5 rrf | R@10 rrf | MRR learned | R@1 learned | R@5 learned | R@10 learned |\n"
+            "|---|---|---|---|---|---|---|---|---|---|\n" % key) + "\n".join(rows)
+
+
+def parse_setting(s):
+    fs, loss, l2, depth, clip = s.split(",")
+    return fs, loss, float(l2), int(depth), float(clip)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("cmd", choices=["cv", "fit", "ablate", "score"])
-    ap.add_argument("train")
-    ap.add_argument("val", nargs="?")
+    ap.add_argument("train", help="training dumps (comma-separated), or the model for score")
+    ap.add_argument("val", nargs="?", help="validation dumps (ablate, score)")
     ap.add_argument("--out")
     ap.add_argument("--eval")
+    ap.add_argument("--setting", help="FEATURES,LOSS,L2,DEPTH,CLIP: skip cv and use this setting")
+    ap.add_argument("--extra", help="more training dumps (comma-separated), used to fit but never scored in cv: "
+                    "tasks mined in addition from the training repositories")
     a = ap.parse_args()
     if a.cmd == "score":
         with open(a.train) as f:
             m = json.load(f)
-        report(a.val, m["features"], m["depth"], (np.array(m["mean"]), np.array(m["scale"]), np.array(m["weights"])))
+        report(a.val, m["features"], m["depth"], (np.array(m["mean"]), np.array(m["scale"]), np.array(m["weights"]), m.get("clip", 0)))
         return
     qs = load([a.train])
     ng = ngold_of(qs, gold_lists([a.train]))
+    extra = load([a.extra]) if a.extra else []
     if a.cmd == "cv":
-        best, r, base = cv(qs, ng)
-        print("chosen:", best, "MRR %.3f R@1 %.3f R@5 %.3f" % tuple(r))
+        best, r, base = cv(qs, ng, extra=extra)
+        print("chosen:", best, METRICS % tuple(r))
         return
-    best, r, base = cv(qs, ng, verbose=a.cmd == "fit")
-    fs, l2, depth = best
+    if a.setting:
+        best, r, base = cv(qs, ng, verbose=True, settings=[parse_setting(a.setting)], extra=extra)
+    else:
+        best, r, base = cv(qs, ng, verbose=a.cmd == "fit", extra=extra)
+    train_qs = qs + extra
+    fs, loss, l2, depth, clip = best
     feats = feature_sets()[fs]
     if a.cmd == "ablate":
         vq = load([a.val])
         vng = ngold_of(vq, gold_lists([a.val]))
-        full = rerank_eval(vq, feats, depth, fit(select(qs, feats, depth), l2), vng).mean(0)
-        print("| signal group left out | validation MRR | R@1 | R@5 | MRR change |\n|---|---|---|---|---|")
-        print("| (none: all features) | %.3f | %.3f | %.3f | |" % tuple(full))
+        full = rerank_eval(vq, feats, depth, fit(select(train_qs, feats, depth), l2, loss=loss, clip=clip), vng).mean(0)
+        print("| signal group left out | validation MRR | R@1 | R@5 | R@10 | MRR change |\n|---|---|---|---|---|---|")
+        print("| (none: all features) | %.3f | %.3f | %.3f | %.3f | |" % tuple(full))
         for g, gf in GROUPS.items():
             sub = [f for f in feats if not any(p in gf for p in f.split("*"))]
-            m = rerank_eval(vq, sub, depth, fit(select(qs, sub, depth), l2), vng).mean(0)
-            print("| %s | %.3f | %.3f | %.3f | %+.3f |" % ((g,) + tuple(m) + (m[0] - full[0],)))
+            if sub == feats:
+                continue
+            m = rerank_eval(vq, sub, depth, fit(select(train_qs, sub, depth), l2, loss=loss, clip=clip), vng).mean(0)
+            print("| %s | %.3f | %.3f | %.3f | %.3f | %+.3f |" % ((g,) + tuple(m) + (m[0] - full[0],)))
         return
-    model = fit(select(qs, feats, depth), l2)
-    mean, scale, w = model
-    note = "trained by scripts/train-rank.py on %d tasks of %d repositories; setting %s l2=%g depth=%d chosen by leave-repository-out MRR %.3f (RRF order %.3f)" % (
-        len(qs), len({q["repo"] for q in qs}), fs, l2, depth, r[0], base[0])
+    model = fit(select(train_qs, feats, depth), l2, loss=loss, clip=clip)
+    mean, scale, w, _ = model
+    note = ("trained by scripts/train-rank.py on %d tasks of %d repositories; setting %s loss=%s l2=%g depth=%d clip=%g chosen by "
+            "leave-repository-out MRR %.3f R@5 %.3f R@10 %.3f (RRF order %.3f %.3f %.3f)") % (
+        len(train_qs), len({q["repo"] for q in train_qs}), fs, loss, l2, depth, clip, r[0], r[2], r[3], base[0], base[2], base[3])
     out = {"kind": "linear", "features": feats, "mean": [round(v, 6) for v in mean], "scale": [round(v, 6) for v in scale],
-           "weights": [round(v, 6) for v in w], "bias": 0, "depth": depth, "note": note}
+           "weights": [round(v, 6) for v in w], "bias": 0, "depth": depth, "clip": clip, "note": note}
     with open(a.out, "w") as f:
         json.dump(out, f, indent=1)
         f.write("\n")
@@ -284,7 +347,7 @@ def report(path, feats, depth, model):
     print(table(vq, vng, feats, depth, model, "trigger"))
     b = rerank_eval(vq, [], 0, None, vng).mean(0)
     m = rerank_eval(vq, feats, depth, model, vng).mean(0)
-    print("overall (%d tasks): rrf MRR %.3f R@1 %.3f R@5 %.3f; learned MRR %.3f R@1 %.3f R@5 %.3f" % ((len(vq),) + tuple(b) + tuple(m)))
+    print("overall (%d tasks): rrf " % len(vq) + METRICS % tuple(b) + "; learned " + METRICS % tuple(m))
 
 
 if __name__ == "__main__":

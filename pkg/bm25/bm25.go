@@ -264,6 +264,42 @@ func (ix *Index) find(term string) (int, bool) {
 	return lo, lo < len(ix.df) && bytes.Equal(ix.term(lo), t)
 }
 
+// Docs calls f with each document that holds term, in ascending order,
+// and returns the term's inverse document frequency (0 if no document
+// holds it).
+func (ix *Index) Docs(term string, f func(doc int)) float64 {
+	i, ok := ix.find(term)
+	if !ok {
+		return 0
+	}
+	pl := ix.postings[ix.postOff[i]:ix.postOff[i+1]]
+	doc, n := int64(-1), int64(ix.n)
+	for len(pl) > 0 {
+		v, m := binary.Uvarint(pl)
+		if m <= 0 {
+			break
+		}
+		pl = pl[m:]
+		gap := int64(v >> NumFields)
+		doc += gap
+		if gap <= 0 || doc >= n {
+			break
+		}
+		for mask := v & (1<<NumFields - 1); mask != 0; mask >>= 1 {
+			if mask&1 != 0 {
+				_, m := binary.Uvarint(pl)
+				if m <= 0 {
+					return 0
+				}
+				pl = pl[m:]
+			}
+		}
+		f(int(doc))
+	}
+	df := float64(ix.df[i])
+	return math.Log(1 + (float64(ix.n)-df+0.5)/(df+0.5))
+}
+
 // Search returns the top k documents for the query terms by score
 // descending, ties by doc id ascending. Query terms are used as given
 // (tokenize them with tokenize.QueryTokens); a repeated term counts again.

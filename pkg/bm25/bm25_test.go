@@ -424,3 +424,45 @@ func TestSearchWeighted(t *testing.T) {
 	}()
 	ix.SearchWeighted(q, []float64{1}, 3, DefaultParams(), nil)
 }
+
+func TestDocs(t *testing.T) {
+	b := NewBuilder()
+	for i := 0; i < 300; i++ {
+		toks := []string{"pad"}
+		name := []string{"pad"}
+		if i%2 == 0 {
+			name = []string{"word"} // a second field with the term
+		}
+		if i%3 == 0 {
+			// Large term frequencies take multi-byte varints.
+			for j := 0; j < 200+i; j++ {
+				toks = append(toks, "word")
+			}
+		}
+		if i%3 != 0 {
+			name = []string{"pad"}
+		}
+		b.AddTokens([NumFields][]string{FieldBody: toks, FieldName: name})
+	}
+	ix := b.Build()
+	var got []int
+	idf := ix.Docs("word", func(d int) { got = append(got, d) })
+	if len(got) != 100 {
+		t.Fatalf("Docs(word) = %d docs, want 100", len(got))
+	}
+	for i, d := range got {
+		if d != 3*i {
+			t.Fatalf("doc %d = %d, want %d", i, d, 3*i)
+		}
+	}
+	if want := math.Log(1 + (300-100+0.5)/(100+0.5)); math.Abs(idf-want) > 1e-12 {
+		t.Errorf("idf = %v, want %v", idf, want)
+	}
+	n := 0
+	if idf := ix.Docs("pad", func(int) { n++ }); n != 300 || idf <= 0 {
+		t.Errorf("Docs(pad) = %d docs, idf %v", n, idf)
+	}
+	if idf := ix.Docs("absent", func(int) { t.Error("called for an absent term") }); idf != 0 {
+		t.Errorf("absent idf = %v", idf)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"codectx/pkg/embed"
 	"codectx/pkg/index"
 	"codectx/pkg/query"
+	"codectx/pkg/query/rank"
 	"codectx/pkg/segment"
 	"codectx/pkg/source"
 	"codectx/pkg/tokenize"
@@ -74,6 +75,12 @@ type Config struct {
 	Route    bool               `json:"route,omitempty"`    // classifier routing (per-trigger weights)
 	Scale    map[string]float64 `json:"scale,omitempty"`    // fusion weight multipliers (query.Request.Scale)
 	Ranker   string             `json:"ranker,omitempty"`   // query.Request.Ranker: "" or "learned", "rrf"
+	// Model is a model file (scripts/train-rank.py's output) the learned
+	// ranker uses instead of the shipped one, to compare models side by
+	// side in one run.
+	Model string `json:"model,omitempty"`
+
+	model *rank.Model
 }
 
 // ReadConfigs reads a JSON array of configurations (the Config fields by
@@ -97,6 +104,17 @@ func ReadConfigs(r io.Reader) ([]Config, error) {
 			return nil, fmt.Errorf("eval: configs[%d]: name %q used twice", i, c.Name)
 		}
 		seen[c.Name] = true
+		if c.Model != "" {
+			data, err := os.ReadFile(c.Model)
+			if err != nil {
+				return nil, fmt.Errorf("eval: config %q: %w", c.Name, err)
+			}
+			m, err := rank.Parse(data, query.FeatureNames)
+			if err != nil {
+				return nil, fmt.Errorf("eval: config %q: %w", c.Name, err)
+			}
+			cs[i].model = m
+		}
 		for _, a := range c.Arms {
 			if !slices.Contains(query.AllArms, a) {
 				return nil, fmt.Errorf("eval: config %q: unknown arm %q", c.Name, a)
@@ -376,6 +394,11 @@ func Languages(lang string) []codectx.Language {
 	return []codectx.Language{codectx.Language(lang)}
 }
 
+// FeatureDepth is how many top files of the fused ranking a feature dump
+// holds (more than the model reranks, so that training can try deeper
+// reranking).
+const FeatureDepth = 50
+
 func dumpFeatures(w io.Writer, t Task, c Config, trigger string, cands []query.Candidate) error {
 	gold := map[string]bool{}
 	for _, g := range t.GoldFiles {
@@ -401,10 +424,13 @@ func dumpFeatures(w io.Writer, t Task, c Config, trigger string, cands []query.C
 }
 
 func runQuery(ctx context.Context, seg *segment.Segment, dn query.Dense, t Task, c Config, budgets []int, features bool) (TaskResult, []query.Candidate, error) {
-	eng := &query.Engine{Seg: seg, Dense: dn}
+	eng := &query.Engine{Seg: seg, Dense: dn, Model: c.model}
 	res := TaskResult{Task: t.ID, Repo: t.Repo, Language: t.Language, Recall: map[int]float64{}, Tokens: map[int]int{}, PackFiles: map[int]int{}}
 	start := time.Now()
 	req := query.Request{Query: t.Query, Arms: c.Arms, Route: c.Route, Languages: Languages(t.Language), Scale: c.Scale, Paths: Candidate(t.Language), Ranker: c.Ranker, Features: features}
+	if features {
+		req.FeatureDepth = FeatureDepth
+	}
 	rk, err := eng.Search(ctx, req)
 	if err != nil {
 		return res, nil, err

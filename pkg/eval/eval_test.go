@@ -1,7 +1,11 @@
 package eval_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -160,5 +164,61 @@ func TestCandidate(t *testing.T) {
 	}
 	if eval.Candidate("") != nil || eval.Candidate("cobol") != nil {
 		t.Error("an unknown language should accept every path (nil)")
+	}
+}
+
+// TestConfigModel runs two learned configurations side by side, one with
+// a model file of its own, and dumps features deeper than the model
+// reranks.
+func TestConfigModel(t *testing.T) {
+	dir := t.TempDir()
+	small := filepath.Join(dir, "small.json")
+	// Prefers the smallest file whatever the query says.
+	if err := os.WriteFile(small, []byte(`{"kind":"linear","features":["log_size"],"mean":[0],"scale":[1],"weights":[-1],"depth":2}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"kind":"linear","features":["no_such_feature"],"mean":[0],"scale":[1],"weights":[1]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{`[{"name":"a","model":"` + bad + `"}]`, `[{"name":"a","model":"` + filepath.Join(dir, "missing.json") + `"}]`} {
+		if _, err := eval.ReadConfigs(strings.NewReader(in)); err == nil {
+			t.Errorf("ReadConfigs(%s) succeeded", in)
+		}
+	}
+	cs, err := eval.ReadConfigs(strings.NewReader(`[{"name":"shipped","route":true},{"name":"small first","route":true,"model":"` + small + `"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := testrepo.New(t)
+	base := r.Commit("initial", testrepo.Small)
+	tasks := []eval.Task{{ID: "shop-1", Repo: "acme/shop", BaseCommit: base, Query: "Fix Cart.Total for empty carts: price lookups and login sessions", GoldFiles: []string{"cart/cart.go"}}}
+	var dump bytes.Buffer
+	rep, err := eval.Run(context.Background(), tasks, eval.Options{
+		GitDirs:  map[string]string{"acme/shop": r.Bare()},
+		Store:    blob.NewMem(),
+		Configs:  append(eval.DefaultConfigs()[:1], cs...),
+		Features: &dump,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped, smallFirst := rep.Tasks["shipped"][0], rep.Tasks["small first"][0]
+	if shipped.R1 != 1 {
+		t.Errorf("shipped model: gold not first: %+v", shipped)
+	}
+	if len(smallFirst.Top) < 2 || smallFirst.Top[0] == shipped.Top[0] {
+		t.Errorf("the config's model did not rerank: shipped %v, small first %v", shipped.Top, smallFirst.Top)
+	}
+	lines := strings.Split(strings.TrimSpace(dump.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d dump lines, want one per task and config", len(lines))
+	}
+	var d eval.FeatureDump
+	if err := json.Unmarshal([]byte(lines[1]), &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Files) <= 2 || len(d.Files) > eval.FeatureDepth {
+		t.Errorf("dump of the depth-2 model holds %d files, want more than 2 (up to %d)", len(d.Files), eval.FeatureDepth)
 	}
 }

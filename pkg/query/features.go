@@ -59,8 +59,21 @@ var FeatureNames = func() []string {
 		"sym_x_code",      // rr_symbol * code_share
 		"path_x_concept",  // path_title * (trigger SEMANTIC_CONCEPT)
 		"fused_x_concept", // fused_rel * (trigger SEMANTIC_CONCEPT)
+		"title_cover",     // idf-weighted share of the title's name words found in the file
+		"title_cover_rel", // title_cover / the best title_cover among the candidates
+		"query_cover",     // idf-weighted share of the query's words (first 48) found in the file
+		"dir_first",       // no better-ranked candidate in the file's directory
+		"path_depth",      // log1p(directories in the path)
+		"cochange_title",  // commits shared with the top three files of the title-only ranking
+		"test_pair",       // 10/(10+rank) of the best-ranked test file named after this file (foo_test.go, test_foo.py, FooTest.java, foo.test.ts)
 	)
 }()
+
+// costlyFeatures are computed only for a feature dump or a model that
+// reads them: measured, they did not pay on the validation repositories
+// (docs/benchmarks.md), and the coverage features scan a posting list per
+// query word.
+var costlyFeatures = []string{"title_cover", "title_cover_rel", "query_cover", "cochange_title", "test_pair", "dir_first", "path_depth"}
 
 // Candidate is one file the learned ranker scores, with its features.
 type Candidate struct {
@@ -79,6 +92,7 @@ type featureInput struct {
 	n      int
 	fileBM map[string]float64
 	decl   map[string]bool // declaration-only files the query's priors lower (declPrior)
+	all    bool            // compute costlyFeatures too (else they stay 0)
 }
 
 // historyIndex maps each path to the history positions (newest first) of
@@ -192,20 +206,7 @@ func (e *Engine) features(in featureInput) []Candidate {
 			}
 		}
 	}
-	for _, s := range seeds {
-		for _, ci := range hist[s] {
-			c := seg.History[ci]
-			if len(c.Files) > 50 {
-				continue
-			}
-			w := 1 / math.Sqrt(float64(len(c.Files)))
-			for _, p := range c.Files {
-				if p != s {
-					co[p] += w
-				}
-			}
-		}
-	}
+	cochange(seg, hist, seeds, co)
 
 	// Title-only whole-file BM25.
 	titleRank := map[string]int{}
@@ -220,6 +221,10 @@ func (e *Engine) features(in featureInput) []Candidate {
 		for r, h := range seg.FileBM25.SearchFilter(tt, 30, FileParams(), fileKeep) {
 			titleRank[seg.Files[h.Doc].Path] = r + 1
 		}
+	}
+
+	if in.all {
+		e.costlyFeatures(in, cands, set, tt, titleRank, hist)
 	}
 
 	for i := 0; i < n; i++ {
@@ -275,6 +280,167 @@ func (e *Engine) features(in featureInput) []Candidate {
 		set(i, "fused_x_concept", x[col["fused_rel"]]*concept)
 	}
 	return cands
+}
+
+// costlyFeatures sets the costlyFeatures of the candidates: coverage of
+// the title's and the query's words, the directory and test-pair
+// features, co-change with the title-only ranking's top three files.
+func (e *Engine) costlyFeatures(in featureInput, cands []Candidate, set func(int, string, float64), tt []string, titleRank map[string]int, hist map[string][]int) {
+	seg := e.Seg
+	rr := func(rank int) float64 { return 10 / (10 + float64(rank)) }
+	// Co-change with the top three files of the title-only ranking.
+	coT := map[string]float64{}
+	tseeds := make([]string, 0, 3)
+	for p, r := range titleRank {
+		if r <= 3 {
+			tseeds = append(tseeds, p)
+		}
+	}
+	sort.Strings(tseeds)
+	cochange(seg, hist, tseeds, coT)
+
+	// Coverage: which of the title's and the query's words each file holds.
+	tcov := coverage(seg, tt, cands)
+	qcov := coverage(seg, distinct(tokenize.QueryTokens(in.q), 48), cands)
+	var tcovTop float64
+	for _, v := range tcov {
+		tcovTop = math.Max(tcovTop, v)
+	}
+	// Test files in the RRF ranking, by the name of the file they test.
+	tested := map[string]int{}
+	for r, f := range in.files[:min(len(in.files), 100)] {
+		if k := testedName(f.Path); k != "" {
+			if _, ok := tested[k]; !ok {
+				tested[k] = r + 1
+			}
+		}
+	}
+	dirSeen := map[string]bool{}
+	for i, c := range cands {
+		p := c.Path
+		set(i, "title_cover", tcov[i])
+		if tcovTop > 0 {
+			set(i, "title_cover_rel", tcov[i]/tcovTop)
+		}
+		set(i, "query_cover", qcov[i])
+		dir := path.Dir(p)
+		set(i, "dir_first", b2f(!dirSeen[dir]))
+		dirSeen[dir] = true
+		set(i, "path_depth", math.Log1p(float64(strings.Count(p, "/"))))
+		set(i, "cochange_title", math.Log1p(coT[p]))
+		if r, ok := tested[sourceName(p)]; ok && !IsTestPath(p) {
+			set(i, "test_pair", rr(r))
+		}
+	}
+}
+
+// cochange adds to co, for each seed, the commits of the history that
+// touched the seed, to every other file they touched, each damped by the
+// commit's size (commits of more than 50 files are skipped).
+func cochange(seg *segment.Segment, hist map[string][]int, seeds []string, co map[string]float64) {
+	for _, s := range seeds {
+		for _, ci := range hist[s] {
+			c := seg.History[ci]
+			if len(c.Files) > 50 {
+				continue
+			}
+			w := 1 / math.Sqrt(float64(len(c.Files)))
+			for _, p := range c.Files {
+				if p != s {
+					co[p] += w
+				}
+			}
+		}
+	}
+}
+
+// coverage is, per candidate, the idf-weighted share of terms (distinct)
+// that the file holds, by the whole-file BM25 index.
+func coverage(seg *segment.Segment, terms []string, cands []Candidate) []float64 {
+	out := make([]float64, len(cands))
+	if seg.FileBM25 == nil || len(terms) == 0 {
+		return out
+	}
+	docPos := make(map[int]int, len(cands))
+	for i, c := range cands {
+		if d, ok := seg.FileIndex(c.Path); ok {
+			docPos[d] = i
+		}
+	}
+	hit := make([]bool, len(cands))
+	var total float64
+	seen := map[string]bool{}
+	for _, t := range terms {
+		if seen[t] {
+			continue
+		}
+		seen[t] = true
+		clear(hit)
+		idf := seg.FileBM25.Docs(t, func(d int) {
+			if i, ok := docPos[d]; ok {
+				hit[i] = true
+			}
+		})
+		total += idf
+		for i, h := range hit {
+			if h {
+				out[i] += idf
+			}
+		}
+	}
+	if total > 0 {
+		for i := range out {
+			out[i] /= total
+		}
+	}
+	return out
+}
+
+// testedName is the name of the file a test file tests, lower case with
+// its extension ("foo.go" for foo_test.go, "foo.py" for test_foo.py,
+// "foo.java" for FooTest.java, "foo.ts" for foo.test.ts), or "" when p
+// is not named as a test of one file.
+func testedName(p string) string {
+	base := strings.ToLower(path.Base(p))
+	ext := path.Ext(base)
+	stem := strings.TrimSuffix(base, ext)
+	switch {
+	case strings.HasSuffix(stem, "_test"):
+		stem = strings.TrimSuffix(stem, "_test")
+	case ext == ".py" && strings.HasPrefix(stem, "test_"):
+		stem = strings.TrimPrefix(stem, "test_")
+	case strings.HasSuffix(stem, ".test"), strings.HasSuffix(stem, ".spec"):
+		stem = stem[:len(stem)-5]
+	case ext == ".java" && strings.HasSuffix(stem, "tests"):
+		stem = strings.TrimSuffix(stem, "tests")
+	case ext == ".java" && strings.HasSuffix(stem, "test"):
+		stem = strings.TrimSuffix(stem, "test")
+	default:
+		return ""
+	}
+	if stem == "" {
+		return ""
+	}
+	return stem + ext
+}
+
+// sourceName is p's key among testedName's: its base name, lower case.
+func sourceName(p string) string { return strings.ToLower(path.Base(p)) }
+
+// distinct is the first n distinct words of ws.
+func distinct(ws []string, n int) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, w := range ws {
+		if !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+			if len(out) == n {
+				break
+			}
+		}
+	}
+	return out
 }
 
 func b2f(b bool) float64 {

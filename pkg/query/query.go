@@ -108,6 +108,10 @@ type Request struct {
 	// their feature vectors (Ranking.Candidates), for codectx eval
 	// --features.
 	Features bool
+	// FeatureDepth, with Features, is how many top files get feature
+	// vectors (at least the model's depth; only the model's depth are
+	// reranked).
+	FeatureDepth int
 }
 
 // Sent is a chunk an earlier pack of a session emitted.
@@ -370,9 +374,14 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 		if err != nil {
 			return nil, fmt.Errorf("query: %w", err)
 		}
-		cands = e.features(featureInput{q: q, cls: cls, lists: lists, bm25: bm25Scores, files: files, keep: keep, n: m.Depth, fileBM: fileBM, decl: decl})
+		n := m.Depth
+		if req.Features {
+			n = max(n, req.FeatureDepth)
+		}
+		cands = e.features(featureInput{q: q, cls: cls, lists: lists, bm25: bm25Scores, files: files, keep: keep, n: n, fileBM: fileBM, decl: decl,
+			all: req.Features || m.Uses(costlyFeatures...)})
 		if req.Ranker != RankRRF {
-			rerank(files, cands, m.Score)
+			rerank(files, cands[:min(m.Depth, len(cands))], m.Score)
 		}
 		tm["rank"] = int(time.Since(t).Microseconds())
 	}

@@ -177,6 +177,13 @@ func (s *Segment) File(path string) (File, bool) {
 	return s.Files[i], true
 }
 
+// FileIndex is the position of path in Files (and its document in
+// FileBM25).
+func (s *Segment) FileIndex(path string) (int, bool) {
+	i, ok := s.byPath[path]
+	return i, ok
+}
+
 // ShortName is the last component of a qualified name:
 // "(*Router).Mount" -> "Mount", "Flask.add_url_rule" -> "add_url_rule",
 // "Deserializer::deserialize_any" -> "deserialize_any".

@@ -27,11 +27,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Var(&gitDirs, "git-dir", "owner/name=PATH of a git directory or clone (repeatable)")
 	budgetList := fs.String("budgets", "2000,4000,8000,16000", "comma-separated token budgets")
 	armList := fs.String("arms", "", "evaluate only this arm set (plus the baseline) instead of the ablation table")
-	configFile := fs.String("configs", "", "evaluate the configurations of this JSON file (plus the baseline): [{name, arms, route, scale}], see docs/benchmarks.md")
+	configFile := fs.String("configs", "", "evaluate the configurations of this JSON file (plus the baseline): [{name, arms, route, scale, ranker, model}], see docs/benchmarks.md")
 	rankOnly := fs.Bool("rank-only", false, "score the file ranking only (R@k, MRR), without packing: fast, for weight sweeps")
 	out := fs.String("json", "", "write the full report (per task) as JSON to this file")
 	only := fs.String("only", "", "only tasks whose id contains this string")
-	featureFile := fs.String("features", "", "write each task's ranker candidates with their features and gold labels (JSONL) to this file, for scripts/train-rank.py")
+	featureFile := fs.String("features", "", "write each task's top 50 files with their features and gold labels (JSONL) to this file, for scripts/train-rank.py")
 	shardBytes := fs.Int64("shard-bytes", 0, "index each snapshot as shards of this many source bytes, joined as a server loads them (0: one segment); the figures must not change")
 	byRepo := fs.Bool("by-repo", false, "print compact tables by repository and by language: every configuration side by side")
 	var df denseFlags

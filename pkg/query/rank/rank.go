@@ -103,6 +103,20 @@ func Parse(data []byte, names []string) (*Model, error) {
 	return &m, nil
 }
 
+// Uses reports whether the model reads any of the named features (alone
+// or in a product).
+func (m *Model) Uses(names ...string) bool {
+	for _, f := range m.Features {
+		a, b, _ := strings.Cut(f, "*")
+		for _, n := range names {
+			if a == n || b == n {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Score scores one candidate's feature vector (in the layout Parse was
 // given). Higher is better.
 func (m *Model) Score(x []float64) float64 {

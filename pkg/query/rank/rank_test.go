@@ -50,3 +50,24 @@ func TestShippedBindsEngineFeatures(t *testing.T) {
 		t.Errorf("shipped model bound to an unrelated layout: %v", err)
 	}
 }
+
+func TestUses(t *testing.T) {
+	m, err := rank.Parse([]byte(`{"kind":"linear","features":["a","b*c"],"mean":[0,0],"scale":[1,1],"weights":[1,1]}`), []string{"a", "b", "c", "d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		names []string
+		want  bool
+	}{
+		{[]string{"a"}, true},
+		{[]string{"c"}, true},
+		{[]string{"d", "b"}, true},
+		{[]string{"d"}, false},
+		{nil, false},
+	} {
+		if got := m.Uses(tt.names...); got != tt.want {
+			t.Errorf("Uses(%v) = %v, want %v", tt.names, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,93 @@
+package query
+
+import (
+	"context"
+	"math"
+	"path"
+	"slices"
+	"testing"
+)
+
+func TestTestedName(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"pkg/router/tree_test.go", "tree.go"},
+		{"tests/test_session.py", "session.py"},
+		{"auth/session_test.py", "session.py"},
+		{"src/test/java/org/x/CartTest.java", "cart.java"},
+		{"src/test/java/org/x/CartTests.java", "cart.java"},
+		{"src/utils/url.test.ts", "url.ts"},
+		{"lib/router.spec.js", "router.js"},
+		{"src/cart.go", ""},
+		{"tests/conftest.py", ""},
+		{"Test.java", ""},
+		{"_test.go", ""},
+	} {
+		if got := testedName(tt.in); got != tt.want {
+			t.Errorf("testedName(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	if got := sourceName("src/main/java/org/x/Cart.java"); got != testedName("src/test/java/org/x/CartTest.java") {
+		t.Errorf("sourceName(Cart.java) = %q does not match its test", got)
+	}
+}
+
+// TestFeatures checks the coverage, directory and test-pair features on a
+// repository made for it.
+func TestFeatures(t *testing.T) {
+	seg := buildSeg(t, map[string]string{
+		"go.mod":                "module example.com/m\n\ngo 1.22\n",
+		"router/tree.go":        "package router\n\n// Insert adds a route to the radix tree.\nfunc Insert(path string) {}\n",
+		"router/tree_test.go":   "package router\n\nimport \"testing\"\n\n// radix tree route insert wildcard\nfunc TestInsertWildcard(t *testing.T) { Insert(\"/a/*b\") }\n",
+		"router/context.go":     "package router\n\n// Param reads a route parameter.\nfunc Param(name string) string { return name }\n",
+		"render/json/render.go": "package json\n\n// Render writes a value.\nfunc Render(v any) {}\n",
+	})
+	eng := &Engine{Seg: seg}
+	rk, err := eng.Search(context.Background(), Request{Query: "radix tree wildcard route insert", Route: true, Ranker: RankRRF, Features: true, FeatureDepth: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	feat := func(p, name string) float64 {
+		t.Helper()
+		col := slices.Index(FeatureNames, name)
+		for _, c := range rk.Candidates {
+			if c.Path == p {
+				return c.X[col]
+			}
+		}
+		t.Fatalf("%s is not a candidate: %+v", p, rk.Candidates)
+		return 0
+	}
+	// Every title word is in the test file; tree.go lacks "wildcard".
+	if c := feat("router/tree_test.go", "title_cover"); c != 1 {
+		t.Errorf("tree_test.go title_cover = %v, want 1", c)
+	}
+	if c := feat("router/tree.go", "title_cover"); !(c > 0 && c < 1) {
+		t.Errorf("tree.go title_cover = %v, want in (0, 1)", c)
+	}
+	if c, d := feat("router/context.go", "title_cover"), feat("router/tree.go", "title_cover"); !(c < d) {
+		t.Errorf("context.go title_cover %v not below tree.go's %v", c, d)
+	}
+	if c := feat("router/tree.go", "test_pair"); c <= 0 {
+		t.Errorf("tree.go test_pair = %v, want > 0 (its test is a candidate)", c)
+	}
+	if c := feat("router/context.go", "test_pair"); c != 0 {
+		t.Errorf("context.go test_pair = %v, want 0", c)
+	}
+	if c := feat("router/tree_test.go", "test_pair"); c != 0 {
+		t.Errorf("a test file's test_pair = %v, want 0", c)
+	}
+	first := 0
+	for _, c := range rk.Candidates {
+		first += int(c.X[slices.Index(FeatureNames, "dir_first")])
+	}
+	dirs := map[string]bool{}
+	for _, c := range rk.Candidates {
+		dirs[path.Dir(c.Path)] = true
+	}
+	if first != len(dirs) {
+		t.Errorf("dir_first set on %d candidates, want one per directory (%d)", first, len(dirs))
+	}
+	if d := feat("router/tree.go", "path_depth"); d != math.Log1p(1) {
+		t.Errorf("path_depth of router/tree.go = %v, want log1p(1)", d)
+	}
+}
