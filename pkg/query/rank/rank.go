@@ -16,7 +16,8 @@ import (
 
 // Model is a linear scorer over named features, optionally followed by
 // regression trees whose outputs are added: score = bias + sum w_i *
-// (x_i - mean_i) / scale_i + sum trees(x). A feature named "a*b" is the
+// (x_i - mean_i) / scale_i (each term's standardised value clipped to
+// [-Clip, Clip] when Clip > 0) + sum trees(x). A feature named "a*b" is the
 // product of the engine's features a and b (an interaction, such as a
 // list's rank times a trigger flag).
 type Model struct {
@@ -28,7 +29,10 @@ type Model struct {
 	Bias     float64   `json:"bias"`
 	Trees    []Tree    `json:"trees,omitempty"`
 	Depth    int       `json:"depth"` // rerank this many top files of the fused ranking
-	Note     string    `json:"note,omitempty"`
+	// Clip, when above 0, bounds each standardised feature (x_i - mean_i)
+	// / scale_i to [-Clip, Clip] (train-rank.py's clip).
+	Clip float64 `json:"clip,omitempty"`
+	Note string  `json:"note,omitempty"`
 
 	index  []int // model feature i -> position in the caller's vector
 	index2 []int // second factor of a product feature, else -1
@@ -97,6 +101,9 @@ func Parse(data []byte, names []string) (*Model, error) {
 			}
 		}
 	}
+	if m.Clip < 0 || math.IsNaN(m.Clip) {
+		return nil, fmt.Errorf("rank: bad clip %v", m.Clip)
+	}
 	if m.Depth <= 0 {
 		m.Depth = 50
 	}
@@ -122,7 +129,11 @@ func (m *Model) Uses(names ...string) bool {
 func (m *Model) Score(x []float64) float64 {
 	s := m.Bias
 	for i := range m.index {
-		s += m.Weights[i] * (m.value(x, i) - m.Mean[i]) / m.Scale[i]
+		z := (m.value(x, i) - m.Mean[i]) / m.Scale[i]
+		if m.Clip > 0 {
+			z = max(-m.Clip, min(m.Clip, z))
+		}
+		s += m.Weights[i] * z
 	}
 	for _, t := range m.Trees {
 		i := 0

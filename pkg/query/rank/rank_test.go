@@ -1,6 +1,7 @@
 package rank_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -69,5 +70,24 @@ func TestUses(t *testing.T) {
 		if got := m.Uses(tt.names...); got != tt.want {
 			t.Errorf("Uses(%v) = %v, want %v", tt.names, got, tt.want)
 		}
+	}
+}
+
+func TestClip(t *testing.T) {
+	m, err := rank.Parse([]byte(`{"kind":"linear","features":["a"],"mean":[0],"scale":[0.1],"weights":[2],"clip":3}`), []string{"a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ x, want float64 }{
+		{0.1, 2},   // z = 1
+		{1, 6},     // z = 10, clipped to 3
+		{-0.5, -6}, // z = -5, clipped to -3
+	} {
+		if got := m.Score([]float64{tt.x}); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("Score(%v) = %v, want %v", tt.x, got, tt.want)
+		}
+	}
+	if _, err := rank.Parse([]byte(`{"kind":"linear","features":["a"],"mean":[0],"scale":[1],"weights":[1],"clip":-1}`), []string{"a"}); err == nil {
+		t.Error("negative clip accepted")
 	}
 }
