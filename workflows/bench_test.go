@@ -11,12 +11,14 @@ import (
 
 	"codectx/pkg/blob"
 	"codectx/pkg/blob/local"
+	"codectx/pkg/embed"
 	"codectx/pkg/index"
 	"codectx/pkg/pipeline"
 	"codectx/pkg/queue"
 	"codectx/pkg/queue/natsq"
 	"codectx/pkg/source"
 	"codectx/pkg/testrepo"
+	vlocal "codectx/pkg/vector/local"
 	"codectx/workflows"
 
 	"go.temporal.io/sdk/client"
@@ -33,7 +35,11 @@ type env struct {
 	stop  func()
 }
 
-func newEnv(b *testing.B) *env {
+func newEnv(b *testing.B) *env { return newDenseEnv(b, nil) }
+
+// newDenseEnv is newEnv with an embedder (nil: none): embed workers as
+// `up` runs them and the embedded vector store of `up`.
+func newDenseEnv(b *testing.B, emb embed.Embedder) *env {
 	b.Helper()
 	ts := temporaltest.NewServer()
 	ns, err := natsq.StartEmbedded(b.TempDir())
@@ -50,15 +56,24 @@ func newEnv(b *testing.B) *env {
 		b.Fatal(err)
 	}
 	acts := &workflows.Activities{Store: store, Queue: q, CacheDir: b.TempDir(), PollInterval: 100 * time.Millisecond} // as `up`
-	ts.NewWorker(workflows.TaskQueue, func(r worker.Registry) { workflows.Register(r, acts) })
 	w := &pipeline.Workers{Store: store, Queue: q, CacheDir: b.TempDir()}
-	done := make(chan struct{}, 2)
+	if emb != nil {
+		acts.Embedder, acts.Vectors, w.Embedder = emb, vlocal.New(store, vlocal.Binary), emb
+	}
+	ts.NewWorker(workflows.TaskQueue, func(r worker.Registry) { workflows.Register(r, acts) })
+	done := make(chan struct{}, 3)
 	go func() { w.RunParse(ctx, queue.Config{Workers: runtime.GOMAXPROCS(0)}); done <- struct{}{} }()
 	go func() { w.RunGraph(ctx, queue.Config{Workers: 1}); done <- struct{}{} }()
+	workers := 2
+	if emb != nil {
+		workers++
+		go func() { w.RunEmbed(ctx, queue.Config{Workers: runtime.GOMAXPROCS(0)}); done <- struct{}{} }()
+	}
 	return &env{c: ts.GetDefaultClient(), store: store, stop: func() {
 		cancel()
-		<-done
-		<-done
+		for range workers {
+			<-done
+		}
 		q.Close()
 		ns.Shutdown()
 		ts.Stop()
