@@ -21,14 +21,21 @@ var manifestNames = map[string]string{
 
 // IsManifest reports whether p names a package manifest the resolver
 // reads (go.mod, package.json, pyproject.toml, setup.cfg, setup.py,
-// pom.xml, Cargo.toml). Manifests under vendor/ or node_modules/ are
-// someone else's and do not count.
+// pom.xml, Cargo.toml). Manifests under vendor/, node_modules/ or
+// third_party/ are someone else's, and those under testdata/, fixtures
+// or a directory Go ignores (".x", "_x") are not what the repository
+// publishes: they do not count.
 func IsManifest(p string) bool {
 	if _, ok := manifestNames[path.Base(p)]; !ok {
 		return false
 	}
-	for _, el := range strings.Split(p, "/") {
-		if el == "node_modules" || el == "vendor" || el == "third_party" {
+	els := strings.Split(p, "/")
+	for _, el := range els[:len(els)-1] {
+		switch el {
+		case "node_modules", "vendor", "third_party", "testdata", "fixtures", "__fixtures__", "__tests__":
+			return false
+		}
+		if strings.HasPrefix(el, ".") || strings.HasPrefix(el, "_") {
 			return false
 		}
 	}

@@ -211,6 +211,9 @@ func TestLocalWinsAndForks(t *testing.T) {
 		"money/__init__.py": "X = 1\n",
 		"go.mod":            "module github.com/acme/money\n",
 		"m.go":              "package money\n",
+		// A test fixture's module is not published.
+		"testdata/x/go.mod": "module github.com/evil/x\n",
+		"testdata/x/x.go":   "package x\n",
 	})
 	fork := repoOf(t, "fork", map[string]string{
 		"go.mod": "module github.com/acme/money\n",
@@ -220,7 +223,7 @@ func TestLocalWinsAndForks(t *testing.T) {
 		"money/__init__.py": "Y = 2\n",
 		"app.py":            "import money\n",
 		"go.mod":            "module github.com/acme/shop\n",
-		"main.go":           "package main\n\nimport \"github.com/acme/money\"\n\nfunc main() {}\n",
+		"main.go":           "package main\n\nimport (\n\t\"github.com/acme/money\"\n\t\"github.com/evil/x\"\n)\n\nfunc main() {}\n",
 	})
 	got := linkStrings(Build([]Repo{lib, fork, shop}).Links())
 	want := []string{
