@@ -19,6 +19,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,7 +50,9 @@ func (q *QueryRequest) UnmarshalJSON(b []byte) error {
 		plain
 		Budget *int `json:"budget"`
 	}
-	if err := json.Unmarshal(b, &aux); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields() // as readJSON: a field this route does not know is refused
+	if err := dec.Decode(&aux); err != nil {
 		return err
 	}
 	*q = QueryRequest(aux.plain)

@@ -119,8 +119,8 @@ func crossSite(r *http.Request) bool {
 // errMediaType is returned by readJSON when the body is not declared JSON.
 var errMediaType = errors.New("Content-Type must be application/json")
 
-// readJSON decodes exactly one JSON value of at most limit bytes from a
-// body declared application/json. It writes the error answer (415, 413 or
+// readJSON decodes exactly one JSON value of at most limit bytes, with no
+// field v does not have, from a body declared application/json. It writes the error answer (415, 413 or
 // 400) and returns false when the body is not acceptable.
 func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -135,6 +135,11 @@ func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
 		return false
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	// A field the route does not know is refused, as the OpenAPI document
+	// says (additionalProperties: false): a misspelt or misplaced field
+	// ("repo" on a route that takes "repos") must not silently widen or
+	// change what the request asks.
+	dec.DisallowUnknownFields()
 	err = dec.Decode(v)
 	if err == nil {
 		// Exactly one value: anything but white space after it is refused.
