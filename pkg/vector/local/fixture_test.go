@@ -121,6 +121,9 @@ func loadFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if raceQueries > 0 && len(f.queries) > raceQueries {
+		f.queries = f.queries[:raceQueries]
+	}
 	return f
 }
 
