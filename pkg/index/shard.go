@@ -316,17 +316,17 @@ func LoadSegment(ctx context.Context, store *blob.Bucket, key string) (*segment.
 		return nil, err
 	}
 	data = nil
-	shards := make([]*segment.Shard, len(l.Shards))
-	for i, ref := range l.Shards {
+	j := segment.NewJoiner(l)
+	for _, ref := range l.Shards {
 		b, err := store.Get(ctx, ref.Key)
 		if err != nil {
 			return nil, fmt.Errorf("index: read shard %s: %w", ref.Key, err)
 		}
-		if shards[i], err = segment.LoadShard(b, true); err != nil {
-			return nil, fmt.Errorf("index: shard %s: %w", ref.Key, err)
+		if err := j.Add(b); err != nil {
+			return nil, fmt.Errorf("index: %w", err)
 		}
 	}
-	return segment.Join(l, shards)
+	return j.Segment()
 }
 
 // ReferencedFiles calls f for each file of the index stored at key (a

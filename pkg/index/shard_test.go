@@ -361,3 +361,35 @@ func TestOldSegmentHeadLoads(t *testing.T) {
 		t.Fatalf("%d shards, %d chunks (old %d)", st.Shards, len(got.Chunks), len(old.Chunks))
 	}
 }
+
+// TestCorruptShard checks that a shard whose bytes changed fails the load
+// (checksum) instead of joining into a wrong segment, and that the next
+// build writes it again.
+func TestCorruptShard(t *testing.T) {
+	ctx := context.Background()
+	r := goRepo(t)
+	store := blob.NewMem()
+	opt := index.Options{Name: "std", ShardBytes: 40 << 10}
+	if _, err := index.Build(ctx, store, r.Dir, opt); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := store.List(ctx, index.ShardPrefix(index.DefaultTenant, "std"))
+	if err != nil || len(keys) < 2 {
+		t.Fatal(keys, err)
+	}
+	data, _ := store.Get(ctx, keys[1])
+	data[len(data)/2] ^= 0xff
+	if err := store.Put(ctx, keys[1], data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := index.LoadHead(ctx, store, index.DefaultTenant, "std"); !errors.Is(err, segment.ErrCorrupt) {
+		t.Fatalf("load with a corrupt shard: %v, want ErrCorrupt", err)
+	}
+	st, err := index.Build(ctx, store, r.Dir, opt)
+	if err != nil || st.ShardsWritten != 1 {
+		t.Fatalf("rebuild: %v, %d shards written, want the corrupt one", err, st.ShardsWritten)
+	}
+	if _, err := index.LoadHead(ctx, store, index.DefaultTenant, "std"); err != nil {
+		t.Fatal(err)
+	}
+}

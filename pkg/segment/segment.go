@@ -459,39 +459,44 @@ func gzipJSONList[T any](list []T) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// gunzipJSONList decodes a JSON array (or null) from gzip-compressed p one
-// element at a time, holding only one element's JSON at once.
-func gunzipJSONList[T any](p []byte) ([]T, error) {
+// gunzipJSONAppend decodes a JSON array (or null) like gunzipJSONList,
+// appending its elements to out.
+func gunzipJSONAppend[T any](p []byte, out []T) ([]T, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(p))
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	defer zr.Close()
 	dec := json.NewDecoder(zr)
 	tok, err := dec.Token()
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	if tok == nil {
-		return nil, nil
+		return out, nil
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '[' {
-		return nil, fmt.Errorf("want a JSON array, got %v", tok)
+		return out, fmt.Errorf("want a JSON array, got %v", tok)
 	}
-	var out []T
 	for dec.More() {
 		out = append(out, *new(T))
 		if err := dec.Decode(&out[len(out)-1]); err != nil {
-			return nil, err
+			return out, err
 		}
 	}
 	if _, err := dec.Token(); err != nil { // ']'
-		return nil, err
+		return out, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("data after the JSON array")
+		return out, fmt.Errorf("data after the JSON array")
 	}
 	return out, nil
+}
+
+// gunzipJSONList decodes a JSON array (or null) from gzip-compressed p one
+// element at a time, holding only one element's JSON at once.
+func gunzipJSONList[T any](p []byte) ([]T, error) {
+	return gunzipJSONAppend[T](p, nil)
 }
 
 func gunzipJSON(p []byte, v any) error {

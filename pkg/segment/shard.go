@@ -164,17 +164,25 @@ func LoadShard(data []byte, full bool) (*Shard, error) {
 	if !full {
 		return s, nil
 	}
-	if s.BM25 == nil || s.FileBM25 == nil || s.BM25.NumDocs() != len(s.Chunks) || s.FileBM25.NumDocs() != len(s.Files) || s.Stats.Chunks != len(s.Chunks) {
-		return nil, fmt.Errorf("%w: shard bm25 document counts do not match", ErrCorrupt)
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// check validates a fully decoded shard: counts and ids in range.
+func (s *Shard) check() error {
+	if s.Stats.Files != len(s.Files) || s.BM25 == nil || s.FileBM25 == nil || s.BM25.NumDocs() != len(s.Chunks) || s.FileBM25.NumDocs() != len(s.Files) || s.Stats.Chunks != len(s.Chunks) {
+		return fmt.Errorf("%w: shard document counts do not match", ErrCorrupt)
 	}
 	for _, f := range s.Files {
 		for _, id := range f.Chunks {
 			if id < 0 || id >= len(s.Chunks) {
-				return nil, fmt.Errorf("%w: shard chunk id out of range", ErrCorrupt)
+				return fmt.Errorf("%w: shard chunk id out of range", ErrCorrupt)
 			}
 		}
 	}
-	return s, nil
+	return nil
 }
 
 // MarshalBinary encodes the shard list.
@@ -237,42 +245,129 @@ func LoadShardList(data []byte, full bool) (*ShardList, error) {
 // the BM25 indexes concatenated, so the segment equals the one a single
 // build gives. The shards' memory may be reused: do not use them after.
 func Join(l *ShardList, shards []*Shard) (*Segment, error) {
-	if len(shards) != len(l.Shards) {
-		return nil, fmt.Errorf("segment: join %d shards of a list of %d", len(shards), len(l.Shards))
-	}
-	nc, nf := 0, 0
-	for i, sh := range shards {
-		if len(sh.Chunks) != l.Shards[i].Chunks || len(sh.Files) != l.Shards[i].Files {
-			return nil, fmt.Errorf("%w: shard %s holds %d chunks and %d files, the list says %d and %d",
-				ErrCorrupt, l.Shards[i].Key, len(sh.Chunks), len(sh.Files), l.Shards[i].Chunks, l.Shards[i].Files)
+	j := NewJoiner(l)
+	for _, sh := range shards {
+		if err := j.add(sh, false); err != nil {
+			return nil, err
 		}
-		nc += len(sh.Chunks)
-		nf += len(sh.Files)
+	}
+	return j.Segment()
+}
+
+// Joiner assembles the segment of a shard list shard by shard, decoding
+// each shard's chunks and files straight into the joined lists, so that
+// loading holds one shard's encoded bytes at a time beside the segment.
+type Joiner struct {
+	l       *ShardList
+	s       *Segment
+	ix, fix []*bm25.Index
+	next    int
+}
+
+// NewJoiner starts joining the shards of l.
+func NewJoiner(l *ShardList) *Joiner {
+	nc, nf := 0, 0
+	for _, r := range l.Shards {
+		nc += r.Chunks
+		nf += r.Files
 	}
 	s := &Segment{Meta: l.Meta, Graph: l.Graph, History: l.History}
-	s.Chunks = make([]codectx.Chunk, 0, nc)
-	s.Files = make([]File, 0, nf)
-	ix := make([]*bm25.Index, len(shards))
-	fix := make([]*bm25.Index, len(shards))
-	for i, sh := range shards {
-		base := len(s.Chunks)
-		for _, f := range sh.Files {
-			for j := range f.Chunks {
-				f.Chunks[j] += base
-			}
-			s.Files = append(s.Files, f)
+	// The counts come from the list, checked against each shard as it is
+	// added: a corrupt list must not make us allocate without bound.
+	if nc > 0 && nc < 1<<26 {
+		s.Chunks = make([]codectx.Chunk, 0, nc)
+	}
+	if nf > 0 && nf < 1<<24 {
+		s.Files = make([]File, 0, nf)
+	}
+	return &Joiner{l: l, s: s}
+}
+
+// Add decodes the next shard of the list (its encoded bytes, which are not
+// kept) into the segment.
+func (j *Joiner) Add(data []byte) error {
+	if j.next >= len(j.l.Shards) {
+		return fmt.Errorf("segment: join: more shards than the list's %d", len(j.l.Shards))
+	}
+	ref := j.l.Shards[j.next]
+	base := len(j.s.Chunks)
+	sh := &Shard{}
+	err := walkMagic(data, shardMagic, func(tag int, p []byte) error {
+		var err error
+		switch tag {
+		case tagStats:
+			err = gunzipJSON(p, &sh.Stats)
+		case tagFiles:
+			sh.Files, err = gunzipJSONList[File](p)
+		case tagChunks:
+			j.s.Chunks, err = gunzipJSONAppend(p, j.s.Chunks)
+		case tagBM25:
+			sh.BM25, err = bm25.Load(bytes.Clone(p))
+		case tagFileBM25:
+			sh.FileBM25, err = bm25.Load(bytes.Clone(p))
 		}
-		s.Chunks = append(s.Chunks, sh.Chunks...)
-		ix[i], fix[i] = sh.BM25, sh.FileBM25
-		sh.Chunks, sh.Files = nil, nil
+		if err != nil {
+			return fmt.Errorf("segment: shard %s section %d: %w", ref.Key, tag, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
+	sh.Chunks = j.s.Chunks[base:]
+	if err := sh.check(); err != nil {
+		return fmt.Errorf("shard %s: %w", ref.Key, err)
+	}
+	return j.add(sh, true)
+}
+
+// add appends a decoded shard; with inPlace its chunks already end the
+// joined list (Add decodes them there).
+func (j *Joiner) add(sh *Shard, inPlace bool) error {
+	if j.next >= len(j.l.Shards) {
+		return fmt.Errorf("segment: join: more shards than the list's %d", len(j.l.Shards))
+	}
+	ref := j.l.Shards[j.next]
+	if len(sh.Chunks) != ref.Chunks || len(sh.Files) != ref.Files {
+		return fmt.Errorf("%w: shard %s holds %d chunks and %d files, the list says %d and %d",
+			ErrCorrupt, ref.Key, len(sh.Chunks), len(sh.Files), ref.Chunks, ref.Files)
+	}
+	j.next++
+	if inPlace {
+		j.s.Chunks = j.s.Chunks[:len(j.s.Chunks)-len(sh.Chunks)]
+	}
+	base := len(j.s.Chunks)
+	for _, f := range sh.Files {
+		for k := range f.Chunks {
+			f.Chunks[k] += base
+		}
+		j.s.Files = append(j.s.Files, f)
+	}
+	if inPlace {
+		j.s.Chunks = j.s.Chunks[:base+len(sh.Chunks)]
+	} else {
+		j.s.Chunks = append(j.s.Chunks, sh.Chunks...)
+	}
+	j.ix = append(j.ix, sh.BM25)
+	j.fix = append(j.fix, sh.FileBM25)
+	sh.Chunks, sh.Files = nil, nil
+	return nil
+}
+
+// Segment returns the joined segment once every shard was added.
+func (j *Joiner) Segment() (*Segment, error) {
+	if j.next != len(j.l.Shards) {
+		return nil, fmt.Errorf("segment: join: %d of %d shards added", j.next, len(j.l.Shards))
+	}
+	s := j.s
 	var err error
-	if s.BM25, err = bm25.Concat(ix); err != nil {
+	if s.BM25, err = bm25.Concat(j.ix); err != nil {
 		return nil, err
 	}
-	if s.FileBM25, err = bm25.Concat(fix); err != nil {
+	if s.FileBM25, err = bm25.Concat(j.fix); err != nil {
 		return nil, err
 	}
+	j.ix, j.fix = nil, nil
 	s.buildSymbols()
 	s.index()
 	return s, nil
