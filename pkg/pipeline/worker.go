@@ -40,6 +40,9 @@ type Workers struct {
 	Log *slog.Logger
 	// Embedder embeds the chunks of the embed stage (RunEmbed).
 	Embedder embed.Embedder
+	// ShardBytes is the shard size of graph jobs that name none
+	// (GraphJob.ShardBytes; 0: index.DefaultShardBytes).
+	ShardBytes int64
 
 	snaps   snapCache
 	logOnce sync.Once
@@ -169,6 +172,9 @@ func (w *Workers) HandleGraph(ctx context.Context, m queue.Message) error {
 	var j GraphJob
 	if err := json.Unmarshal(m.Data, &j); err != nil {
 		return queue.Permanent(fmt.Errorf("decode graph job: %w", err))
+	}
+	if j.ShardBytes == 0 {
+		j.ShardBytes = w.ShardBytes
 	}
 	if _, err := BuildSegment(ctx, w.Store, j); err != nil {
 		err = fmt.Errorf("graph %s/%s@%s: %w", j.Tenant, j.Repo, j.Commit, err)

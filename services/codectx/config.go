@@ -15,6 +15,7 @@ import (
 
 	"codectx/pkg/blob"
 	"codectx/pkg/blob/minio"
+	"codectx/pkg/index"
 	"codectx/pkg/netguard"
 	"codectx/pkg/pipeline"
 )
@@ -22,20 +23,21 @@ import (
 // Environment variables read by the role subcommands. A flag given on the
 // command line wins over its variable.
 const (
-	envData      = "CODECTX_DATA"
-	envListen    = "CODECTX_LISTEN"
-	envTemporal  = "CODECTX_TEMPORAL"
-	envNamespace = "CODECTX_TEMPORAL_NAMESPACE"
-	envCreateNS  = "CODECTX_TEMPORAL_CREATE_NAMESPACE"
-	envRetention = "CODECTX_TEMPORAL_NAMESPACE_RETENTION"
-	envNATS      = "CODECTX_NATS"
-	envS3        = "CODECTX_S3_ENDPOINT"
-	envS3Access  = "CODECTX_S3_ACCESS_KEY"
-	envS3Secret  = "CODECTX_S3_SECRET_KEY"
-	envS3Bucket  = "CODECTX_S3_BUCKET"
-	envS3Secure  = "CODECTX_S3_SECURE"
-	envServer    = "CODECTX_SERVER"
-	envCache     = "CODECTX_CACHE_BYTES"
+	envData       = "CODECTX_DATA"
+	envListen     = "CODECTX_LISTEN"
+	envTemporal   = "CODECTX_TEMPORAL"
+	envNamespace  = "CODECTX_TEMPORAL_NAMESPACE"
+	envCreateNS   = "CODECTX_TEMPORAL_CREATE_NAMESPACE"
+	envRetention  = "CODECTX_TEMPORAL_NAMESPACE_RETENTION"
+	envNATS       = "CODECTX_NATS"
+	envS3         = "CODECTX_S3_ENDPOINT"
+	envS3Access   = "CODECTX_S3_ACCESS_KEY"
+	envS3Secret   = "CODECTX_S3_SECRET_KEY"
+	envS3Bucket   = "CODECTX_S3_BUCKET"
+	envS3Secure   = "CODECTX_S3_SECURE"
+	envServer     = "CODECTX_SERVER"
+	envCache      = "CODECTX_CACHE_BYTES"
+	envShardBytes = "CODECTX_SHARD_BYTES"
 	// The network policy of clones (pkg/netguard).
 	envAllowHosts   = "CODECTX_ALLOW_HOSTS"
 	envAllowPrivate = "CODECTX_ALLOW_PRIVATE_NETWORKS"
@@ -66,10 +68,11 @@ func envBool(key string, def bool) bool {
 
 // config is what the role subcommands share.
 type config struct {
-	data      string
-	listen    string
-	temporal  string
-	namespace string
+	shardBytes int64 // source bytes per index shard (graph stage)
+	data       string
+	listen     string
+	temporal   string
+	namespace  string
 	// createNS registers the namespace at start when it does not exist,
 	// keeping closed workflows for retention.
 	createNS  bool
@@ -181,8 +184,6 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// cacheFlag registers --cache-bytes: the memory budget of the query API's
-// loaded segments.
 // memoryLimit is the Go soft memory limit a process serving queries with a
 // segment cache of cacheBytes gets: the cache (a loaded segment's heap is
 // about 1.2x its estimated size), the process's own few hundred MB, and
@@ -204,6 +205,14 @@ func limitMemory(log *slog.Logger, cacheBytes int64) {
 	log.Debug("memory limit", "bytes", lim, "cache_bytes", cacheBytes)
 }
 
+// shardFlag registers --shard-bytes, the source size of an index shard the
+// graph stage cuts a snapshot into.
+func shardFlag(fs *flag.FlagSet, v *int64) {
+	fs.Int64Var(v, "shard-bytes", envInt64(envShardBytes, index.DefaultShardBytes), "source bytes per index shard: a push rewrites only the shards holding changed files; negative: one segment per snapshot ($"+envShardBytes+")")
+}
+
+// cacheFlag registers --cache-bytes: the memory budget of the query API's
+// loaded segments.
 func cacheFlag(fs *flag.FlagSet, v *int64) {
 	if n, err := strconv.ParseInt(os.Getenv(envCache), 10, 64); err == nil && n > 0 {
 		*v = n

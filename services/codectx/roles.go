@@ -123,6 +123,9 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if r.routes&api.QueryRoutes != 0 {
 		cacheFlag(fs, &cacheBytes)
 	}
+	if r.name == "graph-worker" {
+		shardFlag(fs, &c.shardBytes)
+	}
 	workers := r.workers
 	if r.workers > 0 {
 		fs.IntVar(&workers, "workers", r.workers, "concurrent handlers")
@@ -338,7 +341,7 @@ func graphWorkerRole() role {
 		use:     useNATS,
 		workers: 1,
 		body: func(ctx context.Context, e *roleEnv) error {
-			w := &pipeline.Workers{Store: e.store, Queue: e.deps.queue.Load(), CacheDir: filepath.Join(e.cfg.data, "clones"), Wrap: e.metrics.Wrap, Log: e.log}
+			w := &pipeline.Workers{Store: e.store, Queue: e.deps.queue.Load(), CacheDir: filepath.Join(e.cfg.data, "clones"), Wrap: e.metrics.Wrap, Log: e.log, ShardBytes: e.cfg.shardBytes}
 			return w.RunGraph(ctx, queue.Config{Workers: e.workers, Backoff: queueBackoff})
 		},
 	}

@@ -68,6 +68,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	limits.register(fs)
 	cacheBytes := int64(api.DefaultCacheBytes)
 	cacheFlag(fs, &cacheBytes)
+	shardFlag(fs, &c.shardBytes)
 	keysFile := fs.String("api-keys", env(envAPIKeys, ""), "API key file (codectx key create writes it; re-read when it changes); when set, every API route but health, metrics and webhooks needs a key ($"+envAPIKeys+")")
 	keysOn := fs.Bool("keys", envBool(envKeys, false), "require API keys from DATA/keys.json; on first start an admin key is written to DATA/admin.key (mode 0600) ($"+envKeys+")")
 	fs.Usage = func() {
@@ -205,7 +206,7 @@ Stop with SIGINT or SIGTERM.`)
 	defer stopWork()
 	workers := newGroup()
 	c.keepClones(wctx, log)
-	pw := &pipeline.Workers{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), Net: c.netPolicy(), ParseHook: upParseHook, Wrap: m.Wrap, Embedder: kit.emb, Log: log}
+	pw := &pipeline.Workers{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), Net: c.netPolicy(), ParseHook: upParseHook, Wrap: m.Wrap, Embedder: kit.emb, Log: log, ShardBytes: c.shardBytes}
 	workers.goFunc("parse worker", func() error { return pw.RunParse(wctx, queue.Config{Workers: *parseWorkers, Backoff: queueBackoff}) })
 	workers.goFunc("graph worker", func() error { return pw.RunGraph(wctx, queue.Config{Workers: 1, Backoff: queueBackoff}) })
 	stages := []string{pipeline.StageParse, pipeline.StageGraph}
