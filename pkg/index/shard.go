@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -286,6 +287,12 @@ func BuildShards(ctx context.Context, store *blob.Bucket, m *Manifest, prev []se
 			}
 			size = len(data)
 			ss.Written++
+			// Collect the shard just written before the next is built: the
+			// collector's next goal then starts from what the build keeps
+			// (the graph input), not from this shard's peak.
+			sh.Chunks, sh.Files, sh.BM25, sh.FileBM25 = nil, nil, nil, nil
+			data = nil
+			runtime.GC()
 		}
 		list.Shards = append(list.Shards, segment.ShardRef{Key: key, First: g.first, Digest: digest, Files: sh.Stats.Files, Chunks: sh.Stats.Chunks, Bytes: size})
 		add(sh, base)
