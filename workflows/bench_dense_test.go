@@ -94,6 +94,14 @@ func BenchmarkIndexDense(b *testing.B) {
 		{"10k/http", big, func(*testing.B) embed.Embedder { return httpEmb }},
 		{"small/none", small, none},
 		{"small/onnx", small, onnx},
+		// The real model on the 10k-chunk repository: about ten minutes of
+		// both cores, so only when asked (CODECTX_BENCH_ONNX_10K=1).
+		{"10k/onnx", big, func(b *testing.B) embed.Embedder {
+			if os.Getenv("CODECTX_BENCH_ONNX_10K") == "" {
+				b.Skip("set CODECTX_BENCH_ONNX_10K=1 to run the real model on 10k chunks")
+			}
+			return onnx(b)
+		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			emb := c.emb(b)

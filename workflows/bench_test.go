@@ -84,7 +84,7 @@ func newDenseEnv(b *testing.B, emb embed.Embedder) *env {
 // (the moment a query sees the new snapshot).
 func (e *env) pushAndWaitHead(b *testing.B, repo, location, commit string) {
 	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	if _, err := workflows.SignalPush(ctx, e.c, workflows.Push{Repo: repo, Location: location, Commit: commit}); err != nil {
 		b.Fatal(err)
