@@ -88,7 +88,7 @@ func TestOpenONNX(t *testing.T) {
 	}
 	defer embed.Close(e)
 	l, ok := e.(embed.Limiter)
-	if e.Dim() != 384 || e.Model() != "bge-small-en-v1.5-q" || !ok || l.MaxTokens() != 128 {
+	if e.Dim() != 384 || e.Model() != "bge-small-en-v1.5-q@max_tokens=128" || !ok || l.MaxTokens() != 128 {
 		t.Fatalf("Dim %d Model %q MaxTokens %v", e.Dim(), e.Model(), l)
 	}
 }

@@ -169,8 +169,12 @@ func Open(dir string, o Options) (*Embedder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("onnx: %w", err)
 	}
-	if o.MaxTokens > 0 {
+	if o.MaxTokens > 0 && o.MaxTokens != cfg.MaxTokens {
+		// Vectors of texts cut at another limit are other vectors: the
+		// model's name (which keys the embedding cache and the vector
+		// collection) says the limit, so they never mix.
 		cfg.MaxTokens = o.MaxTokens
+		cfg.Name = fmt.Sprintf("%s@max_tokens=%d", cfg.Name, o.MaxTokens)
 	}
 	if o.Threads <= 0 {
 		o.Threads = 1

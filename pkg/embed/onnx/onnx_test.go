@@ -149,6 +149,31 @@ func TestTruncation(t *testing.T) {
 	}
 }
 
+// A token limit other than the model's own names another model: the
+// embedding cache and the vector collection keep the two apart.
+func TestMaxTokensNamesModel(t *testing.T) {
+	def := open(t, Default)
+	dir := modelDir(t, Default)
+	for _, tt := range []struct {
+		max  int
+		same bool
+	}{{0, true}, {def.MaxTokens(), true}, {128, false}} {
+		e, err := Open(dir, Options{MaxTokens: tt.max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.Model() == def.Model(); got != tt.same {
+			t.Errorf("max_tokens=%d: model %q beside the default's %q, same = %v, want %v", tt.max, e.Model(), def.Model(), got, tt.same)
+		}
+		if tt.max > 0 && e.MaxTokens() != tt.max {
+			t.Errorf("max_tokens=%d: limit %d", tt.max, e.MaxTokens())
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestOpenErrors(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := Open(dir, Options{}); err == nil || !strings.Contains(err.Error(), "tokenizer.json") {
