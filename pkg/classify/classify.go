@@ -70,13 +70,14 @@
 // # Plans
 //
 // Weights are RRF weights (see package fusion); an arm absent from the map
-// is not run.
+// is not run. As PlanFor has them (the symbol and graph weights are half
+// or less of the first hand-set ones, see PlanFor):
 //
 //	trigger           symbol bm25 dense graph history  depth  K
-//	EXPLICIT_SYMBOL    1.0   0.6  0.3   0.4    -        1     5..10
-//	SEMANTIC_CONCEPT   0.3   0.8  1.0   0.2    -        0     20
-//	IMPLICIT_CONTEXT   0.7   0.4  0.3   1.0   0.2       2     15
-//	TEMPORAL_HISTORY   0.5   0.5  0.3   0.2   1.0       1     10
+//	EXPLICIT_SYMBOL    0.5   0.6  0.3   0.2    -        1     5..10
+//	SEMANTIC_CONCEPT   0.15  0.8  1.0   0.1    -        0     20
+//	IMPLICIT_CONTEXT   0.35  0.4  0.3   0.5   0.2       2     15
+//	TEMPORAL_HISTORY   0.25  0.5  0.3   0.1   1.0       1     10
 //
 // Reasoning: a named symbol is best served by exact symbol lookup, with
 // BM25 to catch mentions and one graph hop for the definition's immediate
