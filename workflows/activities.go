@@ -304,13 +304,7 @@ type tracked struct {
 	n       int
 	files   []source.File
 	missing map[int]bool // indexes into files
-	ids     map[string]bool
-	base    string
-	sent    time.Time
-	resends int
-	infra   int       // re-publishes after infrastructure failures
-	retryAt time.Time // when to re-publish after one (zero: none due)
-	cause   string    // the last infrastructure failure
+	sends
 }
 
 // WaitParse waits, heartbeating, until every planned file has a parse
@@ -326,8 +320,7 @@ func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome
 	now := time.Now()
 	var open []*tracked
 	for n, files := range plan.Batches {
-		t := &tracked{n: n, files: files, missing: map[int]bool{}, base: batchID(in, n), sent: now}
-		t.ids = map[string]bool{t.base: true}
+		t := &tracked{n: n, files: files, missing: map[int]bool{}, sends: newSends(batchID(in, n), now)}
 		for i := range files {
 			t.missing[i] = true
 		}
@@ -344,53 +337,35 @@ func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome
 		if len(open) == 0 {
 			break
 		}
-		dead, err := a.deadIDs(ctx, subject)
+		dead, err := a.deadIDs(ctx, pipeline.StageParse, subject)
 		if err != nil {
 			return out, err
 		}
 		var next []*tracked
 		for _, t := range open {
-			reason, isDead, poison := "", false, false
-			for id := range t.ids {
-				d, ok := dead[id]
-				if !ok {
-					continue
-				}
-				if d.Poison() {
-					reason, isDead, poison = d.Reason, true, true
-					continue
-				}
-				// An infrastructure failure: this message is finished, its
-				// files are not bad. Retry them later, or give up.
-				delete(t.ids, id)
-				t.cause = firstLine(d.Reason)
-				if len(t.ids) == 0 && t.retryAt.IsZero() {
-					delays := a.infraRetry()
-					if t.infra >= len(delays) {
-						return out, temporal.NewNonRetryableApplicationError(
-							fmt.Sprintf("parse batch %d: %d files not parsed after %d retries: %s", t.n, len(t.missing), t.infra, t.cause), ErrInfra, nil)
-					}
-					t.retryAt = time.Now().Add(delays[t.infra])
-					activity.GetLogger(ctx).Warn("parse batch failed: infrastructure, will retry",
-						"tenant", plan.Tenant, "repo", plan.Repo, "commit", plan.Commit, "batch", t.n, "in", delays[t.infra].String(), "cause", t.cause)
-				}
+			st := t.settle(dead, a.infraRetry())
+			if st.exhausted {
+				return out, temporal.NewNonRetryableApplicationError(
+					fmt.Sprintf("parse batch %d: %d files not parsed after %d retries: %s", t.n, len(t.missing), t.infra, t.cause), ErrInfra, nil)
 			}
+			if st.scheduled {
+				activity.GetLogger(ctx).Warn("parse batch failed: infrastructure, will retry",
+					"tenant", plan.Tenant, "repo", plan.Repo, "commit", plan.Commit, "batch", t.n, "in", st.wait.String(), "cause", t.cause)
+			}
+			reason, poison := st.reason, st.poison
 			switch {
 			case !t.retryAt.IsZero():
-				if time.Now().Before(t.retryAt) {
+				id, due := t.retryDue()
+				if !due {
 					next = append(next, t)
 					continue
 				}
-				t.infra++
 				out.Retried++
-				id := t.base + "#i" + strconv.Itoa(t.infra)
 				if err := a.publishBatch(ctx, plan, t.n, t.missingFiles(), id); err != nil {
 					return out, err
 				}
-				t.ids[id] = true
-				t.retryAt, t.sent = time.Time{}, time.Now()
 				next = append(next, t)
-			case isDead && poison && len(t.missing) == 1:
+			case poison && len(t.missing) == 1:
 				// The handler stops at the file that fails: the only
 				// missing file of a dead batch is the poison.
 				for i := range t.missing {
@@ -399,26 +374,21 @@ func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome
 					out.Failed = append(out.Failed, t.files[i].Path)
 					out.LeftOut = append(out.LeftOut, LeftOut{Path: t.files[i].Path, Reason: firstLine(reason)})
 				}
-			case isDead && poison:
+			case poison:
 				// Find the poison file: re-send the missing files one by one.
 				out.Split++
 				for _, i := range slices.Sorted(maps.Keys(t.missing)) {
-					s := &tracked{n: t.n, files: t.files[i : i+1], missing: map[int]bool{0: true}, base: t.base + "/f" + strconv.Itoa(i), sent: time.Now()}
-					s.ids = map[string]bool{s.base: true}
+					s := &tracked{n: t.n, files: t.files[i : i+1], missing: map[int]bool{0: true}, sends: newSends(t.base+"/f"+strconv.Itoa(i), time.Now())}
 					if err := a.publishBatch(ctx, plan, t.n, s.files, s.base); err != nil {
 						return out, err
 					}
 					next = append(next, s)
 				}
 			case time.Since(t.sent) > a.parseTimeout():
-				t.resends++
 				out.Resent++
-				id := t.base + "#r" + strconv.Itoa(t.resends)
-				if err := a.publishBatch(ctx, plan, t.n, t.missingFiles(), id); err != nil {
+				if err := a.publishBatch(ctx, plan, t.n, t.missingFiles(), t.resend()); err != nil {
 					return out, err
 				}
-				t.ids[id] = true
-				t.sent = time.Now()
 				next = append(next, t)
 			default:
 				next = append(next, t)
@@ -487,10 +457,10 @@ func jobSubject(tenant, repo, commit string) string {
 	return "s" + hex.EncodeToString(h[:8])
 }
 
-// deadIDs maps the message IDs of the snapshot's dead-lettered parse
-// messages to their dead letters.
-func (a *Activities) deadIDs(ctx context.Context, subject string) (map[string]queue.DeadLetter, error) {
-	dls, err := a.Queue.DeadLettersOf(ctx, pipeline.StageParse, subject)
+// deadIDs maps the message IDs of the snapshot's dead-lettered messages of
+// stage to their dead letters.
+func (a *Activities) deadIDs(ctx context.Context, stage, subject string) (map[string]queue.DeadLetter, error) {
+	dls, err := a.Queue.DeadLettersOf(ctx, stage, subject)
 	if err != nil {
 		return nil, err
 	}

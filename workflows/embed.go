@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"codectx/pkg/blob"
 	"codectx/pkg/dense"
 	"codectx/pkg/index"
 	"codectx/pkg/pipeline"
-	"codectx/pkg/queue"
 	"codectx/pkg/vector"
 
 	"go.temporal.io/sdk/activity"
@@ -186,18 +184,11 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 	type batch struct {
 		n       int
 		missing map[string]bool
-		ids     map[string]bool
-		base    string
-		sent    time.Time
-		resends int
-		infra   int       // re-publishes after infrastructure failures
-		retryAt time.Time // when to re-publish after one (zero: none due)
-		cause   string    // the last infrastructure failure
+		sends
 	}
 	var open []*batch
 	for n, items := range p.Batches {
-		b := &batch{n: n, missing: map[string]bool{}, base: embedBatchID(in, n), sent: time.Now()}
-		b.ids = map[string]bool{b.base: true}
+		b := &batch{n: n, missing: map[string]bool{}, sends: newSends(embedBatchID(in, n), time.Now())}
 		for _, it := range items {
 			b.missing[it.Hash] = true
 		}
@@ -236,68 +227,42 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 		if len(open) == 0 {
 			break
 		}
-		dls, err := a.Queue.DeadLettersOf(ctx, pipeline.StageEmbed, subject)
+		dead, err := a.deadIDs(ctx, pipeline.StageEmbed, subject)
 		if err != nil {
 			return out, err
-		}
-		dead := map[string]queue.DeadLetter{}
-		for _, d := range dls {
-			dead[d.ID] = d
 		}
 		next = next[:0]
 		left := 0
 		for _, b := range open {
-			reason, poison := "", false
-			for id := range b.ids {
-				d, ok := dead[id]
-				if !ok {
-					continue
-				}
-				if d.Poison() {
-					reason, poison = d.Reason, true
-					continue
-				}
-				// An infrastructure failure: this message is finished,
-				// its chunks are not bad. Retry them later, or give up.
-				delete(b.ids, id)
-				b.cause = firstLine(d.Reason)
-				if len(b.ids) == 0 && b.retryAt.IsZero() {
-					delays := a.infraRetry()
-					if b.infra >= len(delays) {
-						return out, temporal.NewNonRetryableApplicationError(
-							fmt.Sprintf("embed batch %d: %d chunks not embedded after %d retries: %s", b.n, len(b.missing), b.infra, b.cause), ErrInfra, nil)
-					}
-					b.retryAt = time.Now().Add(delays[b.infra])
-					activity.GetLogger(ctx).Warn("embed batch failed: infrastructure, will retry",
-						"tenant", p.Tenant, "repo", p.Repo, "commit", p.Commit, "batch", b.n, "in", delays[b.infra].String(), "cause", b.cause)
-				}
+			st := b.settle(dead, a.infraRetry())
+			if st.exhausted {
+				return out, temporal.NewNonRetryableApplicationError(
+					fmt.Sprintf("embed batch %d: %d chunks not embedded after %d retries: %s", b.n, len(b.missing), b.infra, b.cause), ErrInfra, nil)
 			}
+			if st.scheduled {
+				activity.GetLogger(ctx).Warn("embed batch failed: infrastructure, will retry",
+					"tenant", p.Tenant, "repo", p.Repo, "commit", p.Commit, "batch", b.n, "in", st.wait.String(), "cause", b.cause)
+			}
+			reason, poison := st.reason, st.poison
 			switch {
 			case !b.retryAt.IsZero():
-				if time.Now().Before(b.retryAt) {
+				id, due := b.retryDue()
+				if !due {
 					break
 				}
-				b.infra++
 				out.Retried++
-				id := b.base + "#i" + strconv.Itoa(b.infra)
 				if err := a.publishEmbed(ctx, p, b.n, missingItems(b), id); err != nil {
 					return out, err
 				}
-				b.ids[id] = true
-				b.retryAt, b.sent = time.Time{}, time.Now()
 			case poison:
 				activity.GetLogger(ctx).Warn("embed batch failed", "batch", b.n, "chunks", len(b.missing), "reason", firstLine(reason))
 				out.Failed += len(b.missing)
 				continue
 			case time.Since(b.sent) > a.parseTimeout():
-				b.resends++
 				out.Resent++
-				id := b.base + "#r" + strconv.Itoa(b.resends)
-				if err := a.publishEmbed(ctx, p, b.n, missingItems(b), id); err != nil {
+				if err := a.publishEmbed(ctx, p, b.n, missingItems(b), b.resend()); err != nil {
 					return out, err
 				}
-				b.ids[id] = true
-				b.sent = time.Now()
 			}
 			next = append(next, b)
 			left += len(b.missing)
