@@ -108,19 +108,8 @@ func CollectParseCache(ctx context.Context, store *blob.Bucket, opt GCOptions) (
 	if st.Roots == 0 && st.Cached > 0 && !opt.AllowNoRoots {
 		return st, ErrNoRoots
 	}
-	for _, k := range cached {
-		if live[k] {
-			st.Kept++
-			continue
-		}
-		if !opt.DryRun {
-			if err := store.Delete(ctx, k); err != nil {
-				return st, fmt.Errorf("gc: delete %s: %w", k, err)
-			}
-		}
-		st.Deleted++
-	}
-	return st, nil
+	err = sweep(ctx, store, cached, func(k string) bool { return live[k] }, opt.DryRun, &st)
+	return st, err
 }
 
 // CollectEmbeddingCache deletes the embedding-cache entries (embeddings/,
@@ -214,19 +203,28 @@ func CollectEmbeddingCache(ctx context.Context, store *blob.Bucket, opt GCOption
 	if st.Roots == 0 && st.Cached > 0 && !opt.AllowNoRoots {
 		return st, ErrNoRoots
 	}
-	for _, k := range cached {
+	err = sweep(ctx, store, cached, func(k string) bool {
 		// embeddings/COLLECTION/@TENANT/HH/HASH
 		parts := strings.Split(k, "/")
-		if len(parts) == 5 && strings.HasPrefix(parts[2], "@") && live[parts[2][1:]+"/"+parts[4]] {
+		return len(parts) == 5 && strings.HasPrefix(parts[2], "@") && live[parts[2][1:]+"/"+parts[4]]
+	}, opt.DryRun, &st)
+	return st, err
+}
+
+// sweep deletes the cached keys keep does not keep (only counts them on a
+// dry run), counting kept and deleted in st.
+func sweep(ctx context.Context, store *blob.Bucket, cached []string, keep func(string) bool, dryRun bool, st *GCStats) error {
+	for _, k := range cached {
+		if keep(k) {
 			st.Kept++
 			continue
 		}
-		if !opt.DryRun {
+		if !dryRun {
 			if err := store.Delete(ctx, k); err != nil {
-				return st, fmt.Errorf("gc: delete %s: %w", k, err)
+				return fmt.Errorf("gc: delete %s: %w", k, err)
 			}
 		}
 		st.Deleted++
 	}
-	return st, nil
+	return nil
 }
