@@ -29,6 +29,14 @@ scored on it, by MRR + R@5 + R@10.
   scripts/train-rank.py ablate TRAIN.jsonl VAL.jsonl [--setting ...]
       the validation effect of each signal group: the chosen setting
       trained without the group's features, scored on VAL.
+  scripts/train-rank.py recall DUMP.jsonl
+      first-stage candidate recall: where the fused RRF ranking (before
+      reranking) puts the first gold file of each task, by language and
+      trigger, and where each deep single list (query.DeepLists) puts it.
+
+Every command takes --config NAME to read only the dump lines of that
+eval configuration (a dump of several configurations holds one line per
+task and configuration).
 
 Metrics here are over the dumped candidates only (a gold file outside them
 counts as not found); `codectx eval` gives the exact figures.
@@ -64,17 +72,28 @@ def files_of(paths):
     return [f for p in paths for f in p.split(",") if f]
 
 
-def load(paths):
-    qs = []
+# CONFIG, when set (--config), is the only eval configuration whose dump
+# lines are read.
+CONFIG = None
+
+
+def lines(paths):
     for p in files_of(paths):
         with open(p) as f:
             for line in f:
                 d = json.loads(line)
-                names = d["names"]
-                X = np.array([c["x"] for c in d["files"]], dtype=float).reshape(-1, len(names))
-                y = np.array([c["gold"] for c in d["files"]], dtype=bool)
-                qs.append({"task": d["task"], "repo": d["repo"], "lang": d["language"],
-                           "trigger": d["trigger"], "names": names, "X": X, "y": y})
+                if CONFIG is None or d.get("config") == CONFIG:
+                    yield d
+
+
+def load(paths):
+    qs = []
+    for d in lines(paths):
+        names = d["names"]
+        X = np.array([c["x"] for c in d["files"]], dtype=float).reshape(-1, len(names))
+        y = np.array([c["gold"] for c in d["files"]], dtype=bool)
+        qs.append({"task": d["task"], "repo": d["repo"], "lang": d["language"],
+                   "trigger": d["trigger"], "names": names, "X": X, "y": y})
     return qs
 
 
@@ -188,13 +207,42 @@ def ngold_of(qs, dumps):
 
 
 def gold_lists(paths):
-    g = {}
-    for p in files_of(paths):
-        with open(p) as f:
-            for line in f:
-                d = json.loads(line)
-                g[d["task"]] = d["gold"]
-    return g
+    return {d["task"]: d["gold"] for d in lines(paths)}
+
+
+RECALL_AT = (1, 5, 10, 20, 50, 100, 200)
+
+
+def recall_rows(ds, ranks):
+    """Share of tasks whose first gold file is within the top k of a
+    ranking (ranks(d): each gold file's 1-based rank, 0 absent), for each
+    k of RECALL_AT, and the share where no gold file is ranked."""
+    first = [min([r for r in ranks(d) if r > 0], default=0) for d in ds]
+    n = max(1, len(ds))
+    return [sum(1 for f in first if 0 < f <= k) / n for k in RECALL_AT], sum(1 for f in first if f == 0) / n
+
+
+def recall(path):
+    ds = list(lines([path]))
+    if not ds or "gold_ranks" not in ds[0]:
+        sys.exit("train-rank.py: %s has no gold_ranks (a dump of an older codectx eval)" % path)
+    head = "| %s | tasks | " + " | ".join("R@%d" % k for k in RECALL_AT) + " | missing |\n|---|---|" + "---|" * (len(RECALL_AT) + 1)
+    groups = collections.defaultdict(list)
+    for d in ds:
+        groups["all"].append(d)
+        groups[d["language"]].append(d)
+        groups[d["trigger"]].append(d)
+    pools = sorted(d["pool"] for d in ds)
+    print("first gold file in the fused RRF ranking (before reranking); files in the ranking: median %d, max %d" % (pools[len(pools) // 2], pools[-1]))
+    print(head % "group")
+    for g in sorted(groups, key=lambda g: (g != "all", g.isupper(), g)):
+        at, miss = recall_rows(groups[g], lambda d: d["gold_ranks"])
+        print("| %s | %d | %s | %.3f |" % (g, len(groups[g]), " | ".join("%.3f" % v for v in at), miss))
+    print("\nfirst gold file in each deep single list (all tasks)")
+    print(head % "list")
+    for name in sorted({k for d in ds for k in d.get("deep", {})}):
+        at, miss = recall_rows(ds, lambda d: d["deep"].get(name, []))
+        print("| %s | %d | %s | %.3f |" % (name, len(ds), " | ".join("%.3f" % v for v in at), miss))
 
 
 ALL = [f for g in GROUPS.values() for f in g]
@@ -281,7 +329,7 @@ def parse_setting(s):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("cmd", choices=["cv", "fit", "ablate", "score"])
+    ap.add_argument("cmd", choices=["cv", "fit", "ablate", "score", "recall"])
     ap.add_argument("train", help="training dumps (comma-separated), or the model for score")
     ap.add_argument("val", nargs="?", help="validation dumps (ablate, score)")
     ap.add_argument("--out")
@@ -289,7 +337,13 @@ def main():
     ap.add_argument("--setting", help="FEATURES,LOSS,L2,DEPTH,CLIP: skip cv and use this setting")
     ap.add_argument("--extra", help="more training dumps (comma-separated), used to fit but never scored in cv: "
                     "tasks mined in addition from the training repositories")
+    ap.add_argument("--config", help="read only the dump lines of this eval configuration")
     a = ap.parse_args()
+    global CONFIG
+    CONFIG = a.config
+    if a.cmd == "recall":
+        recall(a.train)
+        return
     if a.cmd == "score":
         with open(a.train) as f:
             m = json.load(f)

@@ -79,6 +79,10 @@ type Config struct {
 	// ranker uses instead of the shipped one, to compare models side by
 	// side in one run.
 	Model string `json:"model,omitempty"`
+	// Depth and FileDepth are query.Request.Depth and FileDepth: how deep
+	// the BM25 chunk list and the whole-file and file-name lists reach.
+	Depth     int `json:"depth,omitempty"`
+	FileDepth int `json:"file_depth,omitempty"`
 
 	model *rank.Model
 }
@@ -127,6 +131,9 @@ func ReadConfigs(r io.Reader) ([]Config, error) {
 			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 				return nil, fmt.Errorf("eval: config %q: scale %s = %v, want a finite number >= 0", c.Name, k, v)
 			}
+		}
+		if c.Depth < 0 || c.FileDepth < 0 {
+			return nil, fmt.Errorf("eval: config %q: depth and file_depth must be >= 0", c.Name)
 		}
 		if c.Ranker != "" && c.Ranker != query.RankLearned && c.Ranker != query.RankRRF {
 			return nil, fmt.Errorf("eval: config %q: unknown ranker %q", c.Name, c.Ranker)
@@ -206,6 +213,13 @@ type FeatureDump struct {
 	Gold     []string      `json:"gold"`
 	Files    []FeatureFile `json:"files"`
 	Missing  int           `json:"missing"` // gold files not among the candidates
+	// Pool is the number of files of the fused ranking and GoldRanks each
+	// gold file's rank in it (RRF order, before reranking; 1 is the top,
+	// 0 absent): first-stage candidate recall. Deep holds the gold files'
+	// ranks in each of query.DeepLists the same way.
+	Pool      int              `json:"pool"`
+	GoldRanks []int            `json:"gold_ranks"`
+	Deep      map[string][]int `json:"deep"`
 }
 
 // FeatureFile is one candidate file of a FeatureDump, in RRF order.
@@ -369,12 +383,12 @@ func runTask(ctx context.Context, t Task, opt Options) (map[string]TaskResult, i
 			out[c.Name] = base.run(t, opt.Budgets)
 			continue
 		}
-		r, cands, err := runQuery(ctx, seg, dn, t, c, opt.Budgets, opt.Features != nil)
+		r, rk, err := runQuery(ctx, seg, dn, t, c, opt.Budgets, opt.Features != nil)
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", c.Name, err)
 		}
 		if opt.Features != nil {
-			if err := dumpFeatures(opt.Features, t, c, r.Trigger, cands); err != nil {
+			if err := dumpFeatures(opt.Features, t, c, r.Trigger, rk); err != nil {
 				return nil, 0, err
 			}
 		}
@@ -397,9 +411,25 @@ func Languages(lang string) []codectx.Language {
 // FeatureDepth is how many top files of the fused ranking a feature dump
 // holds (more than the model reranks, so that training can try deeper
 // reranking).
-const FeatureDepth = 50
+const FeatureDepth = 100
 
-func dumpFeatures(w io.Writer, t Task, c Config, trigger string, cands []query.Candidate) error {
+// goldRanks is the 1-based rank of each gold file in ranked, 0 if absent.
+func goldRanks(gold, ranked []string) []int {
+	at := make(map[string]int, len(ranked))
+	for i, p := range ranked {
+		if _, ok := at[p]; !ok {
+			at[p] = i + 1
+		}
+	}
+	out := make([]int, len(gold))
+	for i, g := range gold {
+		out[i] = at[g]
+	}
+	return out
+}
+
+func dumpFeatures(w io.Writer, t Task, c Config, trigger string, rk *query.Ranking) error {
+	cands := rk.Candidates
 	gold := map[string]bool{}
 	for _, g := range t.GoldFiles {
 		gold[g] = true
@@ -413,6 +443,11 @@ func dumpFeatures(w io.Writer, t Task, c Config, trigger string, cands []query.C
 		}
 	}
 	d.Missing = len(gold) - found
+	d.Pool, d.GoldRanks = len(rk.Pool), goldRanks(t.GoldFiles, rk.Pool)
+	d.Deep = map[string][]int{}
+	for name, l := range rk.Deep {
+		d.Deep[name] = goldRanks(t.GoldFiles, l)
+	}
 	line, err := json.Marshal(d)
 	if err != nil {
 		return err
@@ -423,11 +458,12 @@ func dumpFeatures(w io.Writer, t Task, c Config, trigger string, cands []query.C
 	return nil
 }
 
-func runQuery(ctx context.Context, seg *segment.Segment, dn query.Dense, t Task, c Config, budgets []int, features bool) (TaskResult, []query.Candidate, error) {
+func runQuery(ctx context.Context, seg *segment.Segment, dn query.Dense, t Task, c Config, budgets []int, features bool) (TaskResult, *query.Ranking, error) {
 	eng := &query.Engine{Seg: seg, Dense: dn, Model: c.model}
 	res := TaskResult{Task: t.ID, Repo: t.Repo, Language: t.Language, Recall: map[int]float64{}, Tokens: map[int]int{}, PackFiles: map[int]int{}}
 	start := time.Now()
-	req := query.Request{Query: t.Query, Arms: c.Arms, Route: c.Route, Languages: Languages(t.Language), Scale: c.Scale, Paths: Candidate(t.Language), Ranker: c.Ranker, Features: features}
+	req := query.Request{Query: t.Query, Arms: c.Arms, Route: c.Route, Languages: Languages(t.Language), Scale: c.Scale, Paths: Candidate(t.Language), Ranker: c.Ranker, Features: features,
+		Depth: c.Depth, FileDepth: c.FileDepth}
 	if features {
 		req.FeatureDepth = FeatureDepth
 	}
@@ -458,7 +494,7 @@ func runQuery(ctx context.Context, seg *segment.Segment, dn query.Dense, t Task,
 		ranked[i] = f.Path
 	}
 	scoreRanking(&res, t.GoldFiles, ranked)
-	return res, rk.Candidates, nil
+	return res, rk, nil
 }
 
 func recall(gold []string, got map[string]bool) float64 {

@@ -11,6 +11,7 @@ import (
 
 	"codectx/pkg/blob"
 	"codectx/pkg/eval"
+	"codectx/pkg/query"
 	"codectx/pkg/testrepo"
 )
 
@@ -220,5 +221,21 @@ func TestConfigModel(t *testing.T) {
 	}
 	if len(d.Files) <= 2 || len(d.Files) > eval.FeatureDepth {
 		t.Errorf("dump of the depth-2 model holds %d files, want more than 2 (up to %d)", len(d.Files), eval.FeatureDepth)
+	}
+	// The gold file's first-stage rank: cart/cart.go is the fused
+	// ranking's top file here (the shipped model keeps it first).
+	if d.Pool < len(d.Files) || len(d.GoldRanks) != 1 || d.GoldRanks[0] < 1 || d.GoldRanks[0] > d.Pool {
+		t.Errorf("pool %d, gold ranks %v: want the gold file's rank in the fused ranking of at least %d files", d.Pool, d.GoldRanks, len(d.Files))
+	}
+	if d.Files[d.GoldRanks[0]-1].Path != "cart/cart.go" {
+		t.Errorf("gold rank %d names %s, want cart/cart.go (dump in RRF order)", d.GoldRanks[0], d.Files[d.GoldRanks[0]-1].Path)
+	}
+	for _, l := range query.DeepLists {
+		if r := d.Deep[l]; len(r) != 1 {
+			t.Errorf("deep list %s: gold ranks %v, want one", l, r)
+		}
+	}
+	if r := d.Deep["bm25-file"]; len(r) == 1 && r[0] < 1 {
+		t.Errorf("cart/cart.go absent from the deep whole-file BM25 list: %v", r)
 	}
 }

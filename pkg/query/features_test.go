@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"path"
 	"slices"
@@ -89,5 +90,41 @@ func TestFeatures(t *testing.T) {
 	}
 	if d := feat("router/tree.go", "path_depth"); d != math.Log1p(1) {
 		t.Errorf("path_depth of router/tree.go = %v, want log1p(1)", d)
+	}
+}
+
+// TestDepths checks that Request.Depth and FileDepth bound the BM25 chunk
+// list and the file lists, and that a feature request returns the whole
+// fused pool and the deep lists.
+func TestDepths(t *testing.T) {
+	files := map[string]string{"go.mod": "module example.com/m\n\ngo 1.22\n"}
+	for i := range 12 {
+		files[fmt.Sprintf("route/r%02d.go", i)] = fmt.Sprintf("package route\n\n// R%d matches a route.\nfunc R%d(route string) bool { return route != \"\" }\n", i, i)
+	}
+	seg := buildSeg(t, files)
+	eng := &Engine{Seg: seg}
+	q := "route matching"
+	full, err := eng.Search(context.Background(), Request{Query: q, Ranker: RankRRF, Features: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(full.Pool) != len(full.Files) || len(full.Pool) < 12 {
+		t.Fatalf("pool of %d files for %d ranked, want all (at least 12)", len(full.Pool), len(full.Files))
+	}
+	for _, l := range DeepLists {
+		if l != armBM25Path && len(full.Deep[l]) < 12 {
+			t.Errorf("deep list %s holds %d files, want every route file", l, len(full.Deep[l]))
+		}
+	}
+	short, err := eng.Search(context.Background(), Request{Query: q, Ranker: RankRRF, Arms: []string{ArmBM25}, Depth: 3, FileDepth: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three chunks and two whole files reach at most five files.
+	if len(short.Files) == 0 || len(short.Files) > 5 {
+		t.Errorf("depth 3 and file depth 2 rank %d files, want 1 to 5", len(short.Files))
+	}
+	if short.Pool != nil || short.Deep != nil {
+		t.Errorf("pool and deep lists without Features: %v %v", short.Pool, short.Deep)
 	}
 }

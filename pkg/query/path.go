@@ -165,7 +165,7 @@ func title(q string) string {
 // of the name it covers, so "proxy" ranks proxy.ts above proxy_utils.ts.
 // Terms of the query's scope count double. Each file is represented by its
 // best chunk of the chunk ranking, else its module chunk.
-func (e *Engine) pathArm(q, scope string, chunks []int, keep func(int) bool) []int {
+func (e *Engine) pathArm(q, scope string, chunks []int, k int, keep func(int) bool) []int {
 	seg := e.Seg
 	terms := nameTerms(title(q))
 	if len(terms) == 0 {
@@ -234,7 +234,7 @@ func (e *Engine) pathArm(q, scope string, chunks []int, keep func(int) bool) []i
 		if id, ok := fileChunk(seg.Files[hits[o].file], best); ok {
 			ids = append(ids, id)
 		}
-		if len(ids) == 50 {
+		if len(ids) == k {
 			break
 		}
 	}

@@ -82,12 +82,12 @@ func TestPathArm(t *testing.T) {
 		"src/fix.ts":         "export const x = 1\n",
 	})
 	e := &Engine{Seg: seg}
-	got := paths(seg, e.pathArm("fix(proxy): respect the incoming method", "proxy", nil, nil))
+	got := paths(seg, e.pathArm("fix(proxy): respect the incoming method", "proxy", nil, 50, nil))
 	want := []string{"src/proxy.ts", "src/proxy_utils.ts"}
 	if !slices.Equal(got, want) {
 		t.Errorf("pathArm = %v, want %v (fix.ts is a change verb, not a name)", got, want)
 	}
-	if got := e.pathArm("unrelated words", "", nil, nil); len(got) != 0 {
+	if got := e.pathArm("unrelated words", "", nil, 50, nil); len(got) != 0 {
 		t.Errorf("pathArm(unrelated) = %v, want none", paths(seg, got))
 	}
 	rk, err := e.Search(context.Background(), Request{Query: "fix(proxy): respect the incoming method", Route: true})
@@ -225,7 +225,7 @@ func TestPathArmNames(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			seg := buildSeg(t, tt.files)
 			e := &Engine{Seg: seg}
-			if got := paths(seg, e.pathArm(tt.q, "", nil, nil)); len(got) != 1 || got[0] != tt.want {
+			if got := paths(seg, e.pathArm(tt.q, "", nil, 50, nil)); len(got) != 1 || got[0] != tt.want {
 				t.Errorf("pathArm = %v, want only %s", got, tt.want)
 			}
 		})
@@ -253,7 +253,7 @@ func TestAbbreviatedFileNames(t *testing.T) {
 		{"describe the deserializer", []string{"src/de.rs"}},
 	}
 	for _, tt := range tests {
-		got := paths(seg, e.pathArm(tt.q, "", nil, nil))
+		got := paths(seg, e.pathArm(tt.q, "", nil, 50, nil))
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("pathArm(%q) = %v, want %v", tt.q, got, tt.want)
 		}

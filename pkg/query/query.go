@@ -112,6 +112,12 @@ type Request struct {
 	// vectors (at least the model's depth; only the model's depth are
 	// reranked).
 	FeatureDepth int
+	// Depth is how many chunks the BM25 chunk list takes (default 200)
+	// and FileDepth how many files the whole-file BM25 and file-name lists
+	// take (default 50): more reach more candidate files, at the cost of
+	// longer lists. They exist to measure first-stage recall (codectx eval
+	// --configs "depth", "file_depth").
+	Depth, FileDepth int
 }
 
 // Sent is a chunk an earlier pack of a session emitted.
@@ -213,6 +219,12 @@ type Ranking struct {
 	// Candidates are the files the learned ranker scored, in RRF order,
 	// with their features (only when Request.Features).
 	Candidates []Candidate
+	// Pool is every file of the fused ranking in RRF order, before
+	// reranking, and Deep the files of deeper single lists (DeepLists)
+	// best first: where the first stage puts each file (only when
+	// Request.Features).
+	Pool []string
+	Deep map[string][]string
 }
 
 // Search runs classification, retrieval and fusion.
@@ -255,6 +267,13 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 		lists = append(lists, r)
 	}
 	depth := 200
+	if req.Depth > 0 {
+		depth = req.Depth
+	}
+	fileDepth := 50
+	if req.FileDepth > 0 {
+		fileDepth = req.FileDepth
+	}
 	// Every arm is bounded by the segment, but a client that went away
 	// should not keep a core busy: check between arms (and inside the
 	// literal scan of every chunk).
@@ -280,9 +299,9 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 		chunks, bm25Scores = e.bm25Arm(q, depth, keep)
 		add(ArmBM25, chunks)
 		var fileIDs []int
-		fileIDs, fileBM = e.fileBM25Arm(q, chunks, keep)
+		fileIDs, fileBM = e.fileBM25Arm(q, chunks, fileDepth, keep)
 		add(armBM25File, fileIDs)
-		add(armBM25Path, e.pathArm(q, cls.Scope, chunks, keep))
+		add(armBM25Path, e.pathArm(q, cls.Scope, chunks, fileDepth, keep))
 		lits, err := e.literalArm(ctx, q, keep)
 		if err != nil {
 			return nil, fmt.Errorf("query: %w", err)
@@ -364,6 +383,13 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 		}
 	}
 	files := e.rankFiles(fused)
+	var pool []string
+	if req.Features {
+		pool = make([]string, len(files))
+		for i, f := range files {
+			pool[i] = f.Path
+		}
+	}
 	var cands []Candidate
 	if req.Ranker != RankRRF || req.Features {
 		if req.Ranker != "" && req.Ranker != RankRRF && req.Ranker != RankLearned {
@@ -388,7 +414,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 	tm["total"] = int(time.Since(t0).Microseconds())
 	rk := &Ranking{Class: cls, Arms: used, Fused: orderByFile(seg, fused, files), Files: files, Timings: tm}
 	if req.Features {
-		rk.Candidates = cands
+		rk.Candidates, rk.Pool, rk.Deep = cands, pool, e.deepLists(q, keep)
 	}
 	return rk, nil
 }
@@ -714,7 +740,7 @@ func (e *Engine) bm25Arm(q string, k int, keep func(int) bool) ([]int, []float64
 }
 
 // fileBM25Arm also returns the whole-file BM25 score of each file it ranks.
-func (e *Engine) fileBM25Arm(q string, chunks []int, keep func(int) bool) ([]int, map[string]float64) {
+func (e *Engine) fileBM25Arm(q string, chunks []int, k int, keep func(int) bool) ([]int, map[string]float64) {
 	seg := e.Seg
 	if seg.FileBM25 == nil {
 		return nil, nil
@@ -732,7 +758,7 @@ func (e *Engine) fileBM25Arm(q string, chunks []int, keep func(int) bool) ([]int
 			return len(f.Chunks) > 0 && keep(f.Chunks[0])
 		}
 	}
-	hits := seg.FileBM25.SearchFilter(terms, 50, FileParams(), fileKeep)
+	hits := seg.FileBM25.SearchFilter(terms, k, FileParams(), fileKeep)
 	ids := make([]int, 0, len(hits))
 	scores := make(map[string]float64, len(hits))
 	for _, h := range hits {
