@@ -33,6 +33,7 @@ type env struct {
 	c     client.Client
 	store *blob.Bucket
 	stop  func()
+	marks *marks // when the workers started and finished each job
 }
 
 func newEnv(b *testing.B) *env { return newDenseEnv(b, nil) }
@@ -56,7 +57,8 @@ func newDenseEnv(b *testing.B, emb embed.Embedder) *env {
 		b.Fatal(err)
 	}
 	acts := &workflows.Activities{Store: store, Queue: q, CacheDir: b.TempDir(), PollInterval: 100 * time.Millisecond} // as `up`
-	w := &pipeline.Workers{Store: store, Queue: q, CacheDir: b.TempDir()}
+	mk := &marks{}
+	w := &pipeline.Workers{Store: store, Queue: q, CacheDir: b.TempDir(), Wrap: mk.wrap}
 	if emb != nil {
 		acts.Embedder, acts.Vectors, w.Embedder = emb, vlocal.New(store, vlocal.Binary), emb
 	}
@@ -69,7 +71,7 @@ func newDenseEnv(b *testing.B, emb embed.Embedder) *env {
 		workers++
 		go func() { w.RunEmbed(ctx, queue.Config{Workers: runtime.GOMAXPROCS(0)}); done <- struct{}{} }()
 	}
-	return &env{c: ts.GetDefaultClient(), store: store, stop: func() {
+	return &env{c: ts.GetDefaultClient(), store: store, marks: mk, stop: func() {
 		cancel()
 		for range workers {
 			<-done
@@ -98,7 +100,7 @@ func (e *env) pushAndWaitHead(b *testing.B, repo, location, commit string) {
 		case <-ctx.Done():
 			st, _ := workflows.Status(context.Background(), e.c, index.DefaultTenant, repo)
 			b.Fatalf("push of %s not published: %+v", commit, st)
-		case <-time.After(10 * time.Millisecond):
+		case <-time.After(2 * time.Millisecond):
 		}
 	}
 }
@@ -159,6 +161,7 @@ func BenchmarkPushToQueryable(b *testing.B) {
 	first := r.Commit("initial", testrepo.Small)
 	e.pushAndWaitHead(b, "shop", r.Dir, first)
 	lat := make([]time.Duration, 0, b.N)
+	var ds []breakdown
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -168,9 +171,14 @@ func BenchmarkPushToQueryable(b *testing.B) {
 		b.StartTimer()
 		start := time.Now()
 		e.pushAndWaitHead(b, "shop", r.Dir, commit)
-		lat = append(lat, time.Since(start))
+		head := time.Now()
+		lat = append(lat, head.Sub(start))
+		b.StopTimer()
+		ds = append(ds, e.pushBreakdown(b, "shop", start, head))
+		b.StartTimer()
 	}
 	b.StopTimer()
+	meanBreakdown(b, ds)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*95/100].Milliseconds()), "p95-ms")

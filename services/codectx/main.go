@@ -52,6 +52,7 @@ var commands = []struct {
 	{command{"gc", "[--data DIR | --s3-endpoint HOST:PORT] [--dry-run] [--json]", "delete parse-cache entries no stored manifest or segment references", runGC}, false},
 	{command{"mcp", "[--data DIR | --server URL]", "MCP server over stdio for a coding agent", runMCP}, false},
 	{command{"bench-query", "--server URL --repo NAME[,NAME...] [--clients 8] [--requests 2000] [--json]", "load-test a running query API", runBenchQuery}, false},
+	{command{"bench-push", "--server URL[,URL...] --dir WORKTREE[,...] --repo NAME [--pushes 20] [--json]", "measure one-file push to queryable on running servers (signed webhooks)", runBenchPush}, false},
 	{command{"key", "create --tenant T [--scope query|index|admin] | list | revoke ID", "create, list and revoke API keys", runKey}, false},
 	{command{"version", "", "print the module version and VCS revision of this binary", runVersion}, false},
 	{command{"orchestrator", "", "Temporal worker of the indexing workflows", orchestratorRole().run}, true},
@@ -133,7 +134,7 @@ func (r reported) Unwrap() error { return r.error }
 // is a boolean flag of these commands (eval's names an output file).
 func wantsJSON(cmd string, args []string) bool {
 	switch cmd {
-	case "index", "query", "gc", "key", "bench-query":
+	case "index", "query", "gc", "key", "bench-query", "bench-push":
 	default:
 		return false
 	}
