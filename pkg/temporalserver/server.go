@@ -118,9 +118,16 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 
 	dbPath := filepath.Join(cfg.DataDir, DBFile)
 	sqlCfg := &config.SQL{
-		PluginName:        sqliteplugin.PluginName,
-		DatabaseName:      dbPath,
-		ConnectAttributes: map[string]string{"mode": "rwc"},
+		PluginName:   sqliteplugin.PluginName,
+		DatabaseName: dbPath,
+		// Write-ahead logging: a transaction (each workflow task,
+		// activity or signal the server records) appends to the log and
+		// syncs it once, instead of writing, syncing and deleting a
+		// rollback journal and syncing the database; synchronous=full
+		// keeps every committed transaction across a power loss. A
+		// one-file push records about twenty. A database made before
+		// switches on its first open.
+		ConnectAttributes: map[string]string{"mode": "rwc", "journal_mode": "wal", "synchronous": "full"},
 	}
 	if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
 		if err := sqlite.SetupSchema(sqlCfg); err != nil {

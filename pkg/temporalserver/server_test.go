@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -77,6 +79,11 @@ func TestRestartKeepsState(t *testing.T) {
 	if err := run.Get(ctx, &got); err != nil || got != "hello" {
 		stop(s, c, w)
 		t.Fatalf("echo = %q, %v; want hello", got, err)
+	}
+	// The database is in write-ahead-log mode (the log sits beside it).
+	if _, err := os.Stat(filepath.Join(dir, DBFile+"-wal")); err != nil {
+		stop(s, c, w)
+		t.Fatalf("no write-ahead log: %v", err)
 	}
 	// A second server on the same dir is refused while the first runs.
 	if s2, err := Start(ctx, Config{DataDir: dir}); !errors.Is(err, ErrLocked) {
