@@ -187,13 +187,18 @@ type Index struct {
 	n        int
 	lens     []uint32 // doc-major: lens[d*NumFields+f]
 	avg      [NumFields]float64
-	terms    []byte   // sorted terms, concatenated
-	termOff  []uint32 // len numTerms+1: term i is terms[termOff[i]:termOff[i+1]]
+	sums     [NumFields]float64 // per-field length sums (integers, exact)
+	terms    []byte             // sorted terms, concatenated
+	termOff  []uint32           // len numTerms+1: term i is terms[termOff[i]:termOff[i+1]]
 	df       []uint32
 	postings []byte
 	postOff  []uint32 // len numTerms+1
 	pool     sync.Pool
 	norm     atomic.Pointer[normTable]
+
+	parts []*Index // a Multi index: its parts, searched where they lie
+	base  []int    // the first document of each part
+	raw   bool     // the arrays alias the bytes given to LoadRaw
 }
 
 func (ix *Index) computeAvg() {
@@ -206,6 +211,7 @@ func (ix *Index) computeAvg() {
 			sum[f] += float64(ix.lens[d*int(NumFields)+int(f)])
 		}
 	}
+	ix.sums = sum
 	for f := range sum {
 		ix.avg[f] = sum[f] / float64(ix.n)
 	}
@@ -217,20 +223,28 @@ func (ix *Index) NumDocs() int { return ix.n }
 // Size is the number of bytes the index holds in memory (its arrays; the
 // scoring table built on first search adds 1 KiB).
 func (ix *Index) Size() int64 {
+	if len(ix.parts) > 0 {
+		var n int64
+		for _, p := range ix.parts {
+			n += p.Size()
+		}
+		return n
+	}
 	return int64(4*(len(ix.lens)+len(ix.termOff)+len(ix.df)+len(ix.postOff)) + len(ix.terms) + len(ix.postings))
 }
 
 // NumTerms returns the number of distinct terms.
-func (ix *Index) NumTerms() int { return len(ix.df) }
+func (ix *Index) NumTerms() int {
+	if len(ix.parts) == 0 {
+		return len(ix.df)
+	}
+	n := 0
+	ix.mergeTerms("", func([]byte, int) bool { n++; return true })
+	return n
+}
 
 // DocFreq returns the number of documents that contain term in any field.
-func (ix *Index) DocFreq(term string) int {
-	i, ok := ix.find(term)
-	if !ok {
-		return 0
-	}
-	return int(ix.df[i])
-}
+func (ix *Index) DocFreq(term string) int { return ix.docFreq(term) }
 
 func (ix *Index) term(i int) []byte {
 	return ix.terms[ix.termOff[i]:ix.termOff[i+1]]
@@ -239,6 +253,10 @@ func (ix *Index) term(i int) []byte {
 // Prefixed calls f for each term that starts with prefix, in sorted order,
 // with its document frequency, until f returns false.
 func (ix *Index) Prefixed(prefix string, f func(term string, df int) bool) {
+	if len(ix.parts) > 0 {
+		ix.mergeTerms(prefix, func(t []byte, df int) bool { return f(string(t), df) })
+		return
+	}
 	i, _ := ix.find(prefix)
 	p := []byte(prefix)
 	for ; i < len(ix.df); i++ {
@@ -268,6 +286,13 @@ func (ix *Index) find(term string) (int, bool) {
 // and returns the term's inverse document frequency (0 if no document
 // holds it).
 func (ix *Index) Docs(term string, f func(doc int)) float64 {
+	if len(ix.parts) > 0 {
+		return ix.docsMulti(term, f)
+	}
+	return ix.docs(term, f)
+}
+
+func (ix *Index) docs(term string, f func(doc int)) float64 {
 	i, ok := ix.find(term)
 	if !ok {
 		return 0
@@ -329,6 +354,9 @@ func (ix *Index) SearchWeighted(query []string, weights []float64, k int, p Para
 	if k <= 0 || ix.n == 0 || len(query) == 0 {
 		return nil
 	}
+	if len(ix.parts) > 0 {
+		return ix.searchMulti(query, weights, k, p, keep)
+	}
 	s, _ := ix.pool.Get().(*scratch)
 	if s == nil || len(s.acc) != ix.n {
 		s = &scratch{acc: make([]float32, ix.n)}
@@ -363,9 +391,10 @@ func (ix *Index) SearchWeighted(query []string, weights []float64, k int, p Para
 // normTable caches, for one (B, Weights), the per-document per-field factor
 // w_f / (1 - b + b * len_f / avglen_f), doc-major.
 type normTable struct {
-	b float64
-	w [NumFields]float64
-	f []float32
+	b     float64
+	w     [NumFields]float64
+	f     []float32
+	parts [][]float32 // of a Multi index: each part's table, with the whole's averages
 }
 
 // norms returns the factor table for p, reusing the last one built.
@@ -373,7 +402,7 @@ func (ix *Index) norms(p Params) *normTable {
 	if t := ix.norm.Load(); t != nil && t.b == p.B && t.w == p.Weights {
 		return t
 	}
-	t := &normTable{b: p.B, w: p.Weights, f: make([]float32, len(ix.lens))}
+	t := &normTable{b: p.B, w: p.Weights}
 	var c0, c1 [NumFields]float64
 	for f := range NumFields {
 		c0[f] = 1 - p.B
@@ -381,9 +410,20 @@ func (ix *Index) norms(p Params) *normTable {
 			c1[f] = p.B / ix.avg[f]
 		}
 	}
-	for i, l := range ix.lens {
-		f := i % int(NumFields)
-		t.f[i] = float32(p.Weights[f] / (c0[f] + c1[f]*float64(l)))
+	factors := func(lens []uint32) []float32 {
+		out := make([]float32, len(lens))
+		for i, l := range lens {
+			f := i % int(NumFields)
+			out[i] = float32(p.Weights[f] / (c0[f] + c1[f]*float64(l)))
+		}
+		return out
+	}
+	if len(ix.parts) > 0 {
+		for _, part := range ix.parts {
+			t.parts = append(t.parts, factors(part.lens))
+		}
+	} else {
+		t.f = factors(ix.lens)
 	}
 	ix.norm.Store(t)
 	return t

@@ -15,6 +15,7 @@ import (
 // frequencies are the sums over the parts, so scores are exactly those of
 // one index. Shards of a repository are joined this way when loaded.
 func Concat(ixs []*Index) (*Index, error) {
+	ixs = Multi(ixs).Parts()
 	out := &Index{}
 	base := make([]int, len(ixs))
 	nt, np, nl := 0, 0, 0

@@ -30,6 +30,13 @@ var ErrCorrupt = errors.New("bm25: corrupt segment")
 
 // MarshalBinary encodes the index as a compact segment.
 func (ix *Index) MarshalBinary() ([]byte, error) {
+	if len(ix.parts) > 0 {
+		j, err := Concat(ix.parts)
+		if err != nil {
+			return nil, err
+		}
+		ix = j
+	}
 	size := len(magic) + 1 + 3*binary.MaxVarintLen64 + len(ix.lens)*2 +
 		len(ix.terms) + len(ix.df)*6 + len(ix.postings) + 4
 	out := make([]byte, 0, size)
