@@ -26,7 +26,7 @@ const DefaultShardBytes = 16 << 20
 
 // shardVersion changes when a shard's content for the same files would;
 // it is part of every shard's digest (and so of its key).
-const shardVersion = "1"
+const shardVersion = "2" // 2: the in-place format (CTXSHD2)
 
 // ShardKey is where a shard of tenant/repo is stored, by the digest of its
 // inputs: the same files give the same key, so a shard that exists is

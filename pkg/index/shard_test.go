@@ -233,6 +233,37 @@ func TestShardedEqualsSegment(t *testing.T) {
 		if st.ShardsWritten != 0 || st.Parsed != 0 {
 			t.Fatalf("rebuild wrote %d shards and parsed %d files, want 0", st.ShardsWritten, st.Parsed)
 		}
+		if !got.InPlace() || !got.BM25.Raw() {
+			t.Fatalf("shards were decoded, not used in place")
+		}
+		// Shards of the format before (a store written by an older build)
+		// join into the same segment.
+		keys, err := store.List(ctx, index.ShardPrefix(index.DefaultTenant, "std"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			data, _ := store.Get(ctx, k)
+			sh, err := segment.LoadShard(data, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if data, err = sh.MarshalV1(); err != nil {
+				t.Fatal(err)
+			}
+			if err := store.Put(ctx, k, data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		old, err := index.LoadHead(ctx, store, index.DefaultTenant, "std")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if old.InPlace() {
+			t.Fatalf("old shards reported in place")
+		}
+		sameSegment(t, old, one)
+		sameAnswers(t, old, one)
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 	"codectx/pkg/bm25"
 	"codectx/pkg/codectx"
 	"codectx/pkg/graph"
+	"codectx/pkg/mapfile"
 )
 
 const magic = "CTXSEG1\n"
@@ -92,7 +93,55 @@ type Segment struct {
 
 	memoMu sync.Mutex
 	memo   map[string]any
+
+	// Of a segment joined from in-place shards: the chunk id ranges whose
+	// strings alias shard bytes, the shard files it maps and the bytes of
+	// the shards it holds in the heap instead.
+	aliased  [][2]int
+	maps     []*mapfile.File
+	heldHeap int64
+	release  sync.Once
 }
+
+// Release gives back the segment's use of the shard files it maps: once
+// no loaded segment uses a file, its pages are dropped from memory (see
+// package mapfile; strings still pointing into it stay readable, paged
+// back in from the file). The segment stays usable. A cache calls it on
+// eviction.
+func (s *Segment) Release() {
+	s.release.Do(func() {
+		for _, f := range s.maps {
+			f.Release()
+		}
+	})
+}
+
+// MappedSize is the length of the shard files the segment maps: the most
+// its mappings can add to the resident set (ResidentSize is what they do
+// now).
+func (s *Segment) MappedSize() int64 {
+	var n int64
+	for _, f := range s.maps {
+		if f.Mapped() {
+			n += f.Len()
+		}
+	}
+	return n
+}
+
+// ResidentSize is the part of the mapped shard files in memory now.
+func (s *Segment) ResidentSize() int64 {
+	var n int64
+	for _, f := range s.maps {
+		if f.Mapped() {
+			n += f.Resident()
+		}
+	}
+	return n
+}
+
+// InPlace reports whether any of the segment's chunks alias shard bytes.
+func (s *Segment) InPlace() bool { return len(s.aliased) > 0 }
 
 // Memo returns the value build derives from the segment, building it on the
 // first call for key and sharing it afterwards. Searchers keep per-segment
@@ -127,12 +176,18 @@ func (s *Segment) index() {
 	}
 }
 
-// Size estimates the bytes a loaded segment holds in memory: its chunks,
-// files, symbol table, history, BM25 indexes and graph (strings at their
-// length plus a header, maps at about 48 bytes an entry). Tables that
-// searchers derive later (Memo) are not counted. The API's segment cache
-// is bounded by this.
-func (s *Segment) Size() int64 {
+// Size estimates the bytes a loaded segment holds in memory: HeapSize
+// plus MappedSize (all of the mapped shards counted, as if resident). The
+// API's segment cache is bounded by this.
+func (s *Segment) Size() int64 { return s.HeapSize() + s.MappedSize() }
+
+// HeapSize estimates the bytes a loaded segment holds in the Go heap: its
+// chunks, files, symbol table, history, BM25 indexes and graph (strings at
+// their length plus a header, maps at about 48 bytes an entry), and the
+// bytes of in-place shards held as heap buffers; strings and arrays
+// aliasing a mapping are not counted. Tables that searchers derive later
+// (Memo) are not counted.
+func (s *Segment) HeapSize() int64 {
 	const str, slice, entry = 16, 24, 48
 	strs := func(ss []string) int64 {
 		n := int64(slice)
@@ -143,10 +198,20 @@ func (s *Segment) Size() int64 {
 	}
 	n := int64(unsafe.Sizeof(Segment{}))
 	n += int64(unsafe.Sizeof(codectx.Chunk{})) * int64(len(s.Chunks))
-	for _, c := range s.Chunks {
+	r := 0 // the next aliased range
+	for id, c := range s.Chunks {
+		for r < len(s.aliased) && id >= s.aliased[r][1] {
+			r++
+		}
+		if r < len(s.aliased) && id >= s.aliased[r][0] {
+			// Aliased strings: only their headers are in the heap.
+			n += str * int64(len(c.Calls)+len(c.Imports)+len(c.Types))
+			continue
+		}
 		n += int64(len(c.Path) + len(c.Language) + len(c.Kind) + len(c.Name) + len(c.Signature) + len(c.Doc) + len(c.Body) + len(c.Hash))
 		n += strs(c.Calls) + strs(c.Imports) + strs(c.Types) - 3*slice
 	}
+	n += s.heldHeap
 	n += int64(unsafe.Sizeof(File{})+entry) * int64(len(s.Files))
 	for _, f := range s.Files {
 		n += int64(len(f.Path)+len(f.Language)+len(f.Blob)) + 8*int64(len(f.Chunks))
@@ -159,7 +224,7 @@ func (s *Segment) Size() int64 {
 	}
 	for _, ix := range []*bm25.Index{s.BM25, s.FileBM25} {
 		if ix != nil {
-			n += ix.Size()
+			n += ix.HeapSize()
 		}
 	}
 	if s.Graph != nil {

@@ -9,6 +9,7 @@ import (
 	"codectx/pkg/bm25"
 	"codectx/pkg/codectx"
 	"codectx/pkg/graph"
+	"codectx/pkg/mapfile"
 )
 
 // A repository's index at a commit is either one segment (the format
@@ -101,8 +102,13 @@ func (w *sectionWriter) bytes() []byte {
 	return w.buf.Bytes()
 }
 
-// MarshalBinary encodes the shard.
-func (s *Shard) MarshalBinary() ([]byte, error) {
+// MarshalBinary encodes the shard in the in-place format (CTXSHD2).
+func (s *Shard) MarshalBinary() ([]byte, error) { return s.marshalInPlace() }
+
+// MarshalV1 encodes the shard in the format before the in-place one
+// (CTXSHD1, chunks as gzip-compressed JSON), which is still read: for
+// tests of stores written before.
+func (s *Shard) MarshalV1() ([]byte, error) {
 	w := newSectionWriter(shardMagic)
 	for _, sec := range []struct {
 		tag  int
@@ -124,13 +130,27 @@ func (s *Shard) MarshalBinary() ([]byte, error) {
 	return w.bytes(), nil
 }
 
+// walkShard calls fn for each section of a shard in either format.
+func walkShard(data []byte, fn func(tag int, payload []byte) error) error {
+	if IsInPlaceShard(data) {
+		return walkInPlace(data, fn)
+	}
+	return walkMagic(data, shardMagic, fn)
+}
+
 // LoadShard decodes a shard. With full false only its counts, files and
-// graph input are decoded (what a build that reuses the shard needs).
+// graph input are decoded (what a build that reuses the shard needs). A
+// full in-place shard's chunk strings and BM25 arrays alias data, which
+// must then not change.
 func LoadShard(data []byte, full bool) (*Shard, error) {
 	s := &Shard{}
-	err := walkMagic(data, shardMagic, func(tag int, p []byte) error {
+	err := walkShard(data, func(tag int, p []byte) error {
 		var err error
 		switch tag {
+		case tagChunksRaw:
+			if full {
+				s.Chunks, err = decodeChunksRaw(p, nil)
+			}
 		case tagStats:
 			err = gunzipJSON(p, &s.Stats)
 		case tagGraphIn:
@@ -143,11 +163,11 @@ func LoadShard(data []byte, full bool) (*Shard, error) {
 			}
 		case tagBM25:
 			if full {
-				s.BM25, err = bm25.Load(bytes.Clone(p))
+				s.BM25, err = loadBM25(data, p)
 			}
 		case tagFileBM25:
 			if full {
-				s.FileBM25, err = bm25.Load(bytes.Clone(p))
+				s.FileBM25, err = loadBM25(data, p)
 			}
 		}
 		if err != nil {
@@ -168,6 +188,16 @@ func LoadShard(data []byte, full bool) (*Shard, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// loadBM25 loads a shard's BM25 section p: aliased when the shard is in
+// place, decoded from a copy (so the rest of the shard's bytes can go)
+// otherwise.
+func loadBM25(shard, p []byte) (*bm25.Index, error) {
+	if IsInPlaceShard(shard) {
+		return bm25.LoadRaw(p)
+	}
+	return bm25.Load(bytes.Clone(p))
 }
 
 // check validates a fully decoded shard: counts and ids in range.
@@ -242,8 +272,8 @@ func LoadShardList(data []byte, full bool) (*ShardList, error) {
 
 // Join assembles the segment of a shard list from its shards (loaded in
 // full, in list order). Chunk and file ids are offset shard by shard and
-// the BM25 indexes concatenated, so the segment equals the one a single
-// build gives. The shards' memory may be reused: do not use them after.
+// the BM25 indexes searched as one (bm25.Multi), so the segment answers
+// as the one a single build gives. The shards' memory may be reused: do not use them after.
 func Join(l *ShardList, shards []*Shard) (*Segment, error) {
 	j := NewJoiner(l)
 	for _, sh := range shards {
@@ -255,8 +285,11 @@ func Join(l *ShardList, shards []*Shard) (*Segment, error) {
 }
 
 // Joiner assembles the segment of a shard list shard by shard, decoding
-// each shard's chunks and files straight into the joined lists, so that
-// loading holds one shard's encoded bytes at a time beside the segment.
+// each shard's chunk records and files straight into the joined lists.
+// An in-place shard (CTXSHD2) is used where it lies: its chunk strings and
+// BM25 arrays alias its bytes, which the segment then holds (a heap
+// buffer, or a mapping given to AddFile). An old shard (CTXSHD1) is
+// decoded into the heap, holding one shard's bytes at a time.
 type Joiner struct {
 	l       *ShardList
 	s       *Segment
@@ -283,16 +316,29 @@ func NewJoiner(l *ShardList) *Joiner {
 	return &Joiner{l: l, s: s}
 }
 
-// Add decodes the next shard of the list (its encoded bytes, which are not
-// kept) into the segment.
-func (j *Joiner) Add(data []byte) error {
+// AddFile adds the next shard from a file mapping: the segment holds one
+// use of it (Segment.Release gives it back).
+func (j *Joiner) AddFile(f *mapfile.File) error {
+	if err := j.addData(f.Data(), f); err != nil {
+		f.Release()
+		return err
+	}
+	return nil
+}
+
+// Add adds the next shard of the list from its encoded bytes: kept by the
+// segment for an in-place shard (they must not change), not kept for an
+// old one.
+func (j *Joiner) Add(data []byte) error { return j.addData(data, nil) }
+
+func (j *Joiner) addData(data []byte, f *mapfile.File) error {
 	if j.next >= len(j.l.Shards) {
 		return fmt.Errorf("segment: join: more shards than the list's %d", len(j.l.Shards))
 	}
 	ref := j.l.Shards[j.next]
 	base := len(j.s.Chunks)
 	sh := &Shard{}
-	err := walkMagic(data, shardMagic, func(tag int, p []byte) error {
+	err := walkShard(data, func(tag int, p []byte) error {
 		var err error
 		switch tag {
 		case tagStats:
@@ -301,10 +347,12 @@ func (j *Joiner) Add(data []byte) error {
 			sh.Files, err = gunzipJSONList[File](p)
 		case tagChunks:
 			j.s.Chunks, err = gunzipJSONAppend(p, j.s.Chunks)
+		case tagChunksRaw:
+			j.s.Chunks, err = decodeChunksRaw(p, j.s.Chunks)
 		case tagBM25:
-			sh.BM25, err = bm25.Load(bytes.Clone(p))
+			sh.BM25, err = loadBM25(data, p)
 		case tagFileBM25:
-			sh.FileBM25, err = bm25.Load(bytes.Clone(p))
+			sh.FileBM25, err = loadBM25(data, p)
 		}
 		if err != nil {
 			return fmt.Errorf("segment: shard %s section %d: %w", ref.Key, tag, err)
@@ -316,9 +364,27 @@ func (j *Joiner) Add(data []byte) error {
 	}
 	sh.Chunks = j.s.Chunks[base:]
 	if err := sh.check(); err != nil {
+		j.s.Chunks = j.s.Chunks[:base]
 		return fmt.Errorf("shard %s: %w", ref.Key, err)
 	}
-	return j.add(sh, true)
+	if err := j.add(sh, true); err != nil {
+		j.s.Chunks = j.s.Chunks[:base]
+		return err
+	}
+	if IsInPlaceShard(data) {
+		j.s.aliased = append(j.s.aliased, [2]int{base, len(j.s.Chunks)})
+		if f != nil && f.Mapped() {
+			j.s.maps = append(j.s.maps, f)
+		} else {
+			j.s.heldHeap += int64(len(data))
+			if f != nil {
+				j.s.maps = append(j.s.maps, f) // a heap copy: counted as heap
+			}
+		}
+	} else if f != nil {
+		f.Release() // decoded: the file is not used
+	}
+	return nil
 }
 
 // add appends a decoded shard; with inPlace its chunks already end the
@@ -360,18 +426,16 @@ func (j *Joiner) Segment() (*Segment, error) {
 		return nil, fmt.Errorf("segment: join: %d of %d shards added", j.next, len(j.l.Shards))
 	}
 	s := j.s
-	var err error
-	if s.BM25, err = bm25.Concat(j.ix); err != nil {
-		return nil, err
-	}
-	if s.FileBM25, err = bm25.Concat(j.fix); err != nil {
-		return nil, err
-	}
+	s.BM25, s.FileBM25 = bm25.Multi(j.ix), bm25.Multi(j.fix)
 	j.ix, j.fix = nil, nil
 	s.buildSymbols()
 	s.index()
 	return s, nil
 }
+
+// Release gives back the mappings of the shards added so far, when the
+// join is abandoned (an error); a finished join's segment holds them.
+func (j *Joiner) Release() { j.s.Release() }
 
 func walkMagic(data []byte, want string, fn func(tag int, payload []byte) error) error {
 	if !bytes.HasPrefix(data, []byte(want)) {
