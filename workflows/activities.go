@@ -39,6 +39,9 @@ type Activities struct {
 	BatchSize    int              // files per parse message; default 64
 	ParseTimeout time.Duration    // re-send a batch (or graph job) with no result for this long; default 5m
 	PollInterval time.Duration    // how often waits check the store; default 500ms
+	// NoWake makes waits poll only, ignoring the queue's notifications of
+	// finished messages (tests of the fallback).
+	NoWake bool
 	HistoryLimit int              // commits of history in a manifest; default 500 (index.ReadManifest)
 	// InfraRetry are the delays before re-publishing a job dead-lettered
 	// for an infrastructure error (not a bad input), one per round; after
@@ -327,19 +330,35 @@ func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome
 		open = append(open, t)
 	}
 	subject := jobSubject(plan.Tenant, plan.Repo, plan.Commit)
+	// A notification of a finished batch checks that batch at once (and
+	// the dead letters if it was dead-lettered); the poll checks all.
+	wake := a.watch(ctx, pipeline.StageParse, subject)
+	defer wake.stop()
 	tick := time.NewTicker(a.poll())
 	defer tick.Stop()
+	var only *woken // nil: a full round
 	for {
-		if err := a.check(ctx, plan.Tenant, open); err != nil {
+		check := open
+		if only != nil {
+			check = nil
+			for _, t := range open {
+				if t.sentAny(only.ids) {
+					check = append(check, t)
+				}
+			}
+		}
+		if err := a.check(ctx, plan.Tenant, check); err != nil {
 			return out, err
 		}
 		open = slicesDeleteDone(open)
 		if len(open) == 0 {
 			break
 		}
-		dead, err := a.deadIDs(ctx, pipeline.StageParse, subject)
-		if err != nil {
-			return out, err
+		var dead map[string]queue.DeadLetter
+		if only == nil || only.dead {
+			if dead, err = a.deadIDs(ctx, pipeline.StageParse, subject); err != nil {
+				return out, err
+			}
 		}
 		var next []*tracked
 		for _, t := range open {
@@ -400,10 +419,14 @@ func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome
 			left += len(t.missing)
 		}
 		activity.RecordHeartbeat(ctx, ParseHeartbeat{Planned: in.Plan.Changed, Missing: left, Failed: len(out.Failed)})
+		only = nil
 		select {
 		case <-ctx.Done():
 			return out, ctx.Err()
 		case <-tick.C:
+		case d := <-wake.c:
+			w := wake.drain(d)
+			only = &w
 		}
 	}
 	sort.Strings(out.Failed)
@@ -489,6 +512,9 @@ func (a *Activities) Graph(ctx context.Context, in GraphInput) (string, error) {
 	base := fmt.Sprintf("%s/%s/%s/%s/graph", in.Job.Tenant, in.Job.Repo, in.Job.Commit, in.Run)
 	ids := map[string]bool{base: true}
 	subject := jobSubject(in.Job.Tenant, in.Job.Repo, in.Job.Commit)
+	// Watch before publishing: the job's notification wakes the wait.
+	wake := a.watch(ctx, pipeline.StageGraph, subject)
+	defer wake.stop()
 	if err := a.Queue.Publish(ctx, pipeline.StageGraph, subject, data, base); err != nil {
 		return "", err
 	}
@@ -550,6 +576,8 @@ func (a *Activities) Graph(ctx context.Context, in GraphInput) (string, error) {
 		case <-ctx.Done():
 			return "", ctx.Err()
 		case <-tick.C:
+		case d := <-wake.c:
+			wake.drain(d) // one round answers all
 		}
 	}
 }

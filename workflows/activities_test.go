@@ -3,6 +3,8 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -151,5 +153,112 @@ func TestWaitParseResendsAndIsolatesPoison(t *testing.T) {
 	}
 	if !plan.Skipped || plan.Segment != full {
 		t.Errorf("snapshot of a complete HEAD = %+v, want skipped at %s", plan, full)
+	}
+}
+
+// WaitParse and Graph wake on the queue's notification that their jobs
+// finished: with an hour between polls they still return at once. A
+// notification that never comes (results written without a consumer, or
+// wake-ups off) leaves them to the poll, which still finds the results.
+func TestWaitWakesAndFallsBackToPolling(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ns, err := natsq.StartEmbedded(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Shutdown()
+	q, err := natsq.Connect(ctx, ns.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	store := blob.NewMem()
+	// Parsing takes a while: no result is in when a wait first looks.
+	w := &pipeline.Workers{Store: store, Queue: q, ParseHook: func(string) { time.Sleep(50 * time.Millisecond) }}
+	wctx, wcancel := context.WithCancel(ctx)
+	done := make(chan error, 2)
+	go func() { done <- w.RunParse(wctx, queue.Config{}) }()
+	go func() { done <- w.RunGraph(wctx, queue.Config{}) }()
+	defer func() { wcancel(); <-done; <-done }()
+
+	var suite testsuite.WorkflowTestSuite
+	// run executes the snapshot of dir, then its parse wait and graph
+	// build with a, within limit; fanOut publishes the batches to the
+	// workers, else they are parsed here, unannounced.
+	run := func(a *Activities, dir string, fanOut bool, limit time.Duration) error {
+		env := suite.NewTestActivityEnvironment()
+		env.RegisterActivity(a)
+		v, err := env.ExecuteActivity(a.Snapshot, SnapshotInput{Tenant: "t", Repo: "r", Location: dir})
+		if err != nil {
+			return err
+		}
+		var plan SnapshotPlan
+		if err := v.Get(&plan); err != nil {
+			return err
+		}
+		if plan.Changed == 0 {
+			return errors.New("nothing to parse")
+		}
+		in := ParseInput{Plan: plan, Run: "run"}
+		if fanOut {
+			if _, err := env.ExecuteActivity(a.FanOutParse, in); err != nil {
+				return err
+			}
+		} else {
+			stored, err := a.readPlan(ctx, plan.PlanKey)
+			if err != nil {
+				return err
+			}
+			for n, files := range stored.Batches {
+				data, _ := json.Marshal(pipeline.ParseBatch{Tenant: "t", Repo: "r", Commit: plan.Commit, Location: dir, Batch: n, Files: files})
+				if err := w.HandleParse(ctx, queue.Message{Data: data}); err != nil {
+					return err
+				}
+			}
+		}
+		res := make(chan error, 1)
+		go func() {
+			if _, err := env.ExecuteActivity(a.WaitParse, in); err != nil {
+				res <- fmt.Errorf("wait parse: %w", err)
+				return
+			}
+			_, err := env.ExecuteActivity(a.Graph, GraphInput{Job: pipeline.GraphJob{Tenant: "t", Repo: "r", Commit: plan.Commit, ManifestKey: plan.ManifestKey}, Run: "run"})
+			res <- err
+		}()
+		select {
+		case err := <-res:
+			return err
+		case <-time.After(limit):
+			return fmt.Errorf("not done within %v", limit)
+		}
+	}
+	files := func(n int) string {
+		dir := t.TempDir()
+		for i := range n {
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.go", i)), []byte(fmt.Sprintf("package f\n\nfunc F%d() {}\n", i)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	hour := &Activities{Store: store, Queue: q, BatchSize: 2, PollInterval: time.Hour}
+	if err := run(hour, files(5), true, 30*time.Second); err != nil {
+		t.Fatalf("woken waits: %v", err)
+	}
+	// Without the wake-up the same waits sleep until their polls.
+	off := &Activities{Store: store, Queue: q, BatchSize: 2, PollInterval: 2 * time.Second, NoWake: true}
+	start := time.Now()
+	if err := run(off, files(6), true, 30*time.Second); err != nil {
+		t.Fatalf("waits without wake-ups: %v", err)
+	}
+	if d := time.Since(start); d < 3*time.Second {
+		t.Fatalf("waits without wake-ups took %v, less than their two polls", d)
+	}
+	// Parse results no consumer announced: the poll finds them (the graph
+	// job is the workers' and wakes its wait).
+	poll := &Activities{Store: store, Queue: q, BatchSize: 2, PollInterval: 50 * time.Millisecond}
+	if err := run(poll, files(7), false, 30*time.Second); err != nil {
+		t.Fatalf("polling waits: %v", err)
 	}
 }

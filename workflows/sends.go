@@ -80,6 +80,16 @@ func (s *sends) resend() string {
 	return s.add("#r" + strconv.Itoa(s.resends))
 }
 
+// sentAny reports whether one of ids is a message of the batch in flight.
+func (s *sends) sentAny(ids map[string]bool) bool {
+	for id := range s.ids {
+		if ids[id] {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *sends) add(suffix string) string {
 	id := s.base + suffix
 	s.ids[id] = true

@@ -19,6 +19,16 @@ type Message struct {
 	ID         string // the publisher's message id ("" if none)
 }
 
+// Done says that a consumer finished a message: acknowledged it (its
+// handler succeeded) or, Dead, dead-lettered it. Notifications are a hint
+// that wakes a waiter early; the waiter still reads the outcome where it
+// is kept (the store, the dead-letter queue) and still polls, because a
+// notification may be lost.
+type Done struct {
+	ID   string // the publisher's message id
+	Dead bool
+}
+
 // Handler processes one message. Returning nil acknowledges it; an error
 // (or a panic, which is recovered and counted) makes it redelivered after a
 // backoff, until the delivery limit sends it to the dead-letter queue.

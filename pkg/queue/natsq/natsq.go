@@ -51,6 +51,12 @@ const (
 	DeadLetterMaxAge = 14 * 24 * time.Hour
 	deadLetterMax    = 100000          // at most this many dead letters, oldest dropped first
 	pollWait         = 5 * time.Second // one pull request's lifetime
+	// doneRoot is the root of the core NATS subjects on which consumers
+	// announce the messages they finished (Watch).
+	doneRoot = "codectx_done"
+	// watchBuffer bounds the notifications a watcher has not read yet;
+	// more are dropped (the watcher's poll finds what they announced).
+	watchBuffer = 256
 )
 
 // Queue is a client of the NATS server.
@@ -272,6 +278,7 @@ func (q *Queue) handle(ctx context.Context, cfg queue.Config, msg jetstream.Msg,
 		if msg.Ack() == nil {
 			q.acked.Add(1)
 		}
+		q.notify(stage, m, false)
 	case ctx.Err() != nil:
 		msg.Nak() // shutting down: hand it to another worker now
 	case queue.IsPermanent(err):
@@ -352,6 +359,51 @@ func (q *Queue) deadLetter(ctx context.Context, stage string, m queue.Message, s
 	if msg.Ack() == nil {
 		q.dead.Add(1)
 	}
+	q.notify(stage, m, true)
+}
+
+// notify announces a finished message to the watchers of its stage and
+// subject (best effort: a lost notification only leaves a watcher to its
+// next poll).
+func (q *Queue) notify(stage string, m queue.Message, dead bool) {
+	data := "done " + m.ID
+	if dead {
+		data = "dead " + m.ID
+	}
+	q.nc.Publish(subjectFor(doneRoot, stage, m.Subject), []byte(data))
+}
+
+// Watch announces, until stop is called, each message of stage published
+// with exactly this subject that a consumer finishes (acknowledges or
+// dead-letters) from the moment Watch returns. It is a wake-up, not a
+// record: notifications are not persisted, a consumer of an older version
+// sends none, and beyond watchBuffer unread ones are dropped, so a watcher
+// reads the outcome where it is kept and keeps polling for what it missed.
+func (q *Queue) Watch(stage, subject string) (<-chan queue.Done, func(), error) {
+	if err := queue.ValidStage(stage); err != nil {
+		return nil, nil, err
+	}
+	if err := validSubject(subject); err != nil {
+		return nil, nil, err
+	}
+	ch := make(chan queue.Done, watchBuffer)
+	sub, err := q.nc.Subscribe(subjectFor(doneRoot, stage, subject), func(msg *nats.Msg) {
+		kind, id, _ := strings.Cut(string(msg.Data), " ")
+		select {
+		case ch <- queue.Done{ID: id, Dead: kind == "dead"}:
+		default:
+		}
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("watch %s %s: %w", stage, subject, err)
+	}
+	// The server knows the subscription before Watch returns: nothing
+	// finished afterwards goes unannounced.
+	if err := q.nc.Flush(); err != nil {
+		sub.Unsubscribe()
+		return nil, nil, fmt.Errorf("watch %s %s: %w", stage, subject, err)
+	}
+	return ch, func() { sub.Unsubscribe() }, nil
 }
 
 // DeadLetters returns the dead-lettered messages of stage, oldest first.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -532,5 +534,67 @@ func TestEmbeddedNeedsToken(t *testing.T) {
 	}
 	if fresh, err := d.Remember(t.Context(), "k1"); err != nil || !fresh {
 		t.Fatalf("Remember after Forget = %v, %v; want fresh", fresh, err)
+	}
+}
+
+// A watcher hears of each message of its stage and subject a consumer
+// finishes, acknowledged or dead-lettered, and of no other; a message a
+// handler retries is announced once it is finished.
+func TestWatch(t *testing.T) {
+	s := startServer(t)
+	q := connect(t, s)
+	w := connect(t, s) // the watcher may use another connection
+	ch, stop, err := w.Watch("parse", "snap1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var tries sync.Map
+	consume(t, q, queue.Config{Stage: "parse", MaxDeliver: 2}, func(_ context.Context, m queue.Message) error {
+		n, _ := tries.LoadOrStore(m.ID, new(atomic.Int32))
+		switch {
+		case string(m.Data) == "poison":
+			return errors.New("bad file")
+		case string(m.Data) == "flaky" && n.(*atomic.Int32).Add(1) == 1:
+			return errors.New("store unavailable")
+		}
+		return nil
+	})
+	publish(t, q, "parse", "snap1", "ok", "a1")
+	publish(t, q, "parse", "snap2", "ok", "b1")
+	publish(t, q, "graph", "snap1", "ok", "g1")
+	publish(t, q, "parse", "snap1", "poison", "a2")
+	publish(t, q, "parse", "snap1", "flaky", "a3")
+	got := map[string]bool{}
+	for len(got) < 3 {
+		select {
+		case d := <-ch:
+			if _, ok := got[d.ID]; ok {
+				t.Errorf("%s announced twice", d.ID)
+			}
+			got[d.ID] = d.Dead
+		case <-time.After(patience):
+			t.Fatalf("announced %v, want a1, a2 (dead) and a3", got)
+		}
+	}
+	if want := map[string]bool{"a1": false, "a2": true, "a3": false}; !maps.Equal(got, want) {
+		t.Errorf("announced %v, want %v", got, want)
+	}
+	select {
+	case d := <-ch:
+		t.Errorf("announced %+v of another stage or subject", d)
+	case <-time.After(200 * time.Millisecond):
+	}
+	stop()
+	publish(t, q, "parse", "snap1", "ok", "a4")
+	select {
+	case d, ok := <-ch:
+		if ok {
+			t.Errorf("announced %+v after stop", d)
+		}
+	case <-time.After(200 * time.Millisecond):
+	}
+	if _, _, err := w.Watch("parse", "bad subject"); err == nil {
+		t.Error("Watch accepted an invalid subject")
 	}
 }
