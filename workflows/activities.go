@@ -41,8 +41,8 @@ type Activities struct {
 	PollInterval time.Duration    // how often waits check the store; default 500ms
 	// NoWake makes waits poll only, ignoring the queue's notifications of
 	// finished messages (tests of the fallback).
-	NoWake bool
-	HistoryLimit int              // commits of history in a manifest; default 500 (index.ReadManifest)
+	NoWake       bool
+	HistoryLimit int // commits of history in a manifest; default 500 (index.ReadManifest)
 	// InfraRetry are the delays before re-publishing a job dead-lettered
 	// for an infrastructure error (not a bad input), one per round; after
 	// the last round the snapshot fails. Nil: 5s, 20s, 1m.
