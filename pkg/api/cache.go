@@ -21,13 +21,15 @@ const DefaultCacheBytes = 512 << 20
 // Concurrent loads of one key share one read. The segment just loaded is
 // always kept, even alone over the budget, so any segment can be served.
 type segCache struct {
-	store *blob.Bucket
-	max   int64
+	store  *blob.Bucket
+	max    int64
+	shards *index.ShardCache // nil: shards of a store without local files are read into the heap
 
 	mu    sync.Mutex
 	ll    *list.List // of *segEntry, front = most recent
 	m     map[string]*list.Element
 	bytes int64 // sum of the loaded entries' sizes
+	heap  int64 // of bytes, in the heap
 	hit   int
 	miss  int // loads started
 }
@@ -37,14 +39,15 @@ type segEntry struct {
 	ready chan struct{}
 	seg   *segment.Segment
 	size  int64 // 0 until loaded
+	heap  int64 // of size, in the heap
 	err   error
 }
 
-func newSegCache(store *blob.Bucket, maxBytes int64) *segCache {
+func newSegCache(store *blob.Bucket, maxBytes int64, shards *index.ShardCache) *segCache {
 	if maxBytes <= 0 {
 		maxBytes = DefaultCacheBytes
 	}
-	return &segCache{store: store, max: maxBytes, ll: list.New(), m: map[string]*list.Element{}}
+	return &segCache{store: store, max: maxBytes, shards: shards, ll: list.New(), m: map[string]*list.Element{}}
 }
 
 func (c *segCache) get(ctx context.Context, key string) (*segment.Segment, error) {
@@ -76,9 +79,14 @@ func (c *segCache) get(ctx context.Context, key string) (*segment.Segment, error
 			delete(c.m, key) // never cache a failure
 		}
 	case ok && el.Value == e:
-		e.size = e.seg.Size()
+		e.heap = e.seg.HeapSize()
+		e.size = e.heap + e.seg.MappedSize()
 		c.bytes += e.size
+		c.heap += e.heap
 		c.evict(e)
+	default:
+		// Replaced or dropped while loading: nothing holds it.
+		e.seg.Release()
 	}
 	c.mu.Unlock()
 	close(e.ready)
@@ -87,7 +95,9 @@ func (c *segCache) get(ctx context.Context, key string) (*segment.Segment, error
 
 // evict drops the least recently used loaded entries until the loaded
 // bytes fit the budget, never keep (the entry just loaded). Entries still
-// loading hold no bytes yet and stay.
+// loading hold no bytes yet and stay. A dropped segment releases its
+// mapped shards (their pages are dropped; queries still using the segment
+// page them back in, see package mapfile).
 func (c *segCache) evict(keep *segEntry) {
 	for el := c.ll.Back(); el != nil && c.bytes > c.max; {
 		prev := el.Prev()
@@ -95,13 +105,15 @@ func (c *segCache) evict(keep *segEntry) {
 			c.ll.Remove(el)
 			delete(c.m, e.key)
 			c.bytes -= e.size
+			c.heap -= e.heap
+			e.seg.Release()
 		}
 		el = prev
 	}
 }
 
 func (c *segCache) load(ctx context.Context, key string) (*segment.Segment, error) {
-	seg, err := index.LoadSegment(ctx, c.store, key)
+	seg, err := index.LoadSegmentWith(ctx, c.store, key, index.LoadOptions{Cache: c.shards})
 	if err != nil {
 		return nil, fmt.Errorf("load segment %s: %w", key, err)
 	}
@@ -124,5 +136,5 @@ func (c *segCache) stats() (n int, bytes int64, hits int) {
 func (c *segCache) cacheStats() metrics.CacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return metrics.CacheStats{Segments: c.ll.Len(), Bytes: c.bytes, Budget: c.max, Hits: int64(c.hit), Misses: int64(c.miss)}
+	return metrics.CacheStats{Segments: c.ll.Len(), Bytes: c.bytes, HeapBytes: c.heap, MappedBytes: c.bytes - c.heap, Budget: c.max, Hits: int64(c.hit), Misses: int64(c.miss)}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"codectx/pkg/blob"
+	"codectx/pkg/blob/local"
 	"codectx/pkg/index"
 )
 
@@ -111,5 +112,54 @@ func TestCacheBoundedByBytes(t *testing.T) {
 		if n, _, _ := tiny.segs.stats(); n != 1 {
 			t.Errorf("1-byte budget: %d segments cached, want 1", n)
 		}
+	}
+}
+
+// TestCacheEvictsMapped serves repositories of a local store, whose shards
+// are mapped, through a cache that holds one at a time: each eviction
+// releases the mapped shards (pages dropped), and a query of the evicted
+// segment still in hand, or of a reload, answers exactly as before.
+func TestCacheEvictsMapped(t *testing.T) {
+	store, err := local.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []string{"alpha", "beta"} {
+		indexRepo(t, store, r, 30)
+	}
+	ctx := context.Background()
+	s := &Server{Store: store, Routes: QueryRoutes, CacheSize: 1}
+	_, c := newServer(t, s)
+	answer := func(repo string) string {
+		t.Helper()
+		resp, err := c.Query(ctx, QueryRequest{Repo: repo, Query: "Handle7 serves request", Budget: 500})
+		if err != nil || len(resp.Chunks) == 0 {
+			t.Fatalf("query %s: %v, %+v", repo, err, resp)
+		}
+		return fmt.Sprintf("%+v", resp.Chunks)
+	}
+	want := answer("alpha")
+	h, err := index.ReadHead(ctx, store, index.DefaultTenant, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := s.segs.get(ctx, h.Segment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.segs.cacheStats()
+	if st.MappedBytes == 0 || st.HeapBytes == 0 || st.Bytes != st.HeapBytes+st.MappedBytes {
+		t.Fatalf("cache stats %+v: want mapped and heap bytes", st)
+	}
+	for range 3 {
+		answer("beta") // evicts alpha: its shard's pages are dropped
+		if got := answer("alpha"); got != want {
+			t.Fatalf("after eviction: %s, want %s", got, want)
+		}
+	}
+	answer("beta")
+	// The evicted segment, still held, reads back from its file.
+	if n := len(held.Chunks); n == 0 || held.Chunks[n-1].Body == "" {
+		t.Fatalf("released segment unreadable")
 	}
 }

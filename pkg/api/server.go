@@ -63,6 +63,11 @@ type Server struct {
 	Checks     []Check           // readiness probes besides the store
 	Notes      map[string]string // shown by /readyz, e.g. {"embed": "disabled: no embedder configured"}
 	CacheSize  int64             // bytes the loaded segments may hold (segment.Size); default DefaultCacheBytes
+	// ShardCache, when set, is where the shards of a store that keeps no
+	// local files (an object store) are downloaded to and mapped from;
+	// without it they are read into the heap. A local store's shard files
+	// are mapped where they are.
+	ShardCache *index.ShardCache
 	// Webhooks verifies push deliveries (POST /v1/webhooks/{host}/{tenant},
 	// with AdminRoutes); a tenant without a secret takes none.
 	Webhooks WebhookConfig
@@ -119,7 +124,7 @@ func (s *Server) init() {
 		if s.Sessions == nil {
 			s.Sessions = &session.Mem{}
 		}
-		s.segs = newSegCache(s.Store, s.CacheSize)
+		s.segs = newSegCache(s.Store, s.CacheSize, s.ShardCache)
 		s.Metrics.SegmentCache(s.segs.cacheStats)
 		s.fails = ratelog.New(s.Log, ratelog.DefaultInterval)
 		s.limits = s.Limits.withDefaults()

@@ -154,6 +154,27 @@ func (b *Bucket) Swap(ctx context.Context, key string, old, new []byte) error {
 	return wrap("swap", key, b.d.Swap(ctx, key, old, new))
 }
 
+// Filer is an optional Driver method: the path of the local file that
+// holds key's content (stores that keep objects as files). The file is
+// replaced only by rename, never written in place, so it may be mapped.
+type Filer interface {
+	FilePath(key string) (string, error)
+}
+
+// LocalPath returns the path of the local file holding key, and false if
+// the store does not keep objects as local files.
+func (b *Bucket) LocalPath(key string) (string, bool, error) {
+	if err := ValidKey(key); err != nil {
+		return "", false, wrap("path", key, err)
+	}
+	f, ok := b.d.(Filer)
+	if !ok {
+		return "", false, nil
+	}
+	p, err := f.FilePath(key)
+	return p, err == nil, wrap("path", key, err)
+}
+
 // Exister is an optional Driver method: a cheaper existence check than Get.
 type Exister interface {
 	Exists(ctx context.Context, key string) (bool, error)

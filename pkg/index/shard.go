@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"runtime"
 	"strconv"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"codectx/pkg/chunk"
 	"codectx/pkg/codectx"
 	"codectx/pkg/graph"
+	"codectx/pkg/mapfile"
 	"codectx/pkg/segment"
 	"codectx/pkg/source"
 	"codectx/pkg/tokenize"
@@ -309,8 +311,25 @@ func BuildShards(ctx context.Context, store *blob.Bucket, m *Manifest, prev []se
 }
 
 // LoadSegment loads the index stored at key: a segment, or a shard list
-// whose shards are read one at a time and joined (segment.Join).
+// whose shards are joined (segment.Joiner) where they lie: mapped from the
+// store's files when it keeps objects as local files, else read into the
+// heap (LoadSegmentWith can map them from a local cache instead).
 func LoadSegment(ctx context.Context, store *blob.Bucket, key string) (*segment.Segment, error) {
+	return LoadSegmentWith(ctx, store, key, LoadOptions{})
+}
+
+// LoadOptions say how LoadSegmentWith gets a shard list's shards.
+type LoadOptions struct {
+	// Cache, when set, holds the shards of a store without local files
+	// (an object store): each is downloaded once and mapped from there.
+	Cache *ShardCache
+	// NoMap reads every shard into the heap.
+	NoMap bool
+}
+
+// LoadSegmentWith is LoadSegment with options. The segment holds the
+// mappings of its shards: Release gives them back (a cache evicting it).
+func LoadSegmentWith(ctx context.Context, store *blob.Bucket, key string, opt LoadOptions) (*segment.Segment, error) {
 	data, err := store.Get(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("index: read segment %s: %w", key, err)
@@ -325,15 +344,52 @@ func LoadSegment(ctx context.Context, store *blob.Bucket, key string) (*segment.
 	data = nil
 	j := segment.NewJoiner(l)
 	for _, ref := range l.Shards {
-		b, err := store.Get(ctx, ref.Key)
-		if err != nil {
-			return nil, fmt.Errorf("index: read shard %s: %w", ref.Key, err)
-		}
-		if err := j.Add(b); err != nil {
-			return nil, fmt.Errorf("index: %w", err)
+		if err := addShard(ctx, j, store, ref.Key, opt); err != nil {
+			j.Release()
+			return nil, err
 		}
 	}
 	return j.Segment()
+}
+
+// addShard adds the shard at key to j: mapped from the store's file or
+// from the cache, or read.
+func addShard(ctx context.Context, j *segment.Joiner, store *blob.Bucket, key string, opt LoadOptions) error {
+	if !opt.NoMap {
+		path, local, err := store.LocalPath(key)
+		if err != nil {
+			return fmt.Errorf("index: shard %s: %w", key, err)
+		}
+		var f *mapfile.File
+		switch {
+		case local:
+			if f, err = mapfile.Open(path); errors.Is(err, fs.ErrNotExist) {
+				err = fmt.Errorf("%w: %v", blob.ErrNotFound, err)
+			}
+		case opt.Cache != nil:
+			f, err = opt.Cache.Open(ctx, store, key)
+		}
+		if err != nil {
+			return fmt.Errorf("index: read shard %s: %w", key, err)
+		}
+		if f != nil {
+			if err := j.AddFile(f); err != nil {
+				if opt.Cache != nil && !local {
+					opt.Cache.Drop(key) // fetched again next time
+				}
+				return fmt.Errorf("index: %w", err)
+			}
+			return nil
+		}
+	}
+	b, err := store.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("index: read shard %s: %w", key, err)
+	}
+	if err := j.Add(b); err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
+	return nil
 }
 
 // ReferencedFiles calls f for each file of the index stored at key (a

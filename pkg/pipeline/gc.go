@@ -158,6 +158,7 @@ func CollectEmbeddingCache(ctx context.Context, store *blob.Bucket, opt GCOption
 		for _, c := range seg.Chunks {
 			live[seg.Meta.Tenant+"/"+dense.Hash(c)] = true
 		}
+		seg.Release() // its mapped shards' pages can go
 		st.Roots++
 	}
 	for _, root := range []string{"vectorsets/", "embedplans/"} {

@@ -23,21 +23,23 @@ import (
 // Environment variables read by the role subcommands. A flag given on the
 // command line wins over its variable.
 const (
-	envData       = "CODECTX_DATA"
-	envListen     = "CODECTX_LISTEN"
-	envTemporal   = "CODECTX_TEMPORAL"
-	envNamespace  = "CODECTX_TEMPORAL_NAMESPACE"
-	envCreateNS   = "CODECTX_TEMPORAL_CREATE_NAMESPACE"
-	envRetention  = "CODECTX_TEMPORAL_NAMESPACE_RETENTION"
-	envNATS       = "CODECTX_NATS"
-	envS3         = "CODECTX_S3_ENDPOINT"
-	envS3Access   = "CODECTX_S3_ACCESS_KEY"
-	envS3Secret   = "CODECTX_S3_SECRET_KEY"
-	envS3Bucket   = "CODECTX_S3_BUCKET"
-	envS3Secure   = "CODECTX_S3_SECURE"
-	envServer     = "CODECTX_SERVER"
-	envCache      = "CODECTX_CACHE_BYTES"
-	envShardBytes = "CODECTX_SHARD_BYTES"
+	envData            = "CODECTX_DATA"
+	envListen          = "CODECTX_LISTEN"
+	envTemporal        = "CODECTX_TEMPORAL"
+	envNamespace       = "CODECTX_TEMPORAL_NAMESPACE"
+	envCreateNS        = "CODECTX_TEMPORAL_CREATE_NAMESPACE"
+	envRetention       = "CODECTX_TEMPORAL_NAMESPACE_RETENTION"
+	envNATS            = "CODECTX_NATS"
+	envS3              = "CODECTX_S3_ENDPOINT"
+	envS3Access        = "CODECTX_S3_ACCESS_KEY"
+	envS3Secret        = "CODECTX_S3_SECRET_KEY"
+	envS3Bucket        = "CODECTX_S3_BUCKET"
+	envS3Secure        = "CODECTX_S3_SECURE"
+	envServer          = "CODECTX_SERVER"
+	envCache           = "CODECTX_CACHE_BYTES"
+	envShardBytes      = "CODECTX_SHARD_BYTES"
+	envShardCache      = "CODECTX_SHARD_CACHE"
+	envShardCacheBytes = "CODECTX_SHARD_CACHE_BYTES"
 	// The network policy of clones (pkg/netguard).
 	envAllowHosts   = "CODECTX_ALLOW_HOSTS"
 	envAllowPrivate = "CODECTX_ALLOW_PRIVATE_NETWORKS"
@@ -209,6 +211,26 @@ func limitMemory(log *slog.Logger, cacheBytes int64) {
 // graph stage cuts a snapshot into.
 func shardFlag(fs *flag.FlagSet, v *int64) {
 	fs.Int64Var(v, "shard-bytes", envInt64(envShardBytes, index.DefaultShardBytes), "source bytes per index shard: a push rewrites only the shards holding changed files; negative: one segment per snapshot ($"+envShardBytes+")")
+}
+
+// shardCacheFlags are --shard-cache and --shard-cache-bytes: the local
+// directory a query server downloads an object store's shards into, to map
+// them instead of reading them into its heap.
+type shardCacheFlags struct {
+	dir   string
+	bytes int64
+}
+
+func (f *shardCacheFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.dir, "shard-cache", env(envShardCache, ""), "local directory the shards of an object store are downloaded to once and memory-mapped from by the query API (empty: read into the heap; a local store's shards are always mapped in place) ($"+envShardCache+")")
+	fs.Int64Var(&f.bytes, "shard-cache-bytes", envInt64(envShardCacheBytes, 4<<30), "bound of --shard-cache in bytes: least recently used shards are deleted past it (<= 0: unbounded) ($"+envShardCacheBytes+")")
+}
+
+func (f *shardCacheFlags) open() (*index.ShardCache, error) {
+	if f.dir == "" {
+		return nil, nil
+	}
+	return index.OpenShardCache(f.dir, f.bytes)
 }
 
 // cacheFlag registers --cache-bytes: the memory budget of the query API's

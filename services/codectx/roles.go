@@ -120,8 +120,10 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fs.StringVar(&keysFile, "api-keys", env(envAPIKeys, ""), "API key file (codectx key create --file FILE writes it; re-read when it changes); when set, every API route but health, metrics and webhooks needs a key ($"+envAPIKeys+")")
 	}
 	cacheBytes := int64(api.DefaultCacheBytes)
+	var shardCache shardCacheFlags
 	if r.routes&api.QueryRoutes != 0 {
 		cacheFlag(fs, &cacheBytes)
+		shardCache.register(fs)
 	}
 	if r.name == "graph-worker" {
 		shardFlag(fs, &c.shardBytes)
@@ -192,6 +194,10 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	m := metrics.New()
 	srv := &api.Server{Store: store, Metrics: m, Routes: r.routes, Checks: d.checks(use), Notes: notes, Log: log, Dense: kit.arm(), CacheSize: cacheBytes, Net: c.netPolicy()}
+	if srv.ShardCache, err = shardCache.open(); err != nil {
+		hs.shutdown(time.Second)
+		return err
+	}
 	if keyStore != nil {
 		srv.KeyStore = keyStore
 	}

@@ -68,6 +68,8 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	limits.register(fs)
 	cacheBytes := int64(api.DefaultCacheBytes)
 	cacheFlag(fs, &cacheBytes)
+	var shardCache shardCacheFlags
+	shardCache.register(fs)
 	shardFlag(fs, &c.shardBytes)
 	keysFile := fs.String("api-keys", env(envAPIKeys, ""), "API key file (codectx key create writes it; re-read when it changes); when set, every API route but health, metrics and webhooks needs a key ($"+envAPIKeys+")")
 	keysOn := fs.Bool("keys", envBool(envKeys, false), "require API keys from DATA/keys.json; on first start an admin key is written to DATA/admin.key (mode 0600) ($"+envKeys+")")
@@ -183,11 +185,16 @@ Stop with SIGINT or SIGTERM.`)
 		return fmt.Errorf("up: %w", err)
 	}
 	limitMemory(log, cacheBytes)
+	shards, err := shardCache.open()
+	if err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
 	srv := &api.Server{
 		Deliveries: deliveries,
 		Store:      store, Indexer: temporalIndexer{tc}, LocalPaths: true, Metrics: m, Routes: api.AllRoutes,
 		Checks: d.checks(useTemporal | useNATS), Notes: map[string]string{"embed": kit.note()}, Log: log, Dense: kit.arm(),
 		Webhooks: webhooks, Keys: selfKeys, Sessions: sessions, CacheSize: cacheBytes, Net: c.netPolicy(),
+		ShardCache: shards,
 	}
 	if keyStore != nil {
 		srv.KeyStore = keyStore

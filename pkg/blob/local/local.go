@@ -222,6 +222,9 @@ func read(path string) ([]byte, error) {
 	return data, err
 }
 
+// FilePath is the file holding key (written by rename, never in place).
+func (d *driver) FilePath(key string) (string, error) { return d.path(key) }
+
 func (d *driver) Exists(ctx context.Context, key string) (bool, error) {
 	path, err := d.path(key)
 	if err != nil {
