@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"codectx/pkg/codectx"
@@ -278,5 +279,92 @@ func TestConcurrentReads(t *testing.T) {
 		if got := <-done; !equalScores(got, want) {
 			t.Errorf("concurrent ExpandFiles = %v, want %v", got, want)
 		}
+	}
+}
+
+// TestReach checks ReachFiles and ReachSymbols against ExpandFiles and
+// ExpandSymbols without their seeds, in node order, over two graphs in
+// turn (the pooled scratch state moves between graphs of different sizes).
+func TestReach(t *testing.T) {
+	files := Build(chain(6))
+	syms := Build(Input{Files: []FileInput{
+		pyFile("a.py", nil,
+			sym(10, "alpha", fn, []string{"beta"}, nil),
+			sym(11, "beta", fn, []string{"gamma"}, nil),
+			sym(12, "gamma", fn, nil, []string{"Delta"}),
+			sym(13, "Delta", class, nil, nil),
+			sym(14, "lonely", fn, nil, nil)),
+	}})
+	big := Build(goFixture().in)
+	fileSeeds := []map[string]float64{
+		{"f0.js": 1},
+		{"f0.js": 1, "f1.js": 0.2, "f5.js": 0.9},
+		{"f2.js": 0.6, "nope.js": 3},
+		{"f3.js": 0},
+		{},
+	}
+	symSeeds := []map[int]float64{{12: 0.9}, {10: 1, 13: 0.1}, {14: 1}, {99: 1}}
+	for round := 0; round < 3; round++ {
+		for _, seeds := range fileSeeds {
+			for depth := 0; depth <= 3; depth++ {
+				want := files.ExpandFiles(seeds, depth)
+				got := files.ReachFiles(seeds, depth)
+				if !slices.IsSortedFunc(got, func(a, b FileScore) int { return strings.Compare(a.Path, b.Path) }) {
+					t.Errorf("ReachFiles(%v, %d) = %v, not in path order", seeds, depth, got)
+				}
+				m := map[string]float64{}
+				for _, f := range got {
+					if _, seed := seeds[f.Path]; seed {
+						t.Errorf("ReachFiles(%v, %d) has seed %s", seeds, depth, f.Path)
+					}
+					m[f.Path] = f.Score
+				}
+				for p := range seeds {
+					delete(want, p)
+				}
+				if !equalScores(m, want) {
+					t.Errorf("ReachFiles(%v, %d) = %v, want %v", seeds, depth, m, want)
+				}
+			}
+		}
+		big.ReachFiles(map[string]float64{"store/db.go": 1}, 0)
+		for _, seeds := range symSeeds {
+			for depth := 0; depth <= 3; depth++ {
+				want := syms.ExpandSymbols(seeds, depth)
+				got := syms.ReachSymbols(seeds, depth)
+				if !slices.IsSortedFunc(got, func(a, b SymbolScore) int { return a.ID - b.ID }) {
+					t.Errorf("ReachSymbols(%v, %d) = %v, not in id order", seeds, depth, got)
+				}
+				m := map[int]float64{}
+				for _, s := range got {
+					m[s.ID] = s.Score
+				}
+				for id := range seeds {
+					delete(want, id)
+				}
+				if !equalScores(m, want) {
+					t.Errorf("ReachSymbols(%v, %d) = %v, want %v", seeds, depth, m, want)
+				}
+			}
+		}
+		big.ReachSymbols(map[int]float64{4: 1}, 0)
+	}
+}
+
+// TestWalkGenerations checks that a pooled walk whose BFS generations are
+// about to overflow starts afresh instead of taking old marks for new.
+func TestWalkGenerations(t *testing.T) {
+	w := &walk{}
+	w.reset(4, 1)
+	w.stamp[2], w.gen = math.MaxInt32-1, math.MaxInt32-1
+	w.reset(4, 3)
+	if w.gen != 0 || slices.Max(w.stamp) != 0 {
+		t.Errorf("after reset near overflow: gen %d, stamps %v; want 0 and all 0", w.gen, w.stamp)
+	}
+	w.gen = 7
+	w.stamp[1] = 7
+	w.reset(3, 2)
+	if w.gen != 7 || w.stamp[1] != 7 {
+		t.Errorf("reset without overflow cleared the stamps: gen %d, stamps %v", w.gen, w.stamp)
 	}
 }

@@ -1,9 +1,9 @@
 package query
 
 import (
+	"cmp"
 	"path"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -134,23 +134,45 @@ func declPrior(seg *segment.Segment, q string) map[string]bool {
 }
 
 // applyPriors scales fused chunk scores by their file's path prior (and
-// priorDecl for the files of decl, from declPrior) and re-sorts them.
-func applyPriors(seg *segment.Segment, fused []fusion.Scored, decl map[string]bool) {
-	cache := map[string]float64{}
+// priorDecl for the declaration-only files, when withDecl: declPrior gave
+// them) and re-sorts them.
+func applyPriors(seg *segment.Segment, fused []fusion.Scored, withDecl bool) {
+	pri := chunkPriors(seg, withDecl)
 	for i := range fused {
 		id, _ := strconv.Atoi(fused[i].ID)
-		p := seg.Chunks[id].Path
-		w, ok := cache[p]
-		if !ok {
-			w = PathPrior(p)
-			if decl[p] {
-				w *= priorDecl
-			}
-			cache[p] = w
-		}
-		fused[i].Score *= w
+		fused[i].Score *= pri[id]
 	}
-	sort.SliceStable(fused, func(i, j int) bool { return fused[i].Score > fused[j].Score })
+	slices.SortStableFunc(fused, func(a, b fusion.Scored) int { return cmp.Compare(b.Score, a.Score) })
+}
+
+// chunkPriors returns the prior of every chunk of seg, by chunk id: its
+// file's PathPrior, times priorDecl for a declaration-only file when
+// withDecl. Built once per segment.
+func chunkPriors(seg *segment.Segment, withDecl bool) []float64 {
+	key := "query.chunkPriors"
+	if withDecl {
+		key = "query.chunkPriorsDecl"
+	}
+	var decl map[string]bool
+	if withDecl {
+		decl = declOnly(seg) // outside the build: Memo is not reentrant
+	}
+	return seg.Memo(key, func() any {
+		byFile := map[string]float64{}
+		pri := make([]float64, len(seg.Chunks))
+		for i, c := range seg.Chunks {
+			w, ok := byFile[c.Path]
+			if !ok {
+				w = PathPrior(c.Path)
+				if decl[c.Path] {
+					w *= priorDecl
+				}
+				byFile[c.Path] = w
+			}
+			pri[i] = w
+		}
+		return pri
+	}).([]float64)
 }
 
 // orderByFile rescores chunks so the packer sees files in file-rank order:
@@ -180,6 +202,6 @@ func orderByFile(seg *segment.Segment, fused []fusion.Scored, files []File) []fu
 		}
 		out[i].Score = fileScore[p] * (0.5 + 0.5*rel)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
+	slices.SortStableFunc(out, func(a, b fusion.Scored) int { return cmp.Compare(b.Score, a.Score) })
 	return out
 }

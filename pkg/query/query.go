@@ -363,7 +363,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 		// Seeds are the other arms' fused ranking, priors applied, as the
 		// final ranking would show it.
 		seeds := fusion.RRF(lists, weights, req.RRFK)
-		applyPriors(seg, seeds, decl)
+		applyPriors(seg, seeds, decl != nil)
 		add(ArmGraph, e.graphArm(seeds, cls, keep))
 		add(armGraphIndex, e.indexArm(q, seeds, keep))
 		tm[ArmGraph] = int(time.Since(t).Microseconds())
@@ -375,7 +375,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 	for i := range fused {
 		fused[i].Arms = armNames(fused[i].Arms)
 	}
-	applyPriors(seg, fused, decl)
+	applyPriors(seg, fused, decl != nil)
 	used := make([]string, 0, len(lists))
 	for _, l := range lists {
 		if _, sub := subLists[l.Arm]; !sub {
@@ -822,41 +822,36 @@ func (e *Engine) graphArm(seeds []fusion.Scored, cls classify.Result, keep func(
 		id    int
 		score float64
 	}
-	var cands []cand
-	seen := map[int]bool{}
-	for id, sc := range seg.Graph.ExpandSymbols(symSeeds, depth) {
-		if _, seed := symSeeds[id]; seed || id < 0 || id >= len(seg.Chunks) {
-			continue
+	reached := seg.Graph.ReachSymbols(symSeeds, depth)
+	files := seg.Graph.ReachFiles(fileSeeds, depth)
+	cands := make([]cand, 0, len(reached)+len(files))
+	for _, r := range reached {
+		if r.ID >= 0 && r.ID < len(seg.Chunks) {
+			cands = append(cands, cand{r.ID, r.Score})
 		}
-		seen[id] = true
-		cands = append(cands, cand{id, sc})
 	}
-	for p, sc := range seg.Graph.ExpandFiles(fileSeeds, depth) {
-		if _, seed := fileSeeds[p]; seed {
-			continue
-		}
-		f, ok := seg.File(p)
+	// A file's module header (imports and package doc) stands for it,
+	// unless the symbol walk reached that chunk already.
+	syms := len(cands)
+	for _, r := range files {
+		f, ok := seg.File(r.Path)
 		if !ok || len(f.Chunks) == 0 {
 			continue
 		}
-		id := f.Chunks[0] // the module header: imports and package doc
-		if !seen[id] {
-			seen[id] = true
-			cands = append(cands, cand{id, sc * 0.9})
+		id := f.Chunks[0]
+		if _, dup := slices.BinarySearchFunc(cands[:syms], id, func(c cand, id int) int { return c.id - id }); !dup {
+			cands = append(cands, cand{id, r.Score * 0.9})
 		}
 	}
-	sort.Slice(cands, func(i, j int) bool {
-		if cands[i].score != cands[j].score {
-			return cands[i].score > cands[j].score
-		}
-		return cands[i].id < cands[j].id
-	})
+	// Only the best 50 are kept: select them, then sort those.
+	byScore := func(a, b cand) int { return cmp.Or(cmp.Compare(b.score, a.score), a.id-b.id) }
+	if len(cands) > 50 {
+		cands = topK(cands, 50, byScore)
+	}
+	slices.SortFunc(cands, byScore)
 	ids := make([]int, 0, len(cands))
 	for _, c := range cands {
 		ids = append(ids, c.id)
-	}
-	if len(ids) > 50 {
-		ids = ids[:50]
 	}
 	return filterIDs(ids, keep)
 }
@@ -993,6 +988,49 @@ func (e *Engine) rankFiles(fused []fusion.Scored) []File {
 		sort.Strings(sig)
 		files = append(files, File{Path: p, Score: a.best + restWeight*a.rest, Signals: sig})
 	}
-	sort.SliceStable(files, func(i, j int) bool { return files[i].Score > files[j].Score })
+	slices.SortStableFunc(files, func(a, b File) int { return cmp.Compare(b.Score, a.Score) })
 	return files
+}
+
+// topK returns the k first elements of s in cmp's order, in no particular
+// order of their own: the prefix of s becomes a heap of them (s's other
+// elements are overwritten). cmp must order every two elements (ties
+// broken) for the choice to be the one a full sort would make.
+func topK[T any](s []T, k int, cmp func(a, b T) int) []T {
+	if k <= 0 {
+		return s[:0]
+	}
+	if len(s) <= k {
+		return s
+	}
+	h := s[:k]
+	for i := k/2 - 1; i >= 0; i-- {
+		siftDown(h, i, cmp)
+	}
+	for _, x := range s[k:] {
+		if cmp(x, h[0]) < 0 { // better than the worst kept
+			h[0] = x
+			siftDown(h, 0, cmp)
+		}
+	}
+	return h
+}
+
+// siftDown restores the heap of h below i, the last element in cmp's
+// order at the root.
+func siftDown[T any](h []T, i int, cmp func(a, b T) int) {
+	for {
+		c := 2*i + 1
+		if c >= len(h) {
+			return
+		}
+		if c+1 < len(h) && cmp(h[c+1], h[c]) > 0 {
+			c++
+		}
+		if cmp(h[c], h[i]) <= 0 {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
 }
