@@ -155,12 +155,12 @@ type item struct {
 // opt.Budget. It never panics on odd input (empty or huge bodies, invalid
 // line ranges, NaN scores).
 func Pack(cands []Candidate, opt Options) Result {
-	count, atMost := opt.Count, tokens.CountAtMost
+	count, atMost := opt.Count, tokens.CountJoinAtMost
 	if count == nil {
 		count = tokens.Count
 	} else {
-		atMost = func(s string, limit int) (int, bool) {
-			n := count(s)
+		atMost = func(a, b string, limit int) (int, bool) {
+			n := count(a + b)
 			return n, n <= limit
 		}
 	}
@@ -199,8 +199,10 @@ func Pack(cands []Candidate, opt Options) Result {
 		// The renderings are made one at a time: most candidates of a
 		// long ranking fit as a stub or not at all.
 		l := ladder{it: it}
-		for p, ok := l.next(); ok; p, ok = l.next() {
-			if n, ok := atMost(p.Text, left-sepCost); ok {
+		for r, ok := l.next(); ok; r, ok = l.next() {
+			if n, ok := atMost(r.head, r.body, left-sepCost); ok {
+				p := r.p
+				p.Text = r.head + r.body
 				p.Tokens = n
 				left -= n + sepCost
 				perFile[it.file]++
@@ -301,10 +303,31 @@ func layout(chosen []Packed, files []int, ranked bool) []Packed {
 type ladder struct {
 	it   *item
 	step int
-	seen []string
+	seen []rendering
 }
 
-func (l *ladder) next() (Packed, bool) {
+// rendering is one way to emit a candidate: p with the text head+body,
+// joined only when it is picked (most full bodies of a long ranking do
+// not fit, and their counts need no copy).
+type rendering struct {
+	p          Packed
+	head, body string
+}
+
+// same reports whether r and o emit the same text.
+func (r rendering) same(o rendering) bool {
+	if len(r.head)+len(r.body) != len(o.head)+len(o.body) {
+		return false
+	}
+	if len(r.head) > len(o.head) {
+		r, o = o, r
+	}
+	// r.head is the shorter: o.head = r.head + x, r.body = x + o.body.
+	x := o.head[len(r.head):]
+	return o.head[:len(r.head)] == r.head && r.body[:len(x)] == x && r.body[len(x):] == o.body
+}
+
+func (l *ladder) next() (rendering, bool) {
 	it := l.it
 	for ; l.step < 6; l.step++ {
 		c := it.main
@@ -314,24 +337,25 @@ func (l *ladder) next() (Packed, bool) {
 			}
 			c = *it.best
 		}
-		var p Packed
+		var r rendering
 		switch l.step / 2 {
 		case 0:
-			p = Packed{Candidate: c, Granularity: Full, Text: fullText(c, it.signals)}
+			r.p = Packed{Candidate: c, Granularity: Full}
+			r.head, r.body = fullText(c, it.signals)
 		case 1:
-			p = Packed{Candidate: c, Granularity: Stub, Text: stubText(c, it.signals, true)}
+			r.p, r.head = Packed{Candidate: c, Granularity: Stub}, stubText(c, it.signals, true)
 		default:
-			p = Packed{Candidate: c, Granularity: Stub, Text: stubText(c, it.signals, false)}
+			r.p, r.head = Packed{Candidate: c, Granularity: Stub}, stubText(c, it.signals, false)
 		}
-		if slices.Contains(l.seen, p.Text) {
+		if slices.ContainsFunc(l.seen, r.same) {
 			continue
 		}
-		l.seen = append(l.seen, p.Text)
+		l.seen = append(l.seen, r)
 		l.step++
-		p.Score, p.Signals = it.score, it.signals
-		return p, true
+		r.p.Score, r.p.Signals = it.score, it.signals
+		return r, true
 	}
-	return Packed{}, false
+	return rendering{}, false
 }
 
 // Header returns the header line of a chunk:
@@ -410,16 +434,17 @@ func oneLine(s string) string {
 	}, s)
 }
 
-func fullText(c Candidate, signals []string) string {
-	body := strings.TrimRight(c.Body, " \t\r\n")
+// fullText returns the full rendering of c as its header line (with the
+// line break) and its body: the text is head+body.
+func fullText(c Candidate, signals []string) (head, body string) {
+	body = strings.TrimRight(c.Body, " \t\r\n")
 	if strings.TrimSpace(body) == "" {
-		return Header(c, signals, Full)
+		return Header(c, signals, Full), ""
 	}
-	b := make([]byte, 0, 128+len(body))
+	b := make([]byte, 0, 128)
 	b = appendHeader(b, c, signals, Full)
 	b = append(b, '\n')
-	b = append(b, body...)
-	return string(b)
+	return string(b), body
 }
 
 // stubText renders the header, the doc as "// " comment lines (if withDoc)

@@ -105,7 +105,7 @@ func TestHeader(t *testing.T) {
 
 func TestPackGranularity(t *testing.T) {
 	c := cand("a.go", 10, 40, 1, "// f does things.\nfunc f10() {\n"+bigBody(30)+"}\n")
-	full := fullText(c, c.Signals)
+	full := fullString(c, c.Signals)
 	stub := stubText(c, c.Signals, true)
 	sig := stubText(c, c.Signals, false)
 	sep := tokens.Count(Sep)
@@ -233,7 +233,7 @@ func TestPackMergedFallsBackToInner(t *testing.T) {
 	outer := cand("a.go", 1, 400, 0.3, "type T struct{}\n"+bigBody(400))
 	outer.Symbol, outer.Signature, outer.Doc = "T", "type T struct", ""
 	it := &item{main: outer, best: &inner, score: 0.9, signals: []string{"bm25"}}
-	want := fullText(inner, it.signals)
+	want := fullString(inner, it.signals)
 	r := Pack([]Candidate{inner, outer}, Options{Budget: tokens.Count(want) + 1})
 	check(t, r, tokens.Count(want)+1, tokens.Count)
 	if len(r.Chunks) != 1 || r.Chunks[0].Text != want || r.Chunks[0].Granularity != Full {
@@ -272,7 +272,7 @@ func TestPackOptions(t *testing.T) {
 	a1 := cand("a.go", 1, 5, 0.9, bigBody(20))
 	a2 := cand("a.go", 10, 15, 0.8, bigBody(20))
 	b1 := cand("b.go", 1, 5, 0.5, bigBody(20))
-	two := tokens.Count(fullText(a1, a1.Signals)) + tokens.Count(fullText(a2, a2.Signals)) + 2*tokens.Count(Sep)
+	two := tokens.Count(fullString(a1, a1.Signals)) + tokens.Count(fullString(a2, a2.Signals)) + 2*tokens.Count(Sep)
 	tests := []struct {
 		name    string
 		opt     Options
@@ -449,5 +449,37 @@ func BenchmarkPack(b *testing.B) {
 	}
 	for b.Loop() {
 		Pack(cs, Options{Budget: 8000})
+	}
+}
+
+// fullString is the full rendering's text.
+func fullString(c Candidate, signals []string) string {
+	head, body := fullText(c, signals)
+	return head + body
+}
+
+// TestRenderingSame checks that renderings compare by their joined text,
+// wherever the text is split between head and body.
+func TestRenderingSame(t *testing.T) {
+	r := func(head, body string) rendering { return rendering{head: head, body: body} }
+	tests := []struct {
+		a, b rendering
+		want bool
+	}{
+		{r("// h\n", "body"), r("// h\n", "body"), true},
+		{r("// h\nbody", ""), r("// h\n", "body"), true},
+		{r("// h", "\nbody"), r("// h\nbo", "dy"), true},
+		{r("", ""), r("", ""), true},
+		{r("// h\n", "body"), r("// h\n", "bodY"), false},
+		{r("// h\n", "body"), r("// H\n", "body"), false},
+		{r("// h\n", "body"), r("// h\n", "body "), false},
+		{r("// h\nbody", ""), r("// h\n", "bodx"), false},
+	}
+	for _, tt := range tests {
+		for _, pair := range [][2]rendering{{tt.a, tt.b}, {tt.b, tt.a}} {
+			if got := pair[0].same(pair[1]); got != tt.want {
+				t.Errorf("(%q+%q).same(%q+%q) = %v, want %v", pair[0].head, pair[0].body, pair[1].head, pair[1].body, got, tt.want)
+			}
+		}
 	}
 }

@@ -177,6 +177,32 @@ func CountAtMost(s string, limit int) (int, bool) {
 	return n, n <= limit
 }
 
+// CountJoinAtMost is CountAtMost(a+b, limit) without building a+b when b
+// has a token boundary (see boundaryAt) near its start: only a and b's
+// text up to that boundary are joined, and the rest of b is counted where
+// it lies. The packer counts each chunk's body under a header line this
+// way, most bodies not fitting, instead of copying every body it tries.
+func CountJoinAtMost(a, b string, limit int) (int, bool) {
+	if b == "" {
+		return CountAtMost(a, limit)
+	}
+	// The first boundary of a+b at or after len(a): at the join itself
+	// when a ends with a line break, or the first of b's own (boundaryAt
+	// looks at the byte before i and on, so b's boundaries are a+b's).
+	j := 0
+	if a == "" || a[len(a)-1] != '\n' || !opensPiece(b) {
+		if j = nextBoundary(b[:min(len(b), pieceMin)], 1); j >= len(b) || !boundaryAt(b, j) {
+			return CountAtMost(a+b, limit)
+		}
+	}
+	n, ok := CountAtMost(a+b[:j], limit)
+	if !ok {
+		return n, false
+	}
+	m, ok := CountAtMost(b[j:], limit-n)
+	return n + m, ok
+}
+
 // exact counts s with the codec. The codec only errors when its regexp
 // fails (no timeout is set, so in practice never); the byte bound keeps
 // Count an upper bound even then.
@@ -239,10 +265,14 @@ func hasLongRun(s string) bool {
 // holding '\n' ends at the last line break of its run, which is at i-1.
 // So the counts of the two sides add up to the count of s exactly.
 func boundaryAt(s string, i int) bool {
-	if i <= 0 || i >= len(s) || s[i-1] != '\n' {
-		return false
-	}
-	for j := i; j < len(s); j++ {
+	return i > 0 && i < len(s) && s[i-1] == '\n' && opensPiece(s[i:])
+}
+
+// opensPiece reports whether s, after a line break, starts a piece no
+// piece before it can reach into: spaces or tabs (maybe none), then a
+// printable ASCII character other than '/' (see boundaryAt).
+func opensPiece(s string) bool {
+	for j := 0; j < len(s); j++ {
 		switch b := s[j]; {
 		case b == ' ' || b == '\t':
 			continue

@@ -122,6 +122,42 @@ func TestCountAtMost(t *testing.T) {
 	}
 }
 
+// TestCountJoinAtMost checks CountJoinAtMost(a, b) against the count of
+// a+b: header-like and random first parts, with and without a final line
+// break, over random bodies (some with a long whitespace run, some opening
+// with a line a piece can run on from).
+func TestCountJoinAtMost(t *testing.T) {
+	r := rand.New(rand.NewSource(4))
+	heads := []string{"", "// repo@abc:x.go#L1-9 F (function) [bm25]\n", "// h\n", "x", "x\n\n", "é\n", " \n"}
+	for i := range 600 {
+		a := heads[i%len(heads)]
+		if i%5 == 0 {
+			a = randText(r, r.Intn(40))
+		}
+		b := randText(r, r.Intn(1500))
+		switch i % 9 {
+		case 1:
+			b = "\t" + b
+		case 2:
+			b = "/" + b
+		case 3:
+			b = strings.Repeat(" \n", LongRun) + b
+		case 4:
+			b = strings.Repeat("x", 2*pieceMin) + "\n" + b
+		}
+		want := Count(a + b)
+		for _, limit := range []int{0, want / 2, want - 1, want, want + 5} {
+			got, ok := CountJoinAtMost(a, b, limit)
+			switch {
+			case ok && (got != want || got > limit):
+				t.Fatalf("case %d: CountJoinAtMost(%q, %q, %d) = %d, true; Count = %d", i, a, b, limit, got, want)
+			case !ok && (got <= limit || want <= limit):
+				t.Fatalf("case %d: CountJoinAtMost(%q, %q, %d) = %d, false; Count = %d", i, a, b, limit, got, want)
+			}
+		}
+	}
+}
+
 func TestCountInvalidUTF8(t *testing.T) {
 	s := strings.Repeat("\xff", 1000)
 	if got := Count(s); got <= 0 || got > 3*len(s) {
