@@ -1,6 +1,7 @@
 package bm25
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -264,6 +265,60 @@ func BenchmarkLoad(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
 		if _, err := Load(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSearchParts is BenchmarkSearch over the corpus cut into parts
+// searched where they lie (Multi over in-place parts), as a query server
+// searches a repository's shards; parts=1 is the one index.
+func BenchmarkSearchParts(b *testing.B) {
+	c := loadCorpus(b)
+	qs := queryTerms()
+	p := DefaultParams()
+	for _, n := range []int{1, 8, 30} {
+		b.Run(fmt.Sprintf("parts=%d", n), func(b *testing.B) {
+			var parts []*Index
+			for i := range n {
+				bl := NewBuilder()
+				for _, d := range c.docs[i*len(c.docs)/n : (i+1)*len(c.docs)/n] {
+					bl.Add(d)
+				}
+				data, err := bl.Build().AppendRaw(nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ix, err := LoadRaw(data)
+				if err != nil {
+					b.Fatal(err)
+				}
+				parts = append(parts, ix)
+			}
+			ix := Multi(parts)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				for _, q := range qs {
+					ix.Search(q, 10, p)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(qs)), "ns/query")
+		})
+	}
+}
+
+// BenchmarkLoadRaw measures opening the in-place layout (checks, no
+// decode) beside BenchmarkLoad's decode.
+func BenchmarkLoadRaw(b *testing.B) {
+	c := loadCorpus(b)
+	data, err := ourIndex(c).AppendRaw(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := LoadRaw(data); err != nil {
 			b.Fatal(err)
 		}
 	}

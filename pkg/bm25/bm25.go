@@ -495,17 +495,24 @@ func better(a, b Hit) bool {
 
 // topK selects the k best touched documents with a min-heap (worst on top).
 func topK(s *scratch, k int, keep func(int) bool) []Hit {
-	h := make([]Hit, 0, min(k, len(s.touched)))
+	h := pushTop(make([]Hit, 0, min(k, len(s.touched))), s, k, keep, 0)
+	sort.Slice(h, func(i, j int) bool { return better(h[i], h[j]) })
+	return h
+}
+
+// pushTop adds the touched documents of s, their ids plus base, to the
+// min-heap h of at most k hits (worst on top); keep sees the ids plus base.
+func pushTop(h []Hit, s *scratch, k int, keep func(int) bool, base int) []Hit {
 	for _, d := range s.touched {
 		sc := s.acc[d]
 		if sc <= 0 {
 			continue
 		}
-		hit := Hit{Doc: int(d), Score: float64(sc)}
+		hit := Hit{Doc: base + int(d), Score: float64(sc)}
 		if len(h) == k && !better(hit, h[0]) {
 			continue
 		}
-		if keep != nil && !keep(int(d)) {
+		if keep != nil && !keep(hit.Doc) {
 			continue
 		}
 		if len(h) < k {
@@ -516,7 +523,6 @@ func topK(s *scratch, k int, keep func(int) bool) []Hit {
 			down(h, 0)
 		}
 	}
-	sort.Slice(h, func(i, j int) bool { return better(h[i], h[j]) })
 	return h
 }
 

@@ -19,9 +19,9 @@ import (
 //     normalisation is the joined one;
 //   - a query term's df is the sum of its df in each part (only the
 //     query's terms are looked up, one binary search per part);
-//   - each part's top k holds every document of the global top k that it
-//     holds, so merging by score (ties by global document id) gives the
-//     global top k.
+//   - the parts' documents, scored, go through one top-k heap by score
+//     (ties by global document id), so the result is the global top k
+//     (and a part's documents below the k-th best so far are skipped).
 //
 // A part that is itself a Multi contributes its parts. One part is
 // returned as is.
@@ -152,7 +152,7 @@ func (ix *Index) searchMulti(query []string, weights []float64, k int, p Params,
 		return nil
 	}
 	nt := ix.norms(p)
-	var all []Hit
+	var h []Hit
 	for pi, part := range ix.parts {
 		if part.n == 0 {
 			continue
@@ -171,24 +171,13 @@ func (ix *Index) searchMulti(query []string, weights []float64, k int, p Params,
 			}
 			part.scoreTerm(s, part.postings[part.postOff[i]:part.postOff[i+1]], idf[j], float32(p.K1), nt.parts[pi])
 		}
-		base := ix.base[pi]
-		var pk func(int) bool
-		if keep != nil {
-			pk = func(d int) bool { return keep(base + d) }
-		}
-		for _, h := range topK(s, k, pk) {
-			h.Doc += base
-			all = append(all, h)
-		}
+		h = pushTop(h, s, k, keep, ix.base[pi])
 		for _, d := range s.touched {
 			s.acc[d] = 0
 		}
 		s.touched = s.touched[:0]
 		part.pool.Put(s)
 	}
-	sort.Slice(all, func(i, j int) bool { return better(all[i], all[j]) })
-	if len(all) > k {
-		all = all[:k]
-	}
-	return all
+	sort.Slice(h, func(i, j int) bool { return better(h[i], h[j]) })
+	return h
 }
