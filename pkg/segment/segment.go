@@ -265,9 +265,13 @@ func ShortName(name string) string {
 // NormalizeName lowercases a qualified name and drops receiver decoration, so
 // "(*Router).Mount" and "Router.Mount" meet.
 func NormalizeName(name string) string {
-	r := strings.NewReplacer("(*", "", "(", "", ")", "", "::", ".", "#", ".")
-	return strings.ToLower(r.Replace(name))
+	return strings.ToLower(nameReplacer.Replace(name))
 }
+
+// nameReplacer is built once: building it (a generic replacer's tables)
+// cost more than the replacing, and NormalizeName runs for every symbol of
+// a segment when it is loaded.
+var nameReplacer = strings.NewReplacer("(*", "", "(", "", ")", "", "::", ".", "#", ".")
 
 func (s *Segment) buildSymbols() {
 	m := map[string][]int{}
