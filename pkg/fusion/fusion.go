@@ -31,7 +31,9 @@
 package fusion
 
 import (
-	"sort"
+	"cmp"
+	"slices"
+	"strings"
 )
 
 // DefaultK is the RRF damping constant used when RRF is given k <= 0.
@@ -48,8 +50,8 @@ type Ranked struct {
 type Scored struct {
 	ID    string
 	Score float64
-	Arms  []string       // arms that found the ID, sorted
-	Ranks map[string]int // 1-based rank of the ID in each arm that found it
+	Arms  []string // arms that found the ID, sorted
+	Ranks []int    // Ranks[i] is the 1-based rank of the ID in Arms[i]
 }
 
 // BestRank is the smallest rank the result has in any arm (0 if none).
@@ -78,68 +80,109 @@ func RRF(lists []Ranked, weights map[string]float64, k float64) []Scored {
 	if k <= 0 {
 		k = DefaultK
 	}
-	byID := make(map[string]*Scored)
-	var order []*Scored
+	// The arms that count, sorted: an ID's ranks are a row of one slot per
+	// arm (0 = not found), so Arms come out sorted with no per-ID map.
+	var arms []string
 	for _, l := range lists {
-		w := weight(weights, l.Arm)
-		if w <= 0 {
+		if weight(weights, l.Arm) > 0 && !slices.Contains(arms, l.Arm) {
+			arms = append(arms, l.Arm)
+		}
+	}
+	slices.Sort(arms)
+	na := len(arms)
+	armW := make([]float64, na)
+	for a, arm := range arms {
+		armW[a] = weight(weights, arm)
+	}
+	n := 0
+	for _, l := range lists {
+		n += len(l.IDs)
+	}
+	byID := make(map[string]int32, n)
+	var ids []string
+	var ranks []int // row i*na..(i+1)*na: ID i's rank in each arm
+	for _, l := range lists {
+		a, ok := slices.BinarySearch(arms, l.Arm)
+		if !ok {
 			continue
 		}
 		for i, id := range l.IDs {
 			if id == "" {
 				continue
 			}
-			s := byID[id]
-			if s == nil {
-				s = &Scored{ID: id, Ranks: make(map[string]int)}
-				byID[id] = s
-				order = append(order, s)
+			e, ok := byID[id]
+			if !ok {
+				e = int32(len(ids))
+				byID[id] = e
+				ids = append(ids, id)
+				ranks = append(ranks, make([]int, na)...)
 			}
 			rank := i + 1
-			if old, ok := s.Ranks[l.Arm]; !ok || rank < old {
-				s.Ranks[l.Arm] = rank
+			if r := &ranks[int(e)*na+a]; *r == 0 || rank < *r {
+				*r = rank
 			}
 		}
 	}
 
-	type entry struct {
-		s    Scored
-		best int
-	}
-	out := make([]entry, 0, len(order))
-	var terms []float64
-	for _, s := range order {
-		s.Arms = make([]string, 0, len(s.Ranks))
-		for arm := range s.Ranks {
-			s.Arms = append(s.Arms, arm)
+	out := make([]Scored, len(ids))
+	best := make([]int, len(ids))
+	nfound := 0
+	for e := range ids {
+		for _, r := range ranks[e*na : (e+1)*na] {
+			if r > 0 {
+				nfound++
+			}
 		}
-		sort.Strings(s.Arms)
+	}
+	armSlab := make([]string, 0, nfound)
+	rankSlab := make([]int, 0, nfound)
+	var terms []float64
+	for e, id := range ids {
+		s := &out[e]
+		s.ID = id
+		start := len(armSlab)
+		terms = terms[:0]
+		for a, r := range ranks[e*na : (e+1)*na] {
+			if r == 0 {
+				continue
+			}
+			armSlab = append(armSlab, arms[a])
+			rankSlab = append(rankSlab, r)
+			terms = append(terms, armW[a]/(k+float64(r)))
+			if best[e] == 0 || r < best[e] {
+				best[e] = r
+			}
+		}
+		s.Arms = armSlab[start:len(armSlab):len(armSlab)]
+		s.Ranks = rankSlab[start:len(rankSlab):len(rankSlab)]
 		// Sum the smallest terms first, in a fixed order, so that two IDs
 		// with the same multiset of contributions get bit-identical scores
 		// and fall through to the deterministic tie-breaks.
-		terms = terms[:0]
-		for _, arm := range s.Arms {
-			terms = append(terms, weight(weights, arm)/(k+float64(s.Ranks[arm])))
-		}
-		sort.Float64s(terms)
+		slices.Sort(terms)
 		for _, t := range terms {
 			s.Score += t
 		}
-		out = append(out, entry{*s, s.BestRank()})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.s.Score != b.s.Score {
-			return a.s.Score > b.s.Score
+	order := make([]int32, len(out))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(i, j int32) int {
+		a, b := &out[i], &out[j]
+		if a.Score != b.Score {
+			if a.Score > b.Score {
+				return -1
+			}
+			return 1
 		}
-		if a.best != b.best {
-			return a.best < b.best
+		if c := cmp.Compare(best[i], best[j]); c != 0 {
+			return c
 		}
-		return a.s.ID < b.s.ID
+		return strings.Compare(a.ID, b.ID)
 	})
 	res := make([]Scored, len(out))
-	for i, e := range out {
-		res[i] = e.s
+	for i, e := range order {
+		res[i] = out[e]
 	}
 	return res
 }

@@ -70,6 +70,39 @@ func armNames(arms []string) []string {
 	return out
 }
 
+// mergeSubLists names a fused result's sub-lists by their arm (see
+// armNames), each arm once with its best rank.
+func mergeSubLists(s *fusion.Scored) {
+	sub := false
+	for _, a := range s.Arms {
+		if _, ok := subLists[a]; ok {
+			sub = true
+			break
+		}
+	}
+	if !sub {
+		return
+	}
+	if len(s.Ranks) != len(s.Arms) { // not from fusion.RRF: names only
+		s.Arms, s.Ranks = armNames(s.Arms), nil
+		return
+	}
+	arms := make([]string, 0, len(s.Arms))
+	ranks := make([]int, 0, len(s.Arms))
+	for i, a := range s.Arms {
+		if arm, ok := subLists[a]; ok {
+			a = arm
+		}
+		if j := slices.Index(arms, a); j >= 0 {
+			ranks[j] = min(ranks[j], s.Ranks[i])
+			continue
+		}
+		arms = append(arms, a)
+		ranks = append(ranks, s.Ranks[i])
+	}
+	s.Arms, s.Ranks = arms, ranks
+}
+
 // minorWeight is the fusion weight of an arm the trigger's plan omits.
 const minorWeight = 0.2
 
@@ -373,7 +406,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 	}
 	fused := fusion.RRF(lists, weights, req.RRFK)
 	for i := range fused {
-		fused[i].Arms = armNames(fused[i].Arms)
+		mergeSubLists(&fused[i])
 	}
 	applyPriors(seg, fused, decl != nil)
 	used := make([]string, 0, len(lists))
