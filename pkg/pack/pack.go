@@ -43,6 +43,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"codectx/pkg/tokens"
 )
@@ -301,9 +302,10 @@ func layout(chosen []Packed, files []int, ranked bool) []Packed {
 // full body of the emitted candidate and of its fallback, their stubs with
 // doc, then their bare signatures, each distinct text once.
 type ladder struct {
-	it   *item
-	step int
-	seen []rendering
+	it    *item
+	step  int
+	seen  [6]rendering // the texts yielded so far
+	nseen int
 }
 
 // rendering is one way to emit a candidate: p with the text head+body,
@@ -347,10 +349,11 @@ func (l *ladder) next() (rendering, bool) {
 		default:
 			r.p, r.head = Packed{Candidate: c, Granularity: Stub}, stubText(c, it.signals, false)
 		}
-		if slices.ContainsFunc(l.seen, r.same) {
+		if slices.ContainsFunc(l.seen[:l.nseen], r.same) {
 			continue
 		}
-		l.seen = append(l.seen, r)
+		l.seen[l.nseen] = rendering{head: r.head, body: r.body}
+		l.nseen++
 		l.step++
 		r.p.Score, r.p.Signals = it.score, it.signals
 		return r, true
@@ -410,19 +413,27 @@ func appendHeader(b []byte, c Candidate, signals []string, g Granularity) []byte
 	if len(signals) > 0 {
 		b = append(b, ']')
 	}
-	if h := string(b[start:]); oneLine(h) != h {
+	if !plainLine(b[start:]) {
+		h := string(b[start:])
 		b = append(b[:start], oneLine(h)...)
 	}
 	return b
 }
 
-func oneLine(s string) string {
-	plain := true
-	for i := 0; i < len(s) && plain; i++ {
-		// Every line break below is one of these bytes or starts with one.
-		plain = s[i] != '\n' && s[i] != '\r' && s[i] != '\v' && s[i] != '\f' && s[i] < 0x80
+// plainLine reports whether b holds no line break (nor any non-ASCII
+// byte, which could start one): oneLine leaves such text as it is.
+func plainLine(b []byte) bool {
+	for _, c := range b {
+		if c == '\n' || c == '\r' || c == '\v' || c == '\f' || c >= 0x80 {
+			return false
+		}
 	}
-	if plain {
+	return true
+}
+
+func oneLine(s string) string {
+	// Every line break below is one of these bytes or starts with one.
+	if plainLine([]byte(s)) { // no copy: the conversion does not escape
 		return s
 	}
 	return strings.Map(func(r rune) rune {
@@ -444,7 +455,16 @@ func fullText(c Candidate, signals []string) (head, body string) {
 	b := make([]byte, 0, 128)
 	b = appendHeader(b, c, signals, Full)
 	b = append(b, '\n')
-	return string(b), body
+	return owned(b), body
+}
+
+// owned returns b's bytes as a string without copying them: b must not be
+// written to afterwards (strings.Builder does the same).
+func owned(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 // stubText renders the header, the doc as "// " comment lines (if withDoc)
@@ -479,7 +499,7 @@ func stubText(c Candidate, signals []string, withDoc bool) string {
 		b = append(b, '\n')
 		b = append(b, sig...)
 	}
-	return string(b)
+	return owned(b)
 }
 
 // dedup sorts cands strongest first and folds overlapping chunks of one
