@@ -89,6 +89,10 @@ type SnapshotPlan struct {
 	// Behind is the commit of a Forward push that is an ancestor of the
 	// published HEAD: Skipped, and Commit is HEAD's, which stays.
 	Behind string
+	// NoEmbedder: the orchestrator that planned the snapshot has no
+	// embedder, so the embed stage is skipped without planning it (a plan
+	// of an older worker says nothing, and the stage is planned).
+	NoEmbedder bool
 }
 
 func invalid(err error) error {
@@ -122,6 +126,7 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotPl
 		ManifestKey: pipeline.ManifestKey(in.Tenant, in.Repo, snap.Commit),
 		PlanKey:     pipeline.PlanKey(in.Tenant, in.Repo, snap.Commit),
 		Files:       len(snap.Files),
+		NoEmbedder:  a.Embedder == nil,
 	}
 	// Skip a commit already published, unless files were left out of it:
 	// then index it again (only those files are parsed), so that a file

@@ -123,6 +123,10 @@ func (e *env) pushBreakdown(b *testing.B, repo string, t0, head time.Time) break
 		switch ev.typ {
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
 			d.add("child started", ev.at, t0)
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+			if _, ok := d.at["child's first workflow task started"]; !ok {
+				d.add("child's first workflow task started", ev.at, t0)
+			}
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 			names[ev.id] = ev.activity
 			d.add(ev.activity+" scheduled", ev.at, t0)

@@ -267,7 +267,11 @@ var (
 	waitOpts  = workflow.ActivityOptions{StartToCloseTimeout: 6 * time.Hour, ScheduleToCloseTimeout: 12 * time.Hour, HeartbeatTimeout: 20 * time.Second, RetryPolicy: retry}
 	// Publish retries until the store works again, within ScheduleToClose.
 	publishOpts = workflow.ActivityOptions{StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: time.Hour, RetryPolicy: retry}
-	gcOpts      = workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Minute, RetryPolicy: &temporal.RetryPolicy{
+	// The local forms of shortOpts and publishOpts: the same timeouts and
+	// retries, the attempts run by the workflow's worker.
+	shortLocalOpts   = workflow.LocalActivityOptions{StartToCloseTimeout: 5 * time.Minute, ScheduleToCloseTimeout: time.Hour, RetryPolicy: retry}
+	publishLocalOpts = workflow.LocalActivityOptions{StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: time.Hour, RetryPolicy: retry}
+	gcOpts           = workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Minute, RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 3,
 	}}
 )
@@ -308,9 +312,20 @@ func SnapshotWorkflow(ctx workflow.Context, in SnapshotInput) (SnapshotResult, e
 		return res, nil
 	}
 
+	// Short steps run as local activities, in the workflow task that
+	// follows the step before (no round trip through the server's task
+	// queue), and the embed stage is not planned when the orchestrator has
+	// no embedder. Histories recorded before replay the activities.
+	local := workflow.GetVersion(ctx, localStepsVersion, workflow.DefaultVersion, 1) == 1
 	pin := ParseInput{Plan: plan, Run: workflow.GetInfo(ctx).WorkflowExecution.RunID}
 	if plan.Changed > 0 {
-		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortOpts), a.FanOutParse, pin).Get(ctx, nil); err != nil {
+		var fan workflow.Future
+		if local {
+			fan = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, shortLocalOpts), a.FanOutParse, pin)
+		} else {
+			fan = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortOpts), a.FanOutParse, pin)
+		}
+		if err := fan.Get(ctx, nil); err != nil {
 			return res, stageError("fan out parse", err)
 		}
 		var out ParseOutcome
@@ -321,7 +336,9 @@ func SnapshotWorkflow(ctx workflow.Context, in SnapshotInput) (SnapshotResult, e
 	}
 	prog.Stage, prog.Parsed, prog.Failed = StageEmbed, res.Parsed, res.Failed
 
-	if err := embedStage(ctx, plan, pin.Run, &res); err != nil {
+	if local && plan.NoEmbedder {
+		res.Embed = EmbedSkipped
+	} else if err := embedStage(ctx, plan, pin.Run, &res); err != nil {
 		return res, err
 	}
 
@@ -333,8 +350,14 @@ func SnapshotWorkflow(ctx workflow.Context, in SnapshotInput) (SnapshotResult, e
 
 	prog.Stage = StagePublish
 	var pub PublishResult
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, publishOpts), a.Publish,
-		PublishInput{Tenant: plan.Tenant, Repo: plan.Repo, Commit: plan.Commit, Segment: res.Segment, Complete: len(res.FailedFiles) == 0}).Get(ctx, &pub); err != nil {
+	pubIn := PublishInput{Tenant: plan.Tenant, Repo: plan.Repo, Commit: plan.Commit, Segment: res.Segment, Complete: len(res.FailedFiles) == 0}
+	var pf workflow.Future
+	if local {
+		pf = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, publishLocalOpts), a.Publish, pubIn)
+	} else {
+		pf = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, publishOpts), a.Publish, pubIn)
+	}
+	if err := pf.Get(ctx, &pub); err != nil {
 		return res, stageError("publish", err)
 	}
 	res.Previous = pub.Previous
@@ -356,6 +379,11 @@ func SnapshotWorkflow(ctx workflow.Context, in SnapshotInput) (SnapshotResult, e
 // embedVersion marks the change that made the embed stage run activities;
 // histories recorded before it replay without them.
 const embedVersion = "embed-stage"
+
+// localStepsVersion marks SnapshotWorkflow runs whose fan-out and publish
+// are local activities and which skip the embed stage's planning when the
+// snapshot says the orchestrator has no embedder.
+const localStepsVersion = "local-steps"
 
 // forwardQueueVersion marks RepoWorkflow runs that queue webhook pushes of
 // other commits instead of dropping all but the last received.

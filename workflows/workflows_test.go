@@ -267,6 +267,22 @@ func TestSnapshotWorkflowReportsFailedFiles(t *testing.T) {
 	}
 }
 
+// A plan made without an embedder skips the embed stage without planning
+// it, and the fan-out and publish (local activities) still run once each.
+func TestSnapshotWorkflowWithoutEmbedder(t *testing.T) {
+	p := plan(3)
+	p.NoEmbedder = true
+	f := &fakeActivities{plan: p}
+	res := runSnapshot(t, f.env(t))
+	if res.Embed != EmbedSkipped || res.Parsed != 3 || res.Segment != index.SegmentKey("t", "r", "c1") || res.Previous != "c0" {
+		t.Errorf("result = %+v", res)
+	}
+	want := map[string]int{"Snapshot": 1, "FanOutParse": 1, "WaitParse": 1, "Graph": 1, "Publish": 1, "GC": 1}
+	if !mapsEqual(f.calls, want) {
+		t.Errorf("calls = %v, want %v", f.calls, want)
+	}
+}
+
 func TestSnapshotWorkflowEmbeds(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
