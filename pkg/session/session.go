@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -109,6 +110,14 @@ func (m *Mem) Save(_ context.Context, key string, s *Session) error {
 			delete(m.m, k)
 		}
 	}
-	m.m[key] = memEntry{s: Session{Sent: append([]query.Sent(nil), s.Sent...)}, exp: now.Add(ttl)}
+	sent := append([]query.Sent(nil), s.Sent...)
+	for i := range sent {
+		// A session outlives the segment its strings came from, which may
+		// alias a shard's bytes (read into the heap and used in place):
+		// copies do not pin them.
+		c := &sent[i]
+		c.Repo, c.Commit, c.Path, c.Symbol = strings.Clone(c.Repo), strings.Clone(c.Commit), strings.Clone(c.Path), strings.Clone(c.Symbol)
+	}
+	m.m[key] = memEntry{s: Session{Sent: sent}, exp: now.Add(ttl)}
 	return nil
 }
