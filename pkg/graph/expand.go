@@ -2,7 +2,6 @@ package graph
 
 import (
 	"cmp"
-	"math"
 	"slices"
 	"sync"
 )
@@ -122,31 +121,21 @@ func isSeed(seeds []seed, node int32) bool {
 // over graphs of thousands of nodes, and fresh arrays for each would be
 // most of its garbage.
 type walk struct {
-	stamp     []int32   // BFS generation that last visited the node
-	gen       int32     // last generation used
-	best      []float64 // best score per node, 0 = not reached
+	reach     []float64 // best seed score within the hops walked so far, per node
+	best      []float64 // best decayed score per node, 0 = not reached
 	hit       []int32   // nodes with best > 0
-	cur, next []int32
+	set       []int32   // nodes with reach > 0
+	cur, next []seed    // nodes whose reach rose in the last hop, with it
 }
 
 var walks = sync.Pool{New: func() any { return new(walk) }}
 
-func getWalk(n, seeds int) *walk {
+func getWalk(n int) *walk {
 	w := walks.Get().(*walk)
-	w.reset(n, seeds)
+	if len(w.reach) < n {
+		w.reach, w.best = make([]float64, n), make([]float64, n)
+	}
 	return w
-}
-
-// reset readies w for a graph of n nodes and as many BFS generations as
-// seeds.
-func (w *walk) reset(n, seeds int) {
-	if len(w.stamp) < n {
-		w.stamp, w.best, w.gen = make([]int32, n), make([]float64, n), 0
-	}
-	if int64(w.gen)+int64(seeds) >= math.MaxInt32 {
-		clear(w.stamp)
-		w.gen = 0
-	}
 }
 
 // release clears the scores and returns w to the pool; w.hit and w.best
@@ -155,47 +144,75 @@ func (w *walk) release() {
 	for _, i := range w.hit {
 		w.best[i] = 0
 	}
-	w.hit = w.hit[:0]
+	for _, i := range w.set {
+		w.reach[i] = 0
+	}
+	w.hit, w.set = w.hit[:0], w.set[:0]
 	walks.Put(w)
 }
 
-// expand runs one depth-limited BFS per seed (in node order) and keeps the
-// best decayed score per node: w.best of each node of w.hit.
+// expand gives every node within maxDepth hops of a seed the best of
+// seedScore/(1+d) over the seeds, d the node's distance from the seed:
+// w.best of each node of w.hit (seeds' own entries are meaningless;
+// callers override or drop them). It is one BFS from every seed at once:
+// after hop d, reach[v] is the best score of a seed within d hops of v,
+// and only the nodes whose reach rose at hop d can raise a neighbour's at
+// hop d+1, so each hop walks the edges of those nodes alone instead of a
+// BFS per seed walking the same neighbourhoods again. A node's best is the
+// maximum of reach/(1+d) over the hops: reach at hop d is some seed's
+// score s with distance at most d, and s/(1+d) is largest at the seed's
+// own distance, so the maximum is the same value a BFS per seed finds.
 func (g *Graph) expand(adjs [][]adj, seeds []seed, maxDepth int) *walk {
 	if maxDepth <= 0 {
 		maxDepth = g.MaxDepth()
 	}
-	w := getWalk(len(adjs), len(seeds))
-	stamp, best := w.stamp, w.best
+	w := getWalk(len(adjs))
+	reach, best := w.reach, w.best
 	cur, next := w.cur[:0], w.next[:0]
 	for _, sd := range seeds {
-		if sd.score <= 0 {
-			continue
+		if sd.score > 0 {
+			reach[sd.node] = sd.score
+			w.set = append(w.set, sd.node)
+			cur = append(cur, sd)
 		}
-		w.gen++
-		mark := w.gen
-		stamp[sd.node] = mark
-		cur = append(cur[:0], sd.node)
-		for d := 1; d <= maxDepth && len(cur) > 0; d++ {
-			next = next[:0]
-			s := sd.score / float64(1+d)
-			for _, u := range cur {
-				for _, n := range adjs[u] {
-					if stamp[n.to] == mark {
-						continue
+	}
+	for d := 1; d <= maxDepth && len(cur) > 0; d++ {
+		// Raise the neighbours of the nodes that rose at hop d-1, with
+		// their reach as it was then (cur holds it: reach itself may rise
+		// again during this hop). A node enters next once, with its reach
+		// at the end of the hop.
+		next = next[:0]
+		for _, u := range cur {
+			for _, n := range adjs[u.node] {
+				if u.score > reach[n.to] {
+					if reach[n.to] == 0 {
+						w.set = append(w.set, n.to)
 					}
-					stamp[n.to] = mark
-					next = append(next, n.to)
-					if s > best[n.to] {
-						if best[n.to] == 0 {
-							w.hit = append(w.hit, n.to)
-						}
-						best[n.to] = s
-					}
+					reach[n.to] = u.score
+					next = append(next, seed{n.to, 0})
 				}
 			}
-			cur, next = next, cur
 		}
+		// Keep each risen node once, with its final reach, and score it.
+		nx := next[:0]
+		for _, v := range next {
+			if reach[v.node] < 0 { // already kept this hop
+				continue
+			}
+			v.score = reach[v.node]
+			reach[v.node] = -v.score
+			nx = append(nx, v)
+		}
+		for _, v := range nx {
+			reach[v.node] = v.score
+			if s := v.score / float64(1+d); s > best[v.node] {
+				if best[v.node] == 0 {
+					w.hit = append(w.hit, v.node)
+				}
+				best[v.node] = s
+			}
+		}
+		cur, next = nx, cur
 	}
 	w.cur, w.next = cur, next
 	return w

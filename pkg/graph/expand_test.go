@@ -3,6 +3,8 @@ package graph
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -351,20 +353,69 @@ func TestReach(t *testing.T) {
 	}
 }
 
-// TestWalkGenerations checks that a pooled walk whose BFS generations are
-// about to overflow starts afresh instead of taking old marks for new.
-func TestWalkGenerations(t *testing.T) {
-	w := &walk{}
-	w.reset(4, 1)
-	w.stamp[2], w.gen = math.MaxInt32-1, math.MaxInt32-1
-	w.reset(4, 3)
-	if w.gen != 0 || slices.Max(w.stamp) != 0 {
-		t.Errorf("after reset near overflow: gen %d, stamps %v; want 0 and all 0", w.gen, w.stamp)
+// TestExpandMatchesPerSeedBFS compares the expansion with its
+// definition, one BFS per seed keeping the best decayed score per node, on
+// random graphs (cycles, hubs, isolated files) with random seed scores
+// (zero, equal and negative ones among them), at every depth.
+func TestExpandMatchesPerSeedBFS(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for n := range 200 {
+		nf := 2 + r.IntN(40)
+		e := map[int][]int{}
+		for range r.IntN(3 * nf) {
+			a, b := r.IntN(nf), r.IntN(nf)
+			if a != b {
+				e[a] = append(e[a], b)
+			}
+		}
+		g := Build(jsGraph(nf, e))
+		seeds := map[string]float64{}
+		for range 1 + r.IntN(8) {
+			seeds[fmt.Sprintf("f%d.js", r.IntN(nf))] = float64(r.IntN(5)-1) / 4
+		}
+		for depth := 0; depth <= 4; depth++ {
+			want := perSeedBFS(g, seeds, depth)
+			got := g.ExpandFiles(seeds, depth)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("case %d depth %d seeds %v: ExpandFiles =\n%v\nwant\n%v", n, depth, seeds, got, want)
+			}
+		}
 	}
-	w.gen = 7
-	w.stamp[1] = 7
-	w.reset(3, 2)
-	if w.gen != 7 || w.stamp[1] != 7 {
-		t.Errorf("reset without overflow cleared the stamps: gen %d, stamps %v", w.gen, w.stamp)
+}
+
+// perSeedBFS is ExpandFiles as first written: a BFS per seed.
+func perSeedBFS(g *Graph, seeds map[string]float64, maxDepth int) map[string]float64 {
+	if maxDepth <= 0 {
+		maxDepth = g.MaxDepth()
 	}
+	out := map[string]float64{}
+	for p, score := range seeds {
+		src, ok := g.fileIdx[p]
+		if !ok || score <= 0 {
+			continue
+		}
+		seen := map[int32]bool{src: true}
+		cur := []int32{src}
+		for d := 1; d <= maxDepth && len(cur) > 0; d++ {
+			var next []int32
+			s := score / float64(1+d)
+			for _, u := range cur {
+				for _, a := range g.fadj[u] {
+					if seen[a.to] {
+						continue
+					}
+					seen[a.to] = true
+					next = append(next, a.to)
+					if s > out[g.files[a.to]] {
+						out[g.files[a.to]] = s
+					}
+				}
+			}
+			cur = next
+		}
+	}
+	for p, s := range seeds {
+		out[p] = s
+	}
+	return out
 }
