@@ -79,8 +79,11 @@ func TestMultiEqualsWhole(t *testing.T) {
 				if got.NumDocs() != whole.NumDocs() || got.NumTerms() != whole.NumTerms() || got.avg != whole.avg {
 					t.Fatalf("docs %d terms %d avg %v, want %d %d %v", got.NumDocs(), got.NumTerms(), got.avg, whole.NumDocs(), whole.NumTerms(), whole.avg)
 				}
-				if shift == 0 && len(cuts) > 1 && !got.Raw() {
-					t.Errorf("aligned parts were copied")
+				if len(cuts) > 1 && got.Raw() != (shift == 0) {
+					t.Errorf("shift %d: Raw %v", shift, got.Raw())
+				}
+				if shift == 1 && got.HeapSize() != got.Size() {
+					t.Errorf("copied parts: heap %d of %d", got.HeapSize(), got.Size())
 				}
 				for _, q := range queries {
 					w := make([]float64, len(q))

@@ -101,8 +101,8 @@ func LoadRaw(data []byte) (*Index, error) {
 	if n > 1<<31-1 || nt > 1<<31-1 || uint64(len(data)) != rawHeader+4*words+uint64(pad4(int(tb)))+pb {
 		return nil, fmt.Errorf("%w: in-place index of %d bytes does not match its header", ErrCorrupt, len(data))
 	}
-	arr := u32s(data[rawHeader : rawHeader+4*words])
-	ix := &Index{n: int(n), raw: true}
+	arr, aliased := u32s(data[rawHeader : rawHeader+4*words])
+	ix := &Index{n: int(n), raw: aliased}
 	ix.lens, arr = arr[:n*nf], arr[n*nf:]
 	ix.termOff, arr = arr[:nt+1], arr[nt+1:]
 	ix.df, arr = arr[:nt], arr[nt:]
@@ -111,6 +111,10 @@ func LoadRaw(data []byte) (*Index, error) {
 	ix.terms = data[at : at+tb : at+tb]
 	at += uint64(pad4(int(tb)))
 	ix.postings = data[at : at+pb : at+pb]
+	if !aliased { // the arrays were copied: the bytes need not be kept
+		ix.terms = bytes.Clone(ix.terms)
+		ix.postings = bytes.Clone(ix.postings)
+	}
 	if err := ix.checkRaw(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
@@ -118,19 +122,17 @@ func LoadRaw(data []byte) (*Index, error) {
 	return ix, nil
 }
 
-// u32s returns b as little-endian uint32s: aliased when it can be.
-func u32s(b []byte) []uint32 {
-	if len(b) == 0 {
-		return nil
-	}
+// u32s returns b as little-endian uint32s, and whether they alias b
+// (when it is aligned on a little-endian machine) or are a copy.
+func u32s(b []byte) ([]uint32, bool) {
 	if littleEndian && uintptr(unsafe.Pointer(&b[0]))%4 == 0 {
-		return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), len(b)/4)
+		return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), len(b)/4), true
 	}
 	out := make([]uint32, len(b)/4)
 	for i := range out {
 		out[i] = binary.LittleEndian.Uint32(b[4*i:])
 	}
-	return out
+	return out, false
 }
 
 // checkRaw validates what searches index with: offsets within their
@@ -158,7 +160,8 @@ func (ix *Index) checkRaw() error {
 }
 
 // Raw reports whether the index's arrays alias the bytes given to LoadRaw
-// (for a Multi index: whether all its parts do).
+// (for a Multi index: whether all its parts do); a misaligned input is
+// copied instead.
 func (ix *Index) Raw() bool {
 	for _, p := range ix.parts {
 		if !p.raw {
