@@ -419,3 +419,12 @@ func perSeedBFS(g *Graph, seeds map[string]float64, maxDepth int) map[string]flo
 	}
 	return out
 }
+
+func TestFileDegree(t *testing.T) {
+	g := Build(goFixture().in)
+	for _, p := range append(slices.Clone(g.files), "missing.go") {
+		if got, want := g.FileDegree(p), len(g.FileNeighbors(p)); got != want {
+			t.Errorf("FileDegree(%s) = %d, want %d", p, got, want)
+		}
+	}
+}

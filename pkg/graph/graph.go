@@ -266,6 +266,15 @@ func (g *Graph) FileNeighbors(path string) []Neighbor {
 	return out
 }
 
+// FileDegree is len(g.FileNeighbors(path)), without building the list.
+func (g *Graph) FileDegree(path string) int {
+	i, ok := g.fileIdx[path]
+	if !ok {
+		return 0
+	}
+	return len(g.fadj[i])
+}
+
 // SymbolNeighbors returns the symbols adjacent to id over out and in call
 // and type edges, one entry per distinct (symbol, kind, direction).
 func (g *Graph) SymbolNeighbors(id int) []Neighbor {

@@ -3,6 +3,7 @@ package query
 import (
 	"math"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -254,7 +255,7 @@ func (e *Engine) features(in featureInput) []Candidate {
 			set(i, "log_size", math.Log1p(float64(sf.Size)/1000))
 		}
 		if seg.Graph != nil {
-			set(i, "log_degree", math.Log1p(float64(len(seg.Graph.FileNeighbors(p)))))
+			set(i, "log_degree", math.Log1p(float64(seg.Graph.FileDegree(p))))
 		}
 		set(i, "near_top", b2f(near[p]))
 		set(i, "same_dir_top", b2f(i > 0 && path.Dir(p) == topDir))
@@ -263,12 +264,11 @@ func (e *Engine) features(in featureInput) []Candidate {
 			set(i, "hist_recency", 1/(1+float64(cs[0])/20))
 		}
 		set(i, "cochange", math.Log1p(co[p]))
-		pt := tokenize.Tokens(p)
-		dt := tokenize.Tokens(path.Dir(p))
+		pw := pathWords(seg, p)
+		pt, dt, stem := pw.path, pw.dir, pw.stem
 		set(i, "path_title", share(tt, pt))
 		set(i, "dir_title", share(tt, dt))
 		set(i, "path_body", share(bodyT, pt))
-		stem := tokenize.Tokens(fileStem(p))
 		set(i, "stem_title", b2f(len(stem) > 0 && allIn(stem, tset)))
 		set(i, "code_share", code)
 		set(i, "trig_symbol", b2f(in.cls.Trigger == classify.ExplicitSymbol))
@@ -455,22 +455,18 @@ func share(q, of []string) float64 {
 	if len(q) == 0 {
 		return 0
 	}
-	in := map[string]bool{}
-	for _, t := range of {
-		in[t] = true
-	}
-	seen := map[string]bool{}
-	hit := 0
-	for _, t := range q {
-		if seen[t] {
+	// Queries and paths have a few words each: scans beat building sets.
+	hit, distinct := 0, 0
+	for i, t := range q {
+		if slices.Contains(q[:i], t) {
 			continue
 		}
-		seen[t] = true
-		if in[t] {
+		distinct++
+		if slices.Contains(of, t) {
 			hit++
 		}
 	}
-	return float64(hit) / float64(len(seen))
+	return float64(hit) / float64(distinct)
 }
 
 func allIn(ws []string, set map[string]bool) bool {
@@ -549,4 +545,24 @@ func rerank(files []File, cands []Candidate, score func([]float64) float64) {
 		files[i] = xs[i].f
 		files[i].Score = scores[i]
 	}
+}
+
+// words3 are the tokens of a file's path, directory and stem.
+type words3 struct{ path, dir, stem []string }
+
+// pathWords returns the tokens of p, its directory and its stem, from a
+// table built once per segment for its files (tokenized on the spot for a
+// path that is not one).
+func pathWords(seg *segment.Segment, p string) words3 {
+	m := seg.Memo("query.pathWords", func() any {
+		m := make(map[string]words3, len(seg.Files))
+		for _, f := range seg.Files {
+			m[f.Path] = words3{tokenize.Tokens(f.Path), tokenize.Tokens(path.Dir(f.Path)), tokenize.Tokens(fileStem(f.Path))}
+		}
+		return m
+	}).(map[string]words3)
+	if w, ok := m[p]; ok {
+		return w
+	}
+	return words3{tokenize.Tokens(p), tokenize.Tokens(path.Dir(p)), tokenize.Tokens(fileStem(p))}
 }

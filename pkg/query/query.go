@@ -987,20 +987,22 @@ const restWeight = 0.05
 // chunk plus a damped share of its other chunks.
 func (e *Engine) rankFiles(fused []fusion.Scored) []File {
 	type acc struct {
+		path       string
 		best, rest float64
-		signals    map[string]bool
+		signals    []string // distinct
 	}
-	m := map[string]*acc{}
-	var order []string
+	m := make(map[string]int, len(fused))
+	var accs []acc
 	for _, s := range fused {
 		id, _ := strconv.Atoi(s.ID)
 		p := e.Seg.Chunks[id].Path
-		a := m[p]
-		if a == nil {
-			a = &acc{signals: map[string]bool{}}
-			m[p] = a
-			order = append(order, p)
+		i, ok := m[p]
+		if !ok {
+			i = len(accs)
+			m[p] = i
+			accs = append(accs, acc{path: p})
 		}
+		a := &accs[i]
 		if s.Score > a.best {
 			a.rest += a.best
 			a.best = s.Score
@@ -1008,18 +1010,18 @@ func (e *Engine) rankFiles(fused []fusion.Scored) []File {
 			a.rest += s.Score
 		}
 		for _, arm := range s.Arms {
-			a.signals[arm] = true
+			if !slices.Contains(a.signals, arm) {
+				a.signals = append(a.signals, arm)
+			}
 		}
 	}
-	files := make([]File, 0, len(order))
-	for _, p := range order {
-		a := m[p]
-		sig := make([]string, 0, len(a.signals))
-		for s := range a.signals {
-			sig = append(sig, s)
+	files := make([]File, 0, len(accs))
+	for _, a := range accs {
+		if a.signals == nil {
+			a.signals = []string{} // JSON: [], not null
 		}
-		sort.Strings(sig)
-		files = append(files, File{Path: p, Score: a.best + restWeight*a.rest, Signals: sig})
+		slices.Sort(a.signals)
+		files = append(files, File{Path: a.path, Score: a.best + restWeight*a.rest, Signals: slices.Clip(a.signals)})
 	}
 	slices.SortStableFunc(files, func(a, b File) int { return cmp.Compare(b.Score, a.Score) })
 	return files
