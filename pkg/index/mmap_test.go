@@ -88,6 +88,47 @@ func TestMappedShards(t *testing.T) {
 	}
 }
 
+// TestMappedShardTruncated checks that a shard file cut short (put in
+// place by rename, as a store does) fails the mapped load with
+// ErrCorrupt instead of faulting.
+func TestMappedShardTruncated(t *testing.T) {
+	ctx := context.Background()
+	r := goRepo(t)
+	store, err := local.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := index.Build(ctx, store, r.Dir, index.Options{Name: "std", ShardBytes: 40 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := store.List(ctx, index.ShardPrefix(index.DefaultTenant, "std"))
+	if err != nil || len(keys) < 2 {
+		t.Fatal(keys, err)
+	}
+	for _, n := range []int{0, 7, 100, -1} {
+		data, err := store.Get(ctx, keys[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		cut := data[:len(data)-1]
+		if n >= 0 {
+			cut = data[:n]
+		}
+		if err := store.Put(ctx, keys[1], cut); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := index.LoadHead(ctx, store, index.DefaultTenant, "std"); !errors.Is(err, segment.ErrCorrupt) {
+			t.Fatalf("shard cut to %d bytes: %v, want ErrCorrupt", len(cut), err)
+		}
+		if err := store.Put(ctx, keys[1], data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := index.LoadHead(ctx, store, index.DefaultTenant, "std"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestShardCache loads shards of a store without local files through a
 // shard cache: downloaded once, mapped, bounded in bytes, and a corrupt
 // cached copy fails the load and is fetched again by the next.
