@@ -3,9 +3,13 @@ package workflows_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,21 +164,69 @@ func BenchmarkPushToQueryable(b *testing.B) {
 	r := testrepo.New(b)
 	first := r.Commit("initial", testrepo.Small)
 	e.pushAndWaitHead(b, "shop", r.Dir, first)
+	e.pushes(b, "shop", r.Dir, func(i int) string {
+		return r.Commit(fmt.Sprintf("push %d", i), map[string]string{
+			"price/price.go": fmt.Sprintf("package price\n\n// Lookup returns the price of a SKU.\nfunc Lookup(sku string) int { return %d }\n", i),
+		})
+	})
+}
+
+// BenchmarkPushToQueryableGOROOT is BenchmarkPushToQueryable on a copy of
+// $GOROOT/src committed as one git repository (about 11,000 files), each
+// push changing net/http/server.go. It runs when
+// CODECTX_BENCH_PUSH_GOROOT=1 (the first index takes minutes); use
+// -benchtime 5x.
+func BenchmarkPushToQueryableGOROOT(b *testing.B) {
+	if os.Getenv("CODECTX_BENCH_PUSH_GOROOT") != "1" {
+		b.Skip("set CODECTX_BENCH_PUSH_GOROOT=1")
+	}
+	dir := filepath.Join(b.TempDir(), "src")
+	git := func(args ...string) string {
+		out, err := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=bench", "-c", "user.email=bench@codectx.invalid"}, args...)...).CombinedOutput()
+		if err != nil {
+			b.Fatalf("git %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if out, err := exec.Command("cp", "-r", filepath.Join(runtime.GOROOT(), "src"), dir).CombinedOutput(); err != nil {
+		b.Fatalf("copy: %v: %s", err, out)
+	}
+	git("init", "-q")
+	git("add", "-A")
+	git("commit", "-q", "-m", "initial")
+	e := newEnv(b)
+	defer e.stop()
+	e.pushAndWaitHead(b, "goroot", dir, git("rev-parse", "HEAD"))
+	file := filepath.Join(dir, "net", "http", "server.go")
+	orig, err := os.ReadFile(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.pushes(b, "goroot", dir, func(i int) string {
+		if err := os.WriteFile(file, fmt.Appendf(slices.Clip(orig), "\nfunc benchPush%d() {}\n", i), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		git("commit", "-q", "-a", "-m", fmt.Sprintf("push %d", i))
+		return git("rev-parse", "HEAD")
+	})
+}
+
+// pushes times b.N pushes of the commits next makes, to HEAD moved, and
+// logs the mean time of each step.
+func (e *env) pushes(b *testing.B, repo, dir string, next func(i int) string) {
 	lat := make([]time.Duration, 0, b.N)
 	var ds []breakdown
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		commit := r.Commit(fmt.Sprintf("push %d", i), map[string]string{
-			"price/price.go": fmt.Sprintf("package price\n\n// Lookup returns the price of a SKU.\nfunc Lookup(sku string) int { return %d }\n", i),
-		})
+		commit := next(i)
 		b.StartTimer()
 		start := time.Now()
-		e.pushAndWaitHead(b, "shop", r.Dir, commit)
+		e.pushAndWaitHead(b, repo, dir, commit)
 		head := time.Now()
 		lat = append(lat, head.Sub(start))
 		b.StopTimer()
-		ds = append(ds, e.pushBreakdown(b, "shop", start, head))
+		ds = append(ds, e.pushBreakdown(b, repo, start, head))
 		b.StartTimer()
 	}
 	b.StopTimer()
