@@ -142,7 +142,26 @@ func applyPriors(seg *segment.Segment, fused []fusion.Scored, withDecl bool) {
 		id, _ := strconv.Atoi(fused[i].ID)
 		fused[i].Score *= pri[id]
 	}
-	slices.SortStableFunc(fused, func(a, b fusion.Scored) int { return cmp.Compare(b.Score, a.Score) })
+	sortByScore(fused)
+}
+
+// sortByScore sorts s by score, highest first, stably. It sorts positions
+// and moves each result once: a Scored is 72 bytes, and a stable sort
+// moves elements many times.
+func sortByScore(s []fusion.Scored) {
+	if slices.IsSortedFunc(s, func(a, b fusion.Scored) int { return cmp.Compare(b.Score, a.Score) }) {
+		return
+	}
+	idx := make([]int32, len(s))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(i, j int32) int { return cmp.Or(cmp.Compare(s[j].Score, s[i].Score), cmp.Compare(i, j)) })
+	sorted := make([]fusion.Scored, len(s))
+	for k, i := range idx {
+		sorted[k] = s[i]
+	}
+	copy(s, sorted)
 }
 
 // chunkPriors returns the prior of every chunk of seg, by chunk id: its
@@ -202,6 +221,6 @@ func orderByFile(seg *segment.Segment, fused []fusion.Scored, files []File) []fu
 		}
 		out[i].Score = fileScore[p] * (0.5 + 0.5*rel)
 	}
-	slices.SortStableFunc(out, func(a, b fusion.Scored) int { return cmp.Compare(b.Score, a.Score) })
+	sortByScore(out)
 	return out
 }

@@ -3,8 +3,12 @@ package query
 import (
 	"cmp"
 	"math/rand/v2"
+	"reflect"
 	"slices"
+	"strconv"
 	"testing"
+
+	"codectx/pkg/fusion"
 )
 
 // TestTopK checks that topK keeps exactly the first k of a full sort, for
@@ -31,6 +35,24 @@ func TestTopK(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Fatalf("n=%d k=%d: topK = %v, want %v", n, k, got, want)
 			}
+		}
+	}
+}
+
+// TestSortByScore checks sortByScore against a stable sort, with many
+// equal scores.
+func TestSortByScore(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for n := range 60 {
+		s := make([]fusion.Scored, n)
+		for i := range s {
+			s[i] = fusion.Scored{ID: strconv.Itoa(i), Score: float64(r.IntN(5))}
+		}
+		want := slices.Clone(s)
+		slices.SortStableFunc(want, func(a, b fusion.Scored) int { return cmp.Compare(b.Score, a.Score) })
+		sortByScore(s)
+		if !reflect.DeepEqual(s, want) {
+			t.Fatalf("n=%d: sortByScore = %v, want %v", n, s, want)
 		}
 	}
 }
