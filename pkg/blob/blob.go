@@ -198,3 +198,38 @@ func (b *Bucket) Exists(ctx context.Context, key string) (bool, error) {
 	}
 	return false, wrap("exists", key, err)
 }
+
+// Cacher is an optional Driver method set for objects that can be rebuilt
+// (parse-cache entries): PutCache stores like Put but may return before the
+// data is durable, and Sync makes every PutCache that returned before it
+// durable. A driver without it stores cache objects with Put.
+type Cacher interface {
+	PutCache(ctx context.Context, key string, data []byte) error
+	Sync(ctx context.Context) error
+}
+
+// PutCache stores data under key like Put, for an object that is rebuilt
+// when lost: the store may not have made it durable when PutCache returns,
+// so a crash of the machine (not of the process: the object is replaced
+// atomically either way) can lose it or leave it torn. Readers of such
+// objects must detect a torn one; Sync before writing anything that names
+// them.
+func (b *Bucket) PutCache(ctx context.Context, key string, data []byte) error {
+	if err := ValidKey(key); err != nil {
+		return wrap("put", key, err)
+	}
+	if c, ok := b.d.(Cacher); ok {
+		return wrap("put", key, c.PutCache(ctx, key, data))
+	}
+	return wrap("put", key, b.d.Put(ctx, key, data))
+}
+
+// Sync makes every object stored by PutCache before the call durable.
+func (b *Bucket) Sync(ctx context.Context) error {
+	if c, ok := b.d.(Cacher); ok {
+		if err := c.Sync(ctx); err != nil {
+			return fmt.Errorf("blob sync: %w", err)
+		}
+	}
+	return nil
+}

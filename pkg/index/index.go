@@ -491,6 +491,11 @@ func (p *parser) parse(ctx context.Context, files []source.File) ([]Parsed, erro
 			return nil, err
 		}
 	}
+	// The cache entries were written without an fsync each: make them
+	// durable at once, before a shard or segment names them.
+	if err := p.store.Sync(ctx); err != nil {
+		return nil, fmt.Errorf("index: %w", err)
+	}
 	return results, nil
 }
 
@@ -509,11 +514,16 @@ func LoadParsedFiles(ctx context.Context, store *blob.Bucket, tenant string, fil
 			out[i] = Parsed{Result: chunk.Result{Language: chunk.Detect(f.Path, nil), Skip: codectx.SkipTooLarge}}
 			continue
 		}
-		data, err := store.Get(ctx, ParseKey(tenant, chunk.Detect(f.Path, nil), f.Blob))
+		key := ParseKey(tenant, chunk.Detect(f.Path, nil), f.Blob)
+		data, err := store.Get(ctx, key)
 		if err != nil {
 			return nil, fmt.Errorf("index: parse result of %s: %w", f.Path, err)
 		}
-		if err := json.Unmarshal(data, &out[i].Result); err != nil {
+		if err := decodeParsed(data, &out[i].Result); err != nil {
+			// Torn by a crash: deleted, so the next plan parses it again.
+			if derr := store.Delete(ctx, key); derr != nil {
+				err = errors.Join(err, derr)
+			}
 			return nil, fmt.Errorf("index: parse result of %s: %w", f.Path, err)
 		}
 		out[i].Reused = true
@@ -642,8 +652,11 @@ func tooLarge(f source.File, opt chunk.Options) bool {
 
 // ParseFile chunks one file, or returns its cached parse result. The result
 // is cached under the tenant and the file's blob hash, so a redelivered or repeated parse
-// rewrites the same object. read is called only on a cache miss. Parse
-// workers of the pipeline call this too.
+// rewrites the same object. read is called on a cache miss, or when the
+// cached text of the file is missing or torn. Parse workers of the pipeline
+// call this too. The result and the text are stored without an fsync each
+// (blob PutCache; a torn entry is a miss): Sync the store before writing
+// what names them.
 func ParseFile(ctx context.Context, store *blob.Bucket, tenant string, f source.File, read func() ([]byte, error), opt chunk.Options) (Parsed, error) {
 	lang := chunk.Detect(f.Path, nil)
 	if tooLarge(f, opt) {
@@ -653,15 +666,14 @@ func ParseFile(ctx context.Context, store *blob.Bucket, tenant string, f source.
 	key := ParseKey(tenant, lang, f.Blob)
 	if data, err := store.Get(ctx, key); err == nil {
 		var p Parsed
-		if json.Unmarshal(data, &p.Result) == nil {
+		if decodeParsed(data, &p.Result) == nil {
 			p.Reused = true
-			// Results cached before file texts were kept have no text yet.
-			if p.Result.Skip == "" && len(f.Blob) > 2 {
-				if ok, err := store.Exists(ctx, ContentKey(f.Blob)); err == nil && !ok {
-					if content, err := read(); err == nil {
-						if err := store.Put(ctx, ContentKey(f.Blob), content); err != nil {
-							return Parsed{}, fmt.Errorf("index: keep text of %s: %w", f.Path, err)
-						}
+			// Results cached before file texts were kept have no text yet,
+			// and a crash can lose or tear a text written without an fsync.
+			if p.Result.Skip == "" && len(f.Blob) > 2 && !contentKept(ctx, store, f.Blob) {
+				if content, err := read(); err == nil {
+					if err := store.PutCache(ctx, ContentKey(f.Blob), content); err != nil {
+						return Parsed{}, fmt.Errorf("index: keep text of %s: %w", f.Path, err)
 					}
 				}
 			}
@@ -679,18 +691,18 @@ func ParseFile(ctx context.Context, store *blob.Bucket, tenant string, f source.
 	}
 	if res.Skip == "" && len(f.Blob) > 2 {
 		// The text first: a cached result promises its text is there.
-		if err := store.Put(ctx, ContentKey(f.Blob), content); err != nil {
+		if err := store.PutCache(ctx, ContentKey(f.Blob), content); err != nil {
 			return Parsed{}, fmt.Errorf("index: keep text of %s: %w", f.Path, err)
 		}
 	}
 	for i := range res.Chunks {
 		res.Chunks[i].Path = "" // cached by content: the path is set on use
 	}
-	data, err := json.Marshal(res)
+	data, err := encodeParsed(res)
 	if err != nil {
 		return Parsed{}, fmt.Errorf("index: encode parse result of %s: %w", f.Path, err)
 	}
-	if err := store.Put(ctx, key, data); err != nil {
+	if err := store.PutCache(ctx, key, data); err != nil {
 		return Parsed{}, fmt.Errorf("index: cache parse result of %s: %w", f.Path, err)
 	}
 	return Parsed{Result: res}, nil

@@ -244,6 +244,11 @@ func BuildSegment(ctx context.Context, store *blob.Bucket, job GraphJob) (string
 	} else if ok {
 		return key, nil // segments are immutable: a redelivery is done
 	}
+	// The parse workers stored their results without an fsync each: make
+	// them durable before a shard names them.
+	if err := store.Sync(ctx); err != nil {
+		return "", err
+	}
 	m, err := ReadManifest(ctx, store, job.ManifestKey)
 	if err != nil {
 		return "", err

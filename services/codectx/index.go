@@ -41,6 +41,8 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	timeout := fs.Duration("timeout", time.Hour, "with --server: how long to wait for the index")
 	var df denseFlags
 	df.register(fs, false)
+	var prof profileFlags
+	prof.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: codectx index [flags] PATH_OR_URL\n\nIndexes a working directory, a clone, a bare git directory or a clone URL.")
 		fs.PrintDefaults()
@@ -59,6 +61,15 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	stopProf, err := prof.start()
+	if err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
+	defer func() {
+		if err := stopProf(); err != nil {
+			fmt.Fprintf(stderr, "index: %v\n", err)
+		}
+	}()
 	opt := index.Options{
 		Tenant: *tenant, Name: *name, Rev: *rev,
 		CacheDir:   filepath.Join(*data, "clones"),

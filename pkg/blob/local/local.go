@@ -87,15 +87,16 @@ func (d *driver) path(key string) (string, error) {
 	return filepath.Join(d.root, filepath.FromSlash(key)), nil
 }
 
-// writeTemp writes data to a new fsynced temp file and returns its name.
-func (d *driver) writeTemp(data []byte) (string, error) {
+// writeTemp writes data to a new temp file, fsynced when durable, and
+// returns its name.
+func (d *driver) writeTemp(data []byte, durable bool) (string, error) {
 	f, err := os.CreateTemp(d.tmp, "put-*")
 	if err != nil {
 		return "", err
 	}
 	name := f.Name()
 	_, err = f.Write(data)
-	if err == nil {
+	if err == nil && durable {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -109,9 +110,9 @@ func (d *driver) writeTemp(data []byte) (string, error) {
 }
 
 // install moves the temp file tmp to path with place (rename or link),
-// creating parent directories; it retries when a concurrent Delete prunes a
-// freshly created parent.
-func (d *driver) install(tmp, path string, place func(string, string) error) error {
+// creating parent directories, and fsyncs the directory when durable; it
+// retries when a concurrent Delete prunes a freshly created parent.
+func (d *driver) install(tmp, path string, place func(string, string) error, durable bool) error {
 	var err error
 	for range 5 {
 		if err = os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -125,7 +126,9 @@ func (d *driver) install(tmp, path string, place func(string, string) error) err
 	if err != nil {
 		return parentErr(err)
 	}
-	syncDir(filepath.Dir(path))
+	if durable {
+		syncDir(filepath.Dir(path))
+	}
 	return nil
 }
 
@@ -146,13 +149,14 @@ func syncDir(dir string) {
 	}
 }
 
-// put replaces path atomically with data.
-func (d *driver) put(path string, data []byte) error {
-	tmp, err := d.writeTemp(data)
+// put replaces path atomically with data, durably unless it is a cache
+// object (PutCache): then a crash of the machine may lose or tear it.
+func (d *driver) put(path string, data []byte, durable bool) error {
+	tmp, err := d.writeTemp(data, durable)
 	if err != nil {
 		return err
 	}
-	if err := d.install(tmp, path, renameFile); err != nil {
+	if err := d.install(tmp, path, renameFile, durable); err != nil {
 		os.Remove(tmp)
 		return err
 	}
@@ -170,12 +174,12 @@ func renameFile(tmp, path string) error {
 // create places data at path only if path does not exist; a hard link is
 // atomic and fails with EEXIST when the name is taken.
 func (d *driver) create(path string, data []byte) error {
-	tmp, err := d.writeTemp(data)
+	tmp, err := d.writeTemp(data, true)
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp)
-	err = d.install(tmp, path, os.Link)
+	err = d.install(tmp, path, os.Link, true)
 	if errors.Is(err, fs.ErrExist) {
 		if fi, serr := os.Lstat(path); serr == nil && fi.IsDir() {
 			return parentErr(&fs.PathError{Op: "link", Path: path, Err: syscall.EISDIR})
@@ -186,6 +190,27 @@ func (d *driver) create(path string, data []byte) error {
 }
 
 func (d *driver) Put(ctx context.Context, key string, data []byte) error {
+	return d.store(ctx, key, data, true)
+}
+
+// PutCache is Put without the fsyncs of the file and its directory (two of
+// the four system calls that cost most of a small Put): the rename is still
+// atomic for every process, but a crash of the machine can lose or tear the
+// object until Sync.
+func (d *driver) PutCache(ctx context.Context, key string, data []byte) error {
+	return d.store(ctx, key, data, !writeBack)
+}
+
+// Sync flushes the file system of the store (syncfs; without it PutCache
+// was durable already): every PutCache before it is durable.
+func (d *driver) Sync(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return syncFS(d.root)
+}
+
+func (d *driver) store(ctx context.Context, key string, data []byte, durable bool) error {
 	path, err := d.path(key)
 	if err != nil {
 		return err
@@ -198,7 +223,7 @@ func (d *driver) Put(ctx context.Context, key string, data []byte) error {
 		return err
 	}
 	defer unlock()
-	return d.put(path, data)
+	return d.put(path, data, durable)
 }
 
 func (d *driver) Get(ctx context.Context, key string) ([]byte, error) {
@@ -356,7 +381,7 @@ func (d *driver) Swap(ctx context.Context, key string, old, new []byte) error {
 	if !bytes.Equal(cur, old) {
 		return blob.ErrConflict
 	}
-	return d.put(path, new)
+	return d.put(path, new, true)
 }
 
 // Process-wide mutexes, one per lock file, so goroutines of one process

@@ -178,3 +178,40 @@ func TestSweepsOldTempFiles(t *testing.T) {
 		t.Errorf("fresh temp file removed: %v", err)
 	}
 }
+
+// TestPutCache: a cache object (written without fsyncs) is stored and
+// replaced like Put, seen by another process's bucket on the directory,
+// leaves no temp file, keeps the key rules, and Sync succeeds.
+func TestPutCache(t *testing.T) {
+	dir := t.TempDir()
+	ctx := t.Context()
+	a, b := open(t, dir), open(t, dir)
+	for _, v := range []string{"one", "two, longer"} {
+		if err := a.PutCache(ctx, "parse/x/ab/abc", []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := b.Get(ctx, "parse/x/ab/abc"); err != nil || string(got) != v {
+			t.Fatalf("get = %q, %v; want %q", got, err, v)
+		}
+	}
+	if err := a.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tmp, err := os.ReadDir(filepath.Join(dir, ".blob", "tmp"))
+	if err != nil || len(tmp) != 0 {
+		t.Fatalf("temp files left: %v, %v", tmp, err)
+	}
+	if err := a.PutCache(ctx, "parse/x/ab/abc/d", []byte("v")); !errors.Is(err, blob.ErrInvalidKey) {
+		t.Fatalf("a key under an object: %v", err)
+	}
+	if err := a.PutCache(ctx, ".blob/x", []byte("v")); !errors.Is(err, blob.ErrInvalidKey) {
+		t.Fatalf("a reserved key: %v", err)
+	}
+	mem := blob.NewMem()
+	if err := mem.PutCache(ctx, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := mem.Get(ctx, "k"); err != nil || string(got) != "v" || mem.Sync(ctx) != nil {
+		t.Fatalf("mem: %q, %v", got, err)
+	}
+}
