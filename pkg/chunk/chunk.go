@@ -268,3 +268,27 @@ func isMinified(p string, b []byte) bool {
 	}
 	return len(b) >= 2<<10 && len(b)/lines > 300
 }
+
+// ParseOnly runs what Parse runs up to the syntax tree and nothing after
+// it: the screen and tree-sitter's parse, no query and no chunk. It reports
+// whether tree-sitter parsed the file (false: skipped, a language without a
+// grammar, or a failed parse). It is the ceiling of Parse's speed that
+// `codectx bench-parse` measures beside Parse.
+func ParseOnly(p string, content []byte, opt Options) bool {
+	opt = opt.withDefaults()
+	sp := specFor(Detect(p, content))
+	if sp == nil || screen(p, content, opt) != "" || !utf8.Valid(content) {
+		return false
+	}
+	w := sp.get()
+	w.p.SetOperationLimit(int(max(opt.ParseTimeout.Microseconds(), 1)))
+	tree, err := w.p.ParseCtx(context.Background(), nil, content)
+	if err != nil {
+		w.p.Reset()
+		sp.pool.Put(w)
+		return false
+	}
+	tree.Close()
+	sp.pool.Put(w)
+	return true
+}

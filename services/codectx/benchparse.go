@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"go/parser"
+	"go/token"
+	"io"
+	"runtime"
+	"syscall"
+	"time"
+
+	"codectx/pkg/chunk"
+	"codectx/pkg/codectx"
+	"codectx/pkg/source"
+)
+
+// ParseRate is one row of `codectx bench-parse`: a parser over a set of
+// the snapshot's files, timed in the CPU of this process.
+type ParseRate struct {
+	Name       string  `json:"name"`
+	Files      int     `json:"files"`
+	Bytes      int64   `json:"bytes"`
+	CPUSeconds float64 `json:"cpu_seconds"` // user + sys
+	Seconds    float64 `json:"seconds"`     // wall
+	MBPerCore  float64 `json:"mb_per_cpu_second"`
+}
+
+// runBenchParse measures the parse rates that bound indexing on one
+// snapshot, in one process and one goroutine: tree-sitter's parse alone
+// (the ceiling of this design), chunk.Parse (what indexing runs per file)
+// and, on the Go files, tree-sitter against go/parser.
+func runBenchParse(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench-parse", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	maxSize := fs.Int64("max-file-size", 1<<20, "skip files larger than this many bytes (as index does)")
+	rounds := fs.Int("rounds", 1, "parse the files this many times per row")
+	asJSON := fs.Bool("json", false, "print the rows as JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: codectx bench-parse [flags] PATH\n\nParses every file of a snapshot with tree-sitter alone, with chunk.Parse, and the Go files with go/parser, one goroutine, and prints MB per CPU second of each.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return fmt.Errorf("bench-parse: want exactly one PATH, got %d", fs.NArg())
+	}
+	snap, err := source.Open(ctx, fs.Arg(0), source.Options{})
+	if err != nil {
+		return fmt.Errorf("bench-parse: %w", err)
+	}
+	defer snap.Close()
+	type file struct {
+		path string
+		src  []byte
+	}
+	var all, grammar, goFiles []file
+	opt := chunk.Options{MaxFileSize: *maxSize}
+	for _, f := range snap.Files {
+		if f.Size > *maxSize {
+			continue
+		}
+		src, err := snap.Read(f)
+		if err != nil {
+			return fmt.Errorf("bench-parse: read %s: %w", f.Path, err)
+		}
+		ff := file{f.Path, src}
+		all = append(all, ff)
+		// The files tree-sitter parses when indexing; a first parse
+		// also warms the parser pools and compiles nothing else.
+		if chunk.ParseOnly(f.Path, src, opt) {
+			grammar = append(grammar, ff)
+			if chunk.Detect(f.Path, src) == codectx.Go {
+				goFiles = append(goFiles, ff)
+			}
+		}
+	}
+	measure := func(name string, files []file, fn func(file)) ParseRate {
+		runtime.GC()
+		r := ParseRate{Name: name, Files: len(files)}
+		for _, f := range files {
+			r.Bytes += int64(len(f.src))
+		}
+		r.Bytes *= int64(*rounds)
+		cpu0, t0 := cpuSeconds(), time.Now()
+		for range *rounds {
+			for _, f := range files {
+				fn(f)
+			}
+		}
+		r.CPUSeconds, r.Seconds = cpuSeconds()-cpu0, time.Since(t0).Seconds()
+		if r.CPUSeconds > 0 {
+			r.MBPerCore = float64(r.Bytes) / 1e6 / r.CPUSeconds
+		}
+		return r
+	}
+	var goErrs int
+	rows := []ParseRate{
+		measure("tree-sitter parse (files with a grammar)", grammar, func(f file) { chunk.ParseOnly(f.path, f.src, opt) }),
+		measure("chunk.Parse (files with a grammar)", grammar, func(f file) { chunk.Parse(ctx, f.path, f.src, opt) }),
+		measure("chunk.Parse (every file, as index)", all, func(f file) { chunk.Parse(ctx, f.path, f.src, opt) }),
+		measure("tree-sitter parse (Go files)", goFiles, func(f file) { chunk.ParseOnly(f.path, f.src, opt) }),
+		measure("go/parser (Go files, comments, no resolution)", goFiles, func(f file) {
+			if _, err := parser.ParseFile(token.NewFileSet(), f.path, f.src, parser.ParseComments|parser.SkipObjectResolution); err != nil {
+				goErrs++
+			}
+		}),
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	fmt.Fprintf(stdout, "%-48s %7s %9s %8s %8s %10s\n", "parser", "files", "MB", "CPU s", "wall s", "MB/CPU s")
+	for _, r := range rows {
+		fmt.Fprintf(stdout, "%-48s %7d %9.2f %8.2f %8.2f %10.2f\n", r.Name, r.Files, float64(r.Bytes)/1e6, r.CPUSeconds, r.Seconds, r.MBPerCore)
+	}
+	if goErrs > 0 {
+		fmt.Fprintf(stdout, "go/parser reported errors in %d files (they were still parsed)\n", goErrs/max(*rounds, 1))
+	}
+	return nil
+}
+
+// cpuSeconds is the user and system CPU of this process so far.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBenchParse: every row parses the files it names, the Go rows count
+// only the Go files tree-sitter parses, and the index row counts every file
+// the index would chunk (a README has no grammar).
+func TestBenchParse(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"a/a.go":    "package a\n\n// F is f.\nfunc F() int { return 1 }\n",
+		"a/b.go":    "package a\n\ntype T struct{ X int }\n\nfunc (t T) M() {}\n",
+		"p/m.py":    "def f(x):\n    return x + 1\n",
+		"README.md": "# a\n\ntext\n",
+		"big.go":    "package a\n\nvar B = `" + strings.Repeat("x", 2000) + "`\n",
+	}
+	for p, c := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := runCLI(t, "bench-parse", "--json", "--rounds", "2", "--max-file-size", "1000", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []ParseRate
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	size := func(ps ...string) int64 {
+		n := 0
+		for _, p := range ps {
+			n += len(files[p])
+		}
+		return int64(2 * n)
+	}
+	want := []struct {
+		files int
+		bytes int64
+	}{
+		{3, size("a/a.go", "a/b.go", "p/m.py")},
+		{3, size("a/a.go", "a/b.go", "p/m.py")},
+		{4, size("a/a.go", "a/b.go", "p/m.py", "README.md")},
+		{2, size("a/a.go", "a/b.go")},
+		{2, size("a/a.go", "a/b.go")},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want %d:\n%s", len(rows), len(want), out)
+	}
+	for i, w := range want {
+		if rows[i].Files != w.files || rows[i].Bytes != w.bytes || rows[i].CPUSeconds < 0 {
+			t.Errorf("row %q: %d files, %d bytes; want %d, %d", rows[i].Name, rows[i].Files, rows[i].Bytes, w.files, w.bytes)
+		}
+	}
+}
