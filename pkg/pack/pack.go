@@ -515,12 +515,28 @@ func dedup(cands []Candidate) (items []*item, nfiles, deduped int) {
 		own[i] = c
 		sorted[i] = &own[i]
 	}
+	// Compared field by field, stopping at the first difference (cmp.Or
+	// would compare every field first).
 	slices.SortStableFunc(sorted, func(a, b *Candidate) int {
-		return cmp.Or(
-			cmp.Compare(key(b.Score), key(a.Score)),
-			cmp.Compare(a.Repo, b.Repo), cmp.Compare(a.Commit, b.Commit), cmp.Compare(a.Path, b.Path),
-			cmp.Compare(a.StartLine, b.StartLine), cmp.Compare(a.EndLine, b.EndLine),
-			cmp.Compare(a.Symbol, b.Symbol))
+		if c := cmp.Compare(key(b.Score), key(a.Score)); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Repo, b.Repo); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Commit, b.Commit); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Path, b.Path); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.StartLine, b.StartLine); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.EndLine, b.EndLine); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Symbol, b.Symbol)
 	})
 
 	type fileKey struct{ repo, commit, path string }
@@ -581,9 +597,19 @@ func dedup(cands []Candidate) (items []*item, nfiles, deduped int) {
 		items = append(items, its...)
 	}
 	slices.SortStableFunc(items, func(a, b *item) int {
-		return cmp.Or(cmp.Compare(key(b.score), key(a.score)),
-			cmp.Compare(a.main.Repo, b.main.Repo), cmp.Compare(a.main.Commit, b.main.Commit),
-			cmp.Compare(a.main.Path, b.main.Path), cmp.Compare(a.main.StartLine, b.main.StartLine))
+		if c := cmp.Compare(key(b.score), key(a.score)); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.main.Repo, b.main.Repo); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.main.Commit, b.main.Commit); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.main.Path, b.main.Path); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.main.StartLine, b.main.StartLine)
 	})
 	// Number files by their best item, so FileFirst and layout see files
 	// in score order.
