@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -61,5 +63,41 @@ func TestBenchParse(t *testing.T) {
 		if rows[i].Files != w.files || rows[i].Bytes != w.bytes || rows[i].CPUSeconds < 0 {
 			t.Errorf("row %q: %d files, %d bytes; want %d, %d", rows[i].Name, rows[i].Files, rows[i].Bytes, w.files, w.bytes)
 		}
+	}
+}
+
+// TestIndexMemoryLimit: codectx index runs under its soft memory limit
+// (--memory-limit, default 200 MiB), none with 0, and GOMEMLIMIT wins.
+func TestIndexMemoryLimit(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.go"), []byte("package a\n\nfunc F() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOMEMLIMIT", "")
+	for _, tc := range []struct {
+		args []string
+		want int64
+	}{
+		{nil, defaultIndexMemoryLimit},
+		{[]string{"--memory-limit", "123456789"}, 123456789},
+		{[]string{"--memory-limit", "0"}, math.MaxInt64},
+	} {
+		debug.SetMemoryLimit(math.MaxInt64)
+		args := append(append([]string{"index", "--data", t.TempDir()}, tc.args...), dir)
+		if _, err := runCLI(t, args...); err != nil {
+			t.Fatal(err)
+		}
+		if got := debug.SetMemoryLimit(-1); got != tc.want {
+			t.Errorf("%v: limit %d, want %d", tc.args, got, tc.want)
+		}
+	}
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	debug.SetMemoryLimit(math.MaxInt64)
+	if _, err := runCLI(t, "index", "--data", t.TempDir(), dir); err != nil {
+		t.Fatal(err)
+	}
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("with GOMEMLIMIT set: limit %d", got)
 	}
 }
