@@ -27,10 +27,10 @@ func openStore(data string) (*blob.Bucket, error) {
 	return st, nil
 }
 
-// defaultIndexMemoryLimit is the soft memory limit of codectx index: a
-// shard's working set sits under it, so the collector runs before the heap
-// doubles, at no measured CPU cost (GOROOT/src: peak RSS 500 -> 392 MB, CPU
-// unchanged; docs/benchmarks.md, issue 12).
+// defaultIndexMemoryLimit is the soft memory limit of codectx index: the
+// collector runs before the heap doubles. GOROOT/src: peak RSS 487 -> 375
+// MB, CPU unchanged; twice that tree: 583 -> 399 MB for 30% more CPU, its
+// live set being near the limit (docs/benchmarks.md, issue 12).
 const defaultIndexMemoryLimit = 200 << 20
 
 func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) error {
