@@ -46,6 +46,10 @@ func encodeParsed(res chunk.Result) ([]byte, error) {
 	return data, nil
 }
 
+// DecodeParsed reads a parse-cache entry (either form) into res; a torn
+// entry is an error.
+func DecodeParsed(data []byte, res *chunk.Result) error { return decodeParsed(data, res) }
+
 func decodeParsed(data []byte, res *chunk.Result) error {
 	if bytes.HasPrefix(data, []byte(parsedMagic)) {
 		rest := data[len(parsedMagic):]

@@ -89,7 +89,7 @@ func (w *Workers) handleEmbed(ctx context.Context, b EmbedBatch) error {
 				return fmt.Errorf("embed batch %d: parse result: %w", b.Batch, err)
 			}
 			r = new(chunk.Result)
-			if err := json.Unmarshal(data, r); err != nil {
+			if err := index.DecodeParsed(data, r); err != nil {
 				return fmt.Errorf("embed batch %d: parse result %s: %w", b.Batch, it.Parse, err)
 			}
 			results[it.Parse] = r
