@@ -54,6 +54,16 @@ func (f *flakyStore) Put(ctx context.Context, key string, data []byte) error {
 	return f.Bucket.Put(ctx, key, data)
 }
 
+// PutCache fails like Put: parse-cache entries and file texts are stored
+// with it.
+func (f *flakyStore) PutCache(ctx context.Context, key string, data []byte) error {
+	if strings.HasPrefix(key, "parse/") && f.failing() {
+		f.failed.Add(1)
+		return errDiskFull
+	}
+	return f.Bucket.PutCache(ctx, key, data)
+}
+
 // fillFor makes the store full for d from its first failed write on
 // (d == 0: until clear is called).
 func (f *flakyStore) fillFor(d time.Duration) {
