@@ -3,6 +3,7 @@ package api
 import (
 	"container/list"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -114,6 +115,11 @@ func (c *segCache) evict(keep *segEntry) {
 
 func (c *segCache) load(ctx context.Context, key string) (*segment.Segment, error) {
 	seg, err := index.LoadSegmentWith(ctx, c.store, key, index.LoadOptions{Cache: c.shards})
+	if err != nil && c.shards != nil && errors.Is(err, segment.ErrCorrupt) {
+		// A corrupt cached copy of a shard was dropped by the failed load:
+		// the second downloads it again, so the query still answers.
+		seg, err = index.LoadSegmentWith(ctx, c.store, key, index.LoadOptions{Cache: c.shards})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load segment %s: %w", key, err)
 	}
