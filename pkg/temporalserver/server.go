@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -93,7 +94,18 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("temporalserver: %s: %w", cfg.DataDir, err)
 	}
-	s, err := start(ctx, cfg)
+	var s *Server
+	for try := 1; ; try++ {
+		s, err = start(ctx, cfg)
+		var f startFatal
+		if err == nil || !errors.As(err, &f) || cfg.Ports != (Ports{}) || try == 3 {
+			break
+		}
+		// A picked port was taken between the pick and Temporal's bind:
+		// pick others. (The services the failed attempt had built are not
+		// torn down: Temporal offers no way to stop a server it failed to
+		// build; their few listeners are the cost of the retry.)
+	}
 	if err != nil {
 		unlock()
 		return nil, err
@@ -102,11 +114,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-func start(ctx context.Context, cfg Config) (*Server, error) {
+func start(ctx context.Context, cfg Config) (s *Server, err error) {
 	ports := []*int{&cfg.Ports.Frontend, &cfg.Ports.History, &cfg.Ports.Matching, &cfg.Ports.Worker}
 	for _, p := range ports {
 		if *p == 0 {
-			free, err := freePort(cfg.Host)
+			free, err := pickPort(cfg.Host)
 			if err != nil {
 				return nil, fmt.Errorf("temporalserver: pick port: %w", err)
 			}
@@ -186,10 +198,25 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("temporalserver: run certificates: %w", err)
 	}
-	logger := log.NewZapLogger(log.BuildZapLogger(log.Config{
+	// While the server is built and started, a Fatal log call (a port
+	// that cannot be bound) is an error of start, not an exit of the
+	// process.
+	building := new(atomic.Bool)
+	building.Store(true)
+	defer building.Store(false)
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(startFatal)
+			if !ok {
+				panic(r)
+			}
+			s, err = nil, fmt.Errorf("temporalserver: start: %w", f)
+		}
+	}()
+	var logger log.Logger = fatalLogger{Logger: log.NewZapLogger(log.BuildZapLogger(log.Config{
 		Level:      cfg.LogLevel,
 		OutputFile: filepath.Join(cfg.DataDir, LogFile),
-	}))
+	})), building: building}
 	authorizer, err := authorization.GetAuthorizerFromConfig(&conf.Global.Authorization)
 	if err != nil {
 		return nil, fmt.Errorf("temporalserver: authorizer: %w", err)
@@ -220,7 +247,7 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("temporalserver: start: %w", err)
 	}
-	s := &Server{srv: srv, tls: rt, hostPort: front, namespace: cfg.Namespace}
+	s = &Server{srv: srv, tls: rt, hostPort: front, namespace: cfg.Namespace}
 	if err := s.waitReady(ctx); err != nil {
 		srv.Stop()
 		return nil, err
@@ -278,13 +305,4 @@ func (s *Server) Stop() error {
 		}
 	})
 	return s.stopErr
-}
-
-func freePort(host string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
