@@ -663,3 +663,22 @@ func TestComposeTemporalMatchesEmbedded(t *testing.T) {
 		t.Error("no Temporal server image in docker-compose.yml")
 	}
 }
+
+// The compose query-service maps the object store's shards from a bounded
+// local cache, and keeps the shared environment it merges.
+func TestComposeShardCache(t *testing.T) {
+	var f composeFile
+	if err := yaml.Unmarshal(readRepoFile(t, "docker-compose.yml"), &f); err != nil {
+		t.Fatal(err)
+	}
+	env := f.Services["query-service"].Environment
+	if env["CODECTX_SHARD_CACHE"] == "" || env["CODECTX_SHARD_CACHE_BYTES"] == "" {
+		t.Errorf("query-service: no shard cache in %v", env)
+	}
+	if env["CODECTX_S3_ENDPOINT"] == "" || env["CODECTX_TEMPORAL"] == "" {
+		t.Errorf("query-service lost the shared environment: %v", env)
+	}
+	if f.Services["gateway"].Environment["CODECTX_SHARD_CACHE"] != "" {
+		t.Error("gateway has a shard cache")
+	}
+}

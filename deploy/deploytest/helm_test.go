@@ -918,3 +918,49 @@ func TestChartAuth(t *testing.T) {
 		t.Error("the default chart requires API keys")
 	}
 }
+
+// The query-service maps the object store's shards from a bounded local
+// cache on its data volume (searched in place, not read into the heap);
+// the other roles do not get one, and a role's own env overrides it.
+func TestChartShardCache(t *testing.T) {
+	env := func(out map[string]string) map[string]map[string]string {
+		objs, err := parseManifests(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		roles := map[string]map[string]string{}
+		for _, o := range objs {
+			if o.Kind != "Deployment" {
+				continue
+			}
+			var d deploymentSpec
+			if err := o.Spec.Decode(&d); err != nil {
+				t.Fatal(err)
+			}
+			m := map[string]string{}
+			for _, e := range d.Template.Spec.Containers[0].Env {
+				m[e.Name] = e.Value
+			}
+			roles[o.Metadata.Labels[componentLabel]] = m
+		}
+		return roles
+	}
+	out := mustRender(t, chartDir, testRelease, nil)
+	wantNoErrs(t, checkChart(out))
+	for role, m := range env(out) {
+		dir, bytes := m["CODECTX_SHARD_CACHE"], m["CODECTX_SHARD_CACHE_BYTES"]
+		if role == "query-service" {
+			if dir != "/data/shard-cache" || bytes != "4294967296" {
+				t.Errorf("query-service: shard cache %q, %q; want /data/shard-cache, 4294967296", dir, bytes)
+			}
+		} else if dir != "" {
+			t.Errorf("role %s has a shard cache %q", role, dir)
+		}
+	}
+	own := map[string]any{"roles": map[string]any{"query-service": map[string]any{"env": map[string]any{"CODECTX_SHARD_CACHE": "/cache"}}}}
+	out = mustRender(t, chartDir, testRelease, own)
+	wantNoErrs(t, checkChart(out))
+	if got := env(out)["query-service"]["CODECTX_SHARD_CACHE"]; got != "/cache" {
+		t.Errorf("query-service env override: shard cache %q, want /cache", got)
+	}
+}
