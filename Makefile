@@ -30,7 +30,7 @@ test:
 	./scripts/test.sh
 
 race:
-	$(GO) test -race -count=1 $(RACE_PKGS)
+	./scripts/with-minio.sh $(GO) test -race -count=1 $(RACE_PKGS)
 
 # A short coverage-guided run of the packer's budget invariant (its seed
 # corpus and property test already run in test).

@@ -1,22 +1,10 @@
 #!/usr/bin/env bash
 # Runs the whole test suite. Servers the tests need are started here:
 # NATS runs in-process inside the tests; MinIO is built (cached under
-# .cache/bin) and started on loopback by scripts/minio.sh when available.
+# .cache/bin) and started on loopback around the run by
+# scripts/with-minio.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Under CI=true a MinIO that fails to build or start fails the run (the
-# MinIO tests would otherwise skip and CI stay green without them).
-if [ -x scripts/minio.sh ] && [ "${CODECTX_SKIP_MINIO:-}" = "" ]; then
-  trap 'scripts/minio.sh stop >/dev/null 2>&1 || true' EXIT
-  if minio_env="$(scripts/minio.sh start)" && [ -n "$minio_env" ]; then
-    eval "$minio_env"
-  elif [ "${CI:-}" = "true" ]; then
-    echo "test.sh: MinIO did not start (CI=true: failing the run)" >&2
-    exit 1
-  else
-    echo "test.sh: MinIO did not start; its tests will skip" >&2
-  fi
-fi
 # The servers of the distributed end-to-end test (cached under .cache/bin;
 # about 4 minutes on a fresh clone). Under CI=true a failed build fails
 # the run; elsewhere the test skips without them.
@@ -32,4 +20,5 @@ fi
 if [ "${CODECTX_SKIP_MODEL:-}" = "" ]; then
   scripts/fetch-model.sh
 fi
-go test -count=1 ./...
+# MinIO is started around the run (scripts/with-minio.sh).
+scripts/with-minio.sh go test -count=1 ./...

@@ -24,7 +24,7 @@ func minioStore(t *testing.T) *blob.Bucket {
 	endpoint := os.Getenv("CODECTX_TEST_MINIO_ENDPOINT")
 	if endpoint == "" {
 		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but no MinIO server (CODECTX_TEST_MINIO_ENDPOINT unset): scripts/test.sh starts one")
+			t.Fatal("CI=true but no MinIO server (CODECTX_TEST_MINIO_ENDPOINT unset): make check starts one (scripts/with-minio.sh)")
 		}
 		t.Skip(`no MinIO server: run eval "$(scripts/minio.sh start)" to set CODECTX_TEST_MINIO_ENDPOINT, _ACCESS_KEY, _SECRET_KEY`)
 	}
