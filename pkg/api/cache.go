@@ -17,10 +17,13 @@ import (
 const DefaultCacheBytes = 512 << 20
 
 // segCache is an LRU of loaded segments keyed by segment key, bounded by the
-// memory the segments hold (segment.Size), not by their number. Segments
-// are immutable, so an entry never goes stale: a new HEAD names a new key.
-// Concurrent loads of one key share one read. The segment just loaded is
-// always kept, even alone over the budget, so any segment can be served.
+// memory the segments hold, not by their number: each is charged its heap
+// (segment.HeapSize, which grows with the tables its queries derive,
+// measured again each time it is used) and its mapped shards
+// (segment.MappedSize). Segments are immutable, so an entry never goes stale: a
+// new HEAD names a new key. Concurrent loads of one key share one read.
+// The segment just loaded is always kept, even alone over the budget, so
+// any segment can be served.
 type segCache struct {
 	store  *blob.Bucket
 	max    int64
@@ -29,8 +32,9 @@ type segCache struct {
 	mu    sync.Mutex
 	ll    *list.List // of *segEntry, front = most recent
 	m     map[string]*list.Element
-	bytes int64 // sum of the loaded entries' sizes
-	heap  int64 // of bytes, in the heap
+	bySeg map[*segment.Segment]*segEntry // the loaded entries
+	bytes int64                          // sum of the loaded entries' sizes
+	heap  int64                          // of bytes, in the heap
 	hit   int
 	miss  int // loads started
 }
@@ -48,7 +52,7 @@ func newSegCache(store *blob.Bucket, maxBytes int64, shards *index.ShardCache) *
 	if maxBytes <= 0 {
 		maxBytes = DefaultCacheBytes
 	}
-	return &segCache{store: store, max: maxBytes, shards: shards, ll: list.New(), m: map[string]*list.Element{}}
+	return &segCache{store: store, max: maxBytes, shards: shards, ll: list.New(), m: map[string]*list.Element{}, bySeg: map[*segment.Segment]*segEntry{}}
 }
 
 func (c *segCache) get(ctx context.Context, key string) (*segment.Segment, error) {
@@ -57,6 +61,9 @@ func (c *segCache) get(ctx context.Context, key string) (*segment.Segment, error
 		c.ll.MoveToFront(el)
 		c.hit++
 		e := el.Value.(*segEntry)
+		if e.size > 0 {
+			c.charge(e)
+		}
 		c.mu.Unlock()
 		select {
 		case <-e.ready:
@@ -71,6 +78,9 @@ func (c *segCache) get(ctx context.Context, key string) (*segment.Segment, error
 	c.mu.Unlock()
 
 	e.seg, e.err = c.load(ctx, key)
+	if e.err == nil {
+		e.seg.HeapSize() // its one walk over the segment, outside the lock
+	}
 	c.mu.Lock()
 	el, ok := c.m[key]
 	switch {
@@ -80,11 +90,8 @@ func (c *segCache) get(ctx context.Context, key string) (*segment.Segment, error
 			delete(c.m, key) // never cache a failure
 		}
 	case ok && el.Value == e:
-		e.heap = e.seg.HeapSize()
-		e.size = e.heap + e.seg.MappedSize()
-		c.bytes += e.size
-		c.heap += e.heap
-		c.evict(e)
+		c.bySeg[e.seg] = e
+		c.charge(e)
 	default:
 		// Replaced or dropped while loading: nothing holds it.
 		e.seg.Release()
@@ -92,6 +99,29 @@ func (c *segCache) get(ctx context.Context, key string) (*segment.Segment, error
 	c.mu.Unlock()
 	close(e.ready)
 	return e.seg, e.err
+}
+
+// charge measures e's heap and resident pages again, and evicts others if
+// it grew the cache over its budget. Called with c.mu held.
+func (c *segCache) charge(e *segEntry) {
+	heap := e.seg.HeapSize()
+	size := max(heap+e.seg.MappedSize(), 1) // > 0: loaded
+	c.bytes += size - e.size
+	c.heap += heap - e.heap
+	e.size, e.heap = size, heap
+	c.evict(e)
+}
+
+// used charges the cached segments of segs again once a request has used
+// them: the tables and pages its search added.
+func (c *segCache) used(segs []*segment.Segment) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, seg := range segs {
+		if e := c.bySeg[seg]; e != nil {
+			c.charge(e)
+		}
+	}
 }
 
 // evict drops the least recently used loaded entries until the loaded
@@ -105,6 +135,7 @@ func (c *segCache) evict(keep *segEntry) {
 		if e := el.Value.(*segEntry); e != keep && e.size > 0 {
 			c.ll.Remove(el)
 			delete(c.m, e.key)
+			delete(c.bySeg, e.seg)
 			c.bytes -= e.size
 			c.heap -= e.heap
 			e.seg.Release()

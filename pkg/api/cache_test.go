@@ -43,12 +43,21 @@ func TestCacheBoundedByBytes(t *testing.T) {
 		indexRepo(t, store, r, 30)
 	}
 	ctx := context.Background()
+	// What a segment is charged once queried (its heap grows by the
+	// tables the search derives), measured through a scratch server.
+	scratch := &Server{Store: store, Routes: QueryRoutes, CacheSize: 1 << 40}
+	_, sc := newServer(t, scratch)
 	size := func(repo string) int64 {
-		seg, err := index.LoadHead(ctx, store, index.DefaultTenant, repo)
+		if _, err := sc.Query(ctx, QueryRequest{Repo: repo, Query: "Handle7 serves request", Budget: 500}); err != nil {
+			t.Fatal(err)
+		}
+		h, err := index.ReadHead(ctx, store, index.DefaultTenant, repo)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return seg.Size()
+		scratch.segs.mu.Lock()
+		defer scratch.segs.mu.Unlock()
+		return scratch.segs.m[h.Segment].Value.(*segEntry).size
 	}
 	budget := size("alpha") + size("beta") + size("gamma")/2
 	s := &Server{Store: store, Routes: QueryRoutes, CacheSize: budget}

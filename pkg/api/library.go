@@ -269,6 +269,7 @@ func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) 
 		}
 	}
 	resp := query.PackAll(parts, req, nil)
+	s.segs.used(segs)
 	if r := note.get(); r != "" {
 		resp.Stale, resp.StaleReason = true, r
 	}

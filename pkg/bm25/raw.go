@@ -186,3 +186,20 @@ func (ix *Index) HeapSize() int64 {
 	}
 	return ix.Size()
 }
+
+// DerivedSize is the heap the index built since it was loaded: the norm
+// tables of its searches (4 bytes a document and field), which live as
+// long as the index.
+func (ix *Index) DerivedSize() int64 {
+	var n int64
+	if t := ix.norm.Load(); t != nil {
+		n += 4 * int64(len(t.f))
+		for _, p := range t.parts {
+			n += 4 * int64(len(p))
+		}
+	}
+	for _, p := range ix.parts {
+		n += p.DerivedSize()
+	}
+	return n
+}

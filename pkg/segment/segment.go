@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"codectx/pkg/bm25"
@@ -91,8 +92,12 @@ type Segment struct {
 	symIDs   [][]int
 	byPath   map[string]int
 
-	memoMu sync.Mutex
-	memo   map[string]any
+	memoMu    sync.Mutex
+	memo      map[string]any
+	memoBytes atomic.Int64 // heapOf the memo values
+
+	heapOnce sync.Once
+	heapBase int64 // HeapSize without what searchers derive later
 
 	// Of a segment joined from in-place shards: the chunk id ranges whose
 	// strings alias shard bytes, the shard files it maps and the bytes of
@@ -129,7 +134,9 @@ func (s *Segment) MappedSize() int64 {
 	return n
 }
 
-// ResidentSize is the part of the mapped shard files in memory now.
+// ResidentSize is the part of the mapped shard files in this process's
+// resident set now (see mapfile.File.Resident): the pages queries read
+// since the segment was loaded, or since the files were last released.
 func (s *Segment) ResidentSize() int64 {
 	var n int64
 	for _, f := range s.maps {
@@ -146,7 +153,8 @@ func (s *Segment) InPlace() bool { return len(s.aliased) > 0 }
 // Memo returns the value build derives from the segment, building it on the
 // first call for key and sharing it afterwards. Searchers keep per-segment
 // tables here (a file-name index, tokenized history) instead of rebuilding
-// them for every query; build must only read the segment.
+// them for every query; build must only read the segment. The value's
+// heap is estimated once built and counted in HeapSize.
 func (s *Segment) Memo(key string, build func() any) any {
 	s.memoMu.Lock()
 	defer s.memoMu.Unlock()
@@ -158,6 +166,7 @@ func (s *Segment) Memo(key string, build func() any) any {
 	}
 	v := build()
 	s.memo[key] = v
+	s.memoBytes.Add(s.heapOf(v))
 	return v
 }
 
@@ -183,11 +192,24 @@ func (s *Segment) Size() int64 { return s.HeapSize() + s.MappedSize() }
 
 // HeapSize estimates the bytes a loaded segment holds in the Go heap: its
 // chunks, files, symbol table, history, BM25 indexes and graph (strings at
-// their length plus a header, maps at about 48 bytes an entry), and the
-// bytes of in-place shards held as heap buffers; strings and arrays
-// aliasing a mapping are not counted. Tables that searchers derive later
-// (Memo) are not counted.
+// their length plus a header, maps at about 48 bytes an entry), the bytes
+// of in-place shards held as heap buffers, and what searchers derived from
+// it since (Memo tables, BM25 norm tables), so it grows as the segment is
+// queried; strings and arrays aliasing a mapping are not counted. The
+// walk over the segment is done once (a loaded segment does not change),
+// later calls are cheap.
 func (s *Segment) HeapSize() int64 {
+	s.heapOnce.Do(func() { s.heapBase = s.baseHeap() })
+	n := s.heapBase + s.memoBytes.Load()
+	for _, ix := range []*bm25.Index{s.BM25, s.FileBM25} {
+		if ix != nil {
+			n += ix.DerivedSize()
+		}
+	}
+	return n
+}
+
+func (s *Segment) baseHeap() int64 {
 	const str, slice, entry = 16, 24, 48
 	strs := func(ss []string) int64 {
 		n := int64(slice)
