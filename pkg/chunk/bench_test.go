@@ -110,6 +110,8 @@ def helper_%[1]d(values: list[int]) -> int:
 	return b.String()
 }
 
+// BenchmarkParseGo runs Parse on Go files on each of its Go paths (their
+// chunks are equal: TestGoASTMatchesTreeSitter).
 func BenchmarkParseGo(b *testing.B) {
 	files := parsedCorpus(b)
 	total := 0
@@ -117,15 +119,22 @@ func BenchmarkParseGo(b *testing.B) {
 		total += len(f.src)
 	}
 	ctx := context.Background()
-	b.SetBytes(int64(total))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		for _, f := range files {
-			if r := Parse(ctx, f.path, f.src, Options{}); r.Degraded != "" {
-				b.Fatalf("%s: skip=%q degraded=%q", f.path, r.Skip, r.Degraded)
+	for _, p := range []struct {
+		name string
+		gp   GoParser
+	}{{"tree-sitter", GoTreeSitter}, {"go-parser", GoAST}} {
+		b.Run(p.name, func(b *testing.B) {
+			opt := Options{GoParser: p.gp}
+			b.SetBytes(int64(total))
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, f := range files {
+					if r := Parse(ctx, f.path, f.src, opt); r.Degraded != "" {
+						b.Fatalf("%s: skip=%q degraded=%q", f.path, r.Skip, r.Degraded)
+					}
+				}
 			}
-		}
+		})
 	}
 }
 

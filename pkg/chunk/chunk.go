@@ -31,6 +31,11 @@
 //     one chunk per ATX heading section (Name = heading text, Signature =
 //     heading path "A > B"), long sections split into windows.
 //
+// Go files can also be chunked with go/parser instead of tree-sitter
+// (Options.GoParser, goast.go): the chunks are the same, field for field,
+// and a file go/parser rejects or that holds a construct whose tree-sitter
+// parse the go/parser path does not model goes to tree-sitter.
+//
 // When content is not valid UTF-8 it is repaired first, and all byte offsets
 // refer to the repaired text. Parse never panics: parser failures give line
 // windows with a Degraded reason.
@@ -57,6 +62,7 @@ type Options struct {
 	MaxFileSize  int64         // default 1 MiB (1<<20) when 0
 	ParseTimeout time.Duration // per-file parse timeout, default 2s when 0
 	WindowLines  int           // line-window size for non-code files, default 40 when 0; windows do not overlap
+	GoParser     GoParser      // how Go files are chunked (GoDefault, GoAST, GoTreeSitter); the chunks are the same either way
 }
 
 func (o Options) withDefaults() Options {
@@ -147,7 +153,14 @@ func Parse(ctx context.Context, p string, content []byte, opt Options) Result {
 		}
 		return res
 	}
-	parsed, degraded := parseCode(ctx, spec, p, src, opt)
+	var parsed parsed
+	degraded, fallback := "", "tree-sitter"
+	if res.Language == codectx.Go && opt.goAST() {
+		parsed, degraded, fallback = parseGoAST(ctx, p, src, opt)
+	}
+	if fallback != "" {
+		parsed, degraded = parseCode(ctx, spec, p, src, opt)
+	}
 	if degraded != "" {
 		res.Degraded = degraded
 		res.Chunks = newLines(src).windows(p, res.Language, 0, len(src), opt.WindowLines)

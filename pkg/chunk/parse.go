@@ -326,23 +326,34 @@ type decl struct {
 
 // add records the declaration spanning kids[i] and returns its index.
 func (x *ex) add(kids []kid, i int, d decl) int {
+	nameStart, bodyStart := -1, -1
+	if d.nameNode != nil {
+		nameStart = int(d.nameNode.StartByte())
+	}
+	if d.body != nil {
+		bodyStart = int(d.body.StartByte())
+	}
+	return x.addAt(kids, i, d, nameStart, bodyStart)
+}
+
+// addAt is add with the name's and the body's first bytes given (-1:
+// none) instead of d.nameNode and d.body, which it ignores; the go/parser
+// path, which has no tree-sitter nodes, calls it directly.
+func (x *ex) addAt(kids []kid, i int, d decl, nameStart, bodyStart int) int {
 	k := kids[i]
 	start, doc := x.leading(kids, i)
 	if d.doc != "" {
 		doc = d.doc
 	}
-	s := sym{kind: d.kind, name: d.name, doc: doc, start: start, end: k.end, nameStart: -1, keepStart: k.start, container: d.container}
-	if d.nameNode != nil {
-		s.nameStart = int(d.nameNode.StartByte())
-	}
+	s := sym{kind: d.kind, name: d.name, doc: doc, start: start, end: k.end, nameStart: nameStart, keepStart: k.start, container: d.container}
 	sigStart := d.sigStart
 	if sigStart < 0 {
 		sigStart = k.start
 	}
 	sigEnd := k.end
 	switch {
-	case d.body != nil:
-		sigEnd = int(d.body.StartByte())
+	case bodyStart >= 0:
+		sigEnd = bodyStart
 		s.keepEnd = sigEnd
 	case d.sigEnd > 0:
 		sigEnd = d.sigEnd
@@ -446,7 +457,8 @@ func hasCode(text string) bool {
 // call, type and import under the innermost symbol holding it.
 func (x *ex) capture(qc *sitter.QueryCursor, q *sitter.Query, kinds []int, root *sitter.Node) {
 	qc.Exec(q, root)
-	cur, qEnd := -1, -1
+	var f filer
+	f.reset()
 	for {
 		m, ci, ok := qc.NextCapture()
 		if !ok {
@@ -460,29 +472,52 @@ func (x *ex) capture(qc *sitter.QueryCursor, q *sitter.Query, kinds []int, root 
 			continue
 		}
 		b := int(n.StartByte())
-		o := x.owner(b, &cur)
 		switch kind {
 		case capCall, capJCall:
 			name := x.callee(n, kind, 0)
 			if name == "require" && (x.sp.lang == codectx.JavaScript || x.sp.lang == codectx.TypeScript || x.sp.lang == codectx.TSX) {
 				x.requireImport(n)
 			}
-			if o >= 0 && !x.sp.skipCalls[name] {
-				x.syms[o].calls.add(name)
-			}
+			x.fileCall(&f, b, name)
 		case capQType:
-			qEnd = int(n.EndByte())
-			if o >= 0 {
-				x.syms[o].types.add(compact(x.text(n)))
-			}
+			x.fileQType(&f, b, int(n.EndByte()), x.text(n))
 		case capType:
-			if b < qEnd || o < 0 || x.syms[o].nameStart == b {
-				continue
-			}
-			if t := x.text(n); !x.sp.skipTypes[t] {
-				x.syms[o].types.add(t)
-			}
+			x.fileType(&f, b, x.text(n))
 		}
+	}
+}
+
+// filer is the state of filing captures in document order: the owner
+// cursor and the end of the last qualified type.
+type filer struct{ cur, qEnd int }
+
+func (f *filer) reset() { f.cur, f.qEnd = -1, -1 }
+
+// fileCall files a call named name whose callee starts at byte b.
+func (x *ex) fileCall(f *filer, b int, name string) {
+	if o := x.owner(b, &f.cur); o >= 0 && !x.sp.skipCalls[name] {
+		x.syms[o].calls.add(name)
+	}
+}
+
+// fileQType files the qualified type text spanning [b, end); type
+// identifiers inside it are not filed on their own.
+func (x *ex) fileQType(f *filer, b, end int, text string) {
+	f.qEnd = end
+	if o := x.owner(b, &f.cur); o >= 0 {
+		x.syms[o].types.add(compact(text))
+	}
+}
+
+// fileType files the type identifier text starting at byte b, unless it
+// is inside the last qualified type, a built-in or its symbol's own name.
+func (x *ex) fileType(f *filer, b int, text string) {
+	o := x.owner(b, &f.cur)
+	if b < f.qEnd || o < 0 || x.syms[o].nameStart == b {
+		return
+	}
+	if !x.sp.skipTypes[text] {
+		x.syms[o].types.add(text)
 	}
 }
 

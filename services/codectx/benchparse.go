@@ -8,6 +8,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
+	"reflect"
 	"runtime"
 	"syscall"
 	"time"
@@ -31,13 +32,15 @@ type ParseRate struct {
 // runBenchParse measures the parse rates that bound indexing on one
 // snapshot, in one process and one goroutine: tree-sitter's parse alone
 // (the ceiling of this design), chunk.Parse (what indexing runs per file)
-// and, on the Go files, tree-sitter against go/parser.
+// and, on the Go files, tree-sitter against go/parser and chunk.Parse's
+// two Go paths against each other.
 func runBenchParse(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench-parse", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	maxSize := fs.Int64("max-file-size", 1<<20, "skip files larger than this many bytes (as index does)")
 	rounds := fs.Int("rounds", 1, "parse the files this many times per row")
 	asJSON := fs.Bool("json", false, "print the rows as JSON")
+	compareGo := fs.Bool("compare-go", false, "also chunk every Go file on both Go paths (go/parser, tree-sitter) and report the files whose chunks differ")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: codectx bench-parse [flags] PATH\n\nParses every file of a snapshot with tree-sitter alone, with chunk.Parse, and the Go files with go/parser, one goroutine, and prints MB per CPU second of each.")
 		fs.PrintDefaults()
@@ -99,6 +102,8 @@ func runBenchParse(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return r
 	}
 	var goErrs int
+	tsOpt, astOpt := opt, opt
+	tsOpt.GoParser, astOpt.GoParser = chunk.GoTreeSitter, chunk.GoAST
 	rows := []ParseRate{
 		measure("tree-sitter parse (files with a grammar)", grammar, func(f file) { chunk.ParseOnly(f.path, f.src, opt) }),
 		measure("chunk.Parse (files with a grammar)", grammar, func(f file) { chunk.Parse(ctx, f.path, f.src, opt) }),
@@ -109,13 +114,45 @@ func runBenchParse(ctx context.Context, args []string, stdout, stderr io.Writer)
 				goErrs++
 			}
 		}),
+		measure("chunk.Parse, Go files, tree-sitter path", goFiles, func(f file) { chunk.Parse(ctx, f.path, f.src, tsOpt) }),
+		measure("chunk.Parse, Go files, go/parser path", goFiles, func(f file) { chunk.Parse(ctx, f.path, f.src, astOpt) }),
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	var cmp *goCompare
+	if *compareGo {
+		cmp = &goCompare{Fallbacks: map[string]int{}}
+		for _, f := range all {
+			if chunk.Detect(f.path, f.src) != codectx.Go {
+				continue
+			}
+			cmp.Files++
+			if fb := chunk.GoFallback(f.path, f.src, opt); fb != "" {
+				cmp.Fallbacks[fb]++
+			}
+			// A long timeout: tree-sitter's parse must not time out
+			// on a loaded machine (the go/parser path has none).
+			ts, ga := tsOpt, astOpt
+			ts.ParseTimeout, ga.ParseTimeout = time.Minute, time.Minute
+			a, b := chunk.Parse(ctx, f.path, f.src, ts), chunk.Parse(ctx, f.path, f.src, ga)
+			if !reflect.DeepEqual(a, b) {
+				cmp.Differ = append(cmp.Differ, f.path)
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
+		if cmp != nil {
+			return enc.Encode(struct {
+				Rows    []ParseRate `json:"rows"`
+				Compare *goCompare  `json:"compare_go"`
+			}{rows, cmp})
+		}
 		return enc.Encode(rows)
 	}
 	fmt.Fprintf(stdout, "%-48s %7s %9s %8s %8s %10s\n", "parser", "files", "MB", "CPU s", "wall s", "MB/CPU s")
@@ -125,7 +162,25 @@ func runBenchParse(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if goErrs > 0 {
 		fmt.Fprintf(stdout, "go/parser reported errors in %d files (they were still parsed)\n", goErrs/max(*rounds, 1))
 	}
+	if cmp != nil {
+		fb := 0
+		for _, n := range cmp.Fallbacks {
+			fb += n
+		}
+		fmt.Fprintf(stdout, "Go paths compared on %d Go files: %d differ, %d handed to tree-sitter by the go/parser path %v\n", cmp.Files, len(cmp.Differ), fb, cmp.Fallbacks)
+		for _, p := range cmp.Differ {
+			fmt.Fprintf(stdout, "differs: %s\n", p)
+		}
+	}
 	return nil
+}
+
+// goCompare is the outcome of `bench-parse -compare-go`: every Go file
+// chunked on both Go paths.
+type goCompare struct {
+	Files     int            `json:"files"`
+	Differ    []string       `json:"differ"`    // files whose results differ (should be none)
+	Fallbacks map[string]int `json:"fallbacks"` // files the go/parser path hands to tree-sitter, by reason
 }
 
 // cpuSeconds is the user and system CPU of this process so far.

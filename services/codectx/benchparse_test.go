@@ -55,6 +55,8 @@ func TestBenchParse(t *testing.T) {
 		{4, size("a/a.go", "a/b.go", "p/m.py", "README.md")},
 		{2, size("a/a.go", "a/b.go")},
 		{2, size("a/a.go", "a/b.go")},
+		{2, size("a/a.go", "a/b.go")},
+		{2, size("a/a.go", "a/b.go")},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("%d rows, want %d:\n%s", len(rows), len(want), out)
@@ -63,6 +65,26 @@ func TestBenchParse(t *testing.T) {
 		if rows[i].Files != w.files || rows[i].Bytes != w.bytes || rows[i].CPUSeconds < 0 {
 			t.Errorf("row %q: %d files, %d bytes; want %d, %d", rows[i].Name, rows[i].Files, rows[i].Bytes, w.files, w.bytes)
 		}
+	}
+
+	// -compare-go chunks every Go file on both Go paths: big.go is over
+	// the size cap, so not read; a syntax error goes to tree-sitter.
+	if err := os.WriteFile(filepath.Join(dir, "a/bad.go"), []byte("package a\n\nfunc F( {\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runCLI(t, "bench-parse", "--json", "--compare-go", "--max-file-size", "1000", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Rows    []ParseRate `json:"rows"`
+		Compare goCompare   `json:"compare_go"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if c := got.Compare; c.Files != 3 || len(c.Differ) != 0 || c.Fallbacks["syntax"] != 1 || len(got.Rows) != len(want) {
+		t.Errorf("compare-go: %+v, %d rows", c, len(got.Rows))
 	}
 }
 
