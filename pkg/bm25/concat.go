@@ -136,3 +136,67 @@ func (h *cursors) Pop() any {
 	*h = old[:len(old)-1]
 	return x
 }
+
+// Slice returns the index of documents lo..hi-1 of ix, renumbered from 0:
+// the index a Builder would have built from those documents alone, byte
+// for byte (terms that no document of the range holds are left out). With
+// Concat it splices an index: the documents kept from an older index and
+// the new ones built alone are joined without tokenizing the kept ones
+// again. ix may not be a Multi index.
+func Slice(ix *Index, lo, hi int) (*Index, error) {
+	if len(ix.parts) > 0 {
+		return nil, fmt.Errorf("bm25: slice of a multi-part index")
+	}
+	if lo < 0 || hi > ix.n || lo > hi {
+		return nil, fmt.Errorf("bm25: slice %d..%d of %d documents", lo, hi, ix.n)
+	}
+	out := &Index{n: hi - lo, lens: append([]uint32(nil), ix.lens[lo*int(NumFields):hi*int(NumFields)]...)}
+	var arena, postings []byte
+	out.termOff = make([]uint32, 0, len(ix.df)+1)
+	out.postOff = make([]uint32, 0, len(ix.df)+1)
+	out.df = make([]uint32, 0, len(ix.df))
+	for i := range ix.df {
+		pl := ix.postings[ix.postOff[i]:ix.postOff[i+1]]
+		start := len(postings)
+		doc, last := int64(-1), int64(lo)-1
+		var df uint32
+		for len(pl) > 0 {
+			v, m := binary.Uvarint(pl)
+			if m <= 0 {
+				return nil, fmt.Errorf("%w: postings of %q", ErrCorrupt, ix.term(i))
+			}
+			doc += int64(v >> NumFields)
+			end := m
+			for mask := v & (1<<NumFields - 1); mask != 0; mask &= mask - 1 {
+				_, w := binary.Uvarint(pl[end:])
+				if w <= 0 {
+					return nil, fmt.Errorf("%w: term frequencies of %q", ErrCorrupt, ix.term(i))
+				}
+				end += w
+			}
+			if doc >= int64(hi) {
+				break
+			}
+			if doc >= int64(lo) {
+				postings = binary.AppendUvarint(postings, uint64(doc-last)<<NumFields|v&(1<<NumFields-1))
+				postings = append(postings, pl[m:end]...)
+				last = doc
+				df++
+			}
+			pl = pl[end:]
+		}
+		if df == 0 {
+			continue
+		}
+		out.termOff = append(out.termOff, uint32(len(arena)))
+		out.postOff = append(out.postOff, uint32(start))
+		out.df = append(out.df, df)
+		arena = append(arena, ix.term(i)...)
+	}
+	out.termOff = append(out.termOff, uint32(len(arena)))
+	out.postOff = append(out.postOff, uint32(len(postings)))
+	out.terms = arena
+	out.postings = postings
+	out.computeAvg()
+	return out, nil
+}

@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"codectx/pkg/blob"
@@ -30,6 +33,10 @@ const DefaultShardBytes = 16 << 20
 // it is part of every shard's digest (and so of its key).
 const shardVersion = "2" // 2: the in-place format (CTXSHD2)
 
+// collectShardBytes is the encoded size from which a build collects
+// garbage after writing a shard.
+const collectShardBytes = 1 << 20
+
 // ShardKey is where a shard of tenant/repo is stored, by the digest of its
 // inputs: the same files give the same key, so a shard that exists is
 // reused rather than built again.
@@ -43,13 +50,15 @@ func ShardPrefix(tenant, repo string) string { return RepoPrefix("shards/", tena
 // ShardStats reports what a sharded build wrote.
 type ShardStats struct {
 	Shards  int `json:"shards"`
-	Written int `json:"shards_written"` // shards built and written by this build; the others were reused
+	Written int `json:"shards_written"`           // shards built and written by this build; the others were reused
+	Spliced int `json:"shards_spliced,omitempty"` // of those written, spliced from a stored shard (BuildShardsFrom)
 }
 
 // group is one planned shard: files[lo:hi] of the manifest.
 type group struct {
 	lo, hi int
 	first  string
+	prev   int // the previous shard whose range it keeps, -1 if cut afresh
 }
 
 // planShards cuts the manifest's files (sorted by path) into shards. The
@@ -66,12 +75,12 @@ func planShards(files []source.File, prev []segment.ShardRef, target int64) []gr
 		for i := lo; i < hi; i++ {
 			acc += files[i].Size
 			if acc >= target && i+1 < hi {
-				out = append(out, group{start, i + 1, first})
+				out = append(out, group{start, i + 1, first, -1})
 				start, acc, first = i+1, 0, files[i+1].Path
 			}
 		}
 		if start < hi {
-			out = append(out, group{start, hi, first})
+			out = append(out, group{start, hi, first, -1})
 		}
 	}
 	if len(prev) == 0 || prev[0].First != "" {
@@ -99,7 +108,7 @@ func planShards(files []source.File, prev []segment.ShardRef, target int64) []gr
 			cut(lo, i, first)
 			continue
 		}
-		out = append(out, group{lo, i, first})
+		out = append(out, group{lo, i, first, r})
 	}
 	return out
 }
@@ -128,53 +137,256 @@ func assembleShard(files []source.File, results []Parsed) *segment.Shard {
 		}
 	}
 	sh.Chunks = make([]codectx.Chunk, 0, n)
+	b, fb := bm25.NewBuilder(), bm25.NewBuilder()
 	for i, p := range results {
-		file := files[i]
-		sh.Stats.Bytes += file.Size
-		if p.Result.Skip != "" {
-			sh.Stats.Skipped[p.Result.Skip]++
-			continue
-		}
-		if p.Result.Degraded != "" {
-			sh.Stats.Degraded[p.Result.Degraded]++
-		}
-		sh.Stats.FilesByLanguage[string(p.Result.Language)]++
-		f := segment.File{Path: file.Path, Language: p.Result.Language, Blob: file.Blob, Size: file.Size}
-		fin := graph.FileInput{Path: file.Path, Language: p.Result.Language, Package: p.Result.Package, Imports: p.Result.Imports}
-		for _, c := range p.Result.Chunks {
-			c.Path = file.Path
-			id := len(sh.Chunks)
-			sh.Chunks = append(sh.Chunks, c)
-			f.Chunks = append(f.Chunks, id)
-			sh.Stats.ChunksByKind[string(c.Kind)]++
-			if c.Kind != codectx.KindWindow {
-				fin.Symbols = append(fin.Symbols, graph.SymbolInput{ID: id, Name: c.Name, Kind: c.Kind, Calls: c.Calls, Types: c.Types})
-			}
-		}
-		sh.Files = append(sh.Files, f)
-		if isCode(p.Result.Language) {
-			sh.GraphIn = append(sh.GraphIn, fin)
-		}
+		countFile(&sh.Stats, files[i].Size, p.Result, 1)
+		addParsed(sh, b, fb, files[i], p.Result)
 	}
 	sh.Stats.Files = len(sh.Files)
 	sh.Stats.Chunks = len(sh.Chunks)
-	b, fb := bm25.NewBuilder(), bm25.NewBuilder()
-	for _, f := range sh.Files {
-		var whole [bm25.NumFields][]string
-		whole[bm25.FieldPath] = tokenize.Tokens(f.Path)
-		for _, id := range f.Chunks {
-			toks := Tokens(sh.Chunks[id])
-			b.AddTokens(toks)
-			for fld := bm25.Field(0); fld < bm25.NumFields; fld++ {
-				if fld != bm25.FieldPath {
-					whole[bm25.FieldBody] = append(whole[bm25.FieldBody], toks[fld]...)
-				}
-			}
-		}
-		fb.AddTokens(whole)
-	}
 	sh.BM25, sh.FileBM25 = b.Build(), fb.Build()
 	return sh
+}
+
+// countFile adds (sign 1) or takes off (sign -1) the counts of one file of
+// size bytes parsed as r, as a shard's statistics hold them (Files and
+// Chunks are set from the shard's lists).
+func countFile(st *segment.ShardStats, size int64, r chunk.Result, sign int) {
+	st.Bytes += int64(sign) * size
+	if r.Skip != "" {
+		st.Skipped[r.Skip] += sign
+		return
+	}
+	if r.Degraded != "" {
+		st.Degraded[r.Degraded] += sign
+	}
+	st.FilesByLanguage[string(r.Language)] += sign
+	for _, c := range r.Chunks {
+		st.ChunksByKind[string(c.Kind)] += sign
+	}
+}
+
+// addParsed appends one file parsed as r to sh (its chunks, its file entry
+// and its graph input, with ids following those already in sh) and its
+// documents to the chunk and whole-file BM25 builders. A skipped file adds
+// nothing.
+func addParsed(sh *segment.Shard, b, fb *bm25.Builder, file source.File, r chunk.Result) {
+	if r.Skip != "" {
+		return
+	}
+	f := segment.File{Path: file.Path, Language: r.Language, Blob: file.Blob, Size: file.Size}
+	fin := graph.FileInput{Path: file.Path, Language: r.Language, Package: r.Package, Imports: r.Imports}
+	var whole [bm25.NumFields][]string
+	whole[bm25.FieldPath] = tokenize.Tokens(file.Path)
+	for _, c := range r.Chunks {
+		c.Path = file.Path
+		id := len(sh.Chunks)
+		sh.Chunks = append(sh.Chunks, c)
+		f.Chunks = append(f.Chunks, id)
+		if c.Kind != codectx.KindWindow {
+			fin.Symbols = append(fin.Symbols, graph.SymbolInput{ID: id, Name: c.Name, Kind: c.Kind, Calls: c.Calls, Types: c.Types})
+		}
+		toks := Tokens(c)
+		b.AddTokens(toks)
+		for fld := bm25.Field(0); fld < bm25.NumFields; fld++ {
+			if fld != bm25.FieldPath {
+				whole[bm25.FieldBody] = append(whole[bm25.FieldBody], toks[fld]...)
+			}
+		}
+	}
+	fb.AddTokens(whole)
+	sh.Files = append(sh.Files, f)
+	if isCode(r.Language) {
+		sh.GraphIn = append(sh.GraphIn, fin)
+	}
+}
+
+// errNoSplice says a shard cannot be spliced from the stored one: it is
+// built from all its files instead.
+var errNoSplice = errors.New("index: shard not spliced")
+
+// spliceShard builds the shard of files (one range of the manifest) from
+// old, the stored shard of oldFiles (the same range of the previous
+// snapshot's manifest): a file whose path, blob and size did not change
+// keeps its chunks, file entry, graph input and BM25 postings (bm25.Slice,
+// bm25.Concat: nothing of it is read from the parse cache or tokenized
+// again); the others are parsed (parse), and the counts of the old files
+// dropped are taken off with their old parse results (loadOld). The shard
+// is the one assembleShard builds from all the files' results, byte for
+// byte (TestSpliceShard). It returns the results parse gave.
+func spliceShard(ctx context.Context, old *segment.Shard, oldFiles, files []source.File, parse, loadOld ParseFunc) (*segment.Shard, []Parsed, error) {
+	before := make(map[string]source.File, len(oldFiles))
+	for _, f := range oldFiles {
+		before[f.Path] = f
+	}
+	keep := make([]bool, len(files))
+	kept := map[string]bool{}
+	var changed []source.File
+	for i, f := range files {
+		if o, ok := before[f.Path]; ok && o == f {
+			keep[i], kept[f.Path] = true, true
+		} else {
+			changed = append(changed, f)
+		}
+	}
+	if len(kept) == 0 {
+		return nil, nil, errNoSplice
+	}
+	var dropped []source.File
+	for _, f := range oldFiles {
+		if !kept[f.Path] {
+			dropped = append(dropped, f)
+		}
+	}
+	oldRes, err := loadOld(ctx, dropped)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", errNoSplice, err)
+	}
+	results, err := parse(ctx, changed)
+	if err != nil {
+		return nil, nil, err
+	}
+	st := old.Stats
+	st.FilesByLanguage, st.ChunksByKind, st.Skipped, st.Degraded = maps.Clone(st.FilesByLanguage), maps.Clone(st.ChunksByKind), maps.Clone(st.Skipped), maps.Clone(st.Degraded)
+	for _, m := range []*map[string]int{&st.FilesByLanguage, &st.ChunksByKind, &st.Skipped, &st.Degraded} {
+		if *m == nil {
+			*m = map[string]int{}
+		}
+	}
+	for i, f := range dropped {
+		countFile(&st, f.Size, oldRes[i].Result, -1)
+	}
+	for i, f := range changed {
+		countFile(&st, f.Size, results[i].Result, 1)
+	}
+	for _, m := range []map[string]int{st.FilesByLanguage, st.ChunksByKind, st.Skipped, st.Degraded} {
+		for k, v := range m {
+			if v < 0 {
+				return nil, nil, fmt.Errorf("%w: counts of the stored shard do not match its files", errNoSplice)
+			}
+			if v == 0 {
+				delete(m, k)
+			}
+		}
+	}
+	if st.Bytes < 0 {
+		return nil, nil, fmt.Errorf("%w: bytes of the stored shard do not match its files", errNoSplice)
+	}
+
+	at := make(map[string]int, len(old.Files))
+	for i, f := range old.Files {
+		at[f.Path] = i
+	}
+	gin := make(map[string]int, len(old.GraphIn))
+	for i, f := range old.GraphIn {
+		gin[f.Path] = i
+	}
+	sh := &segment.Shard{Stats: st}
+	var pieces, filePieces []*bm25.Index
+	// The run of kept files being copied: old files fLo..fHi-1, their
+	// chunks cLo..cHi-1 (-1 while the run has no chunk).
+	fLo, fHi, cLo, cHi := -1, -1, -1, -1
+	flushOld := func() error {
+		if fLo < 0 {
+			return nil
+		}
+		if cLo >= 0 {
+			p, err := bm25.Slice(old.BM25, cLo, cHi)
+			if err != nil {
+				return err
+			}
+			pieces = append(pieces, p)
+		}
+		fp, err := bm25.Slice(old.FileBM25, fLo, fHi)
+		if err != nil {
+			return err
+		}
+		filePieces = append(filePieces, fp)
+		fLo = -1
+		return nil
+	}
+	var b, fb *bm25.Builder // the new files sincHi the last kept one
+	flushNew := func() {
+		if b != nil {
+			pieces, filePieces = append(pieces, b.Build()), append(filePieces, fb.Build())
+			b, fb = nil, nil
+		}
+	}
+	next := 0
+	for i, f := range files {
+		if !keep[i] {
+			if err := flushOld(); err != nil {
+				return nil, nil, fmt.Errorf("%w: %v", errNoSplice, err)
+			}
+			if b == nil {
+				b, fb = bm25.NewBuilder(), bm25.NewBuilder()
+			}
+			addParsed(sh, b, fb, f, results[next].Result)
+			next++
+			continue
+		}
+		oi, ok := at[f.Path]
+		if !ok {
+			continue // skipped by its parse: it stays so
+		}
+		flushNew()
+		of := old.Files[oi]
+		first := -1 // its first chunk
+		for j, id := range of.Chunks {
+			if id < 0 || id >= len(old.Chunks) || j > 0 && id != of.Chunks[j-1]+1 {
+				return nil, nil, fmt.Errorf("%w: chunk ids of %s", errNoSplice, f.Path)
+			}
+		}
+		if len(of.Chunks) > 0 {
+			first = of.Chunks[0]
+		}
+		if fLo < 0 || oi != fHi || first >= 0 && cHi >= 0 && first != cHi {
+			if err := flushOld(); err != nil {
+				return nil, nil, fmt.Errorf("%w: %v", errNoSplice, err)
+			}
+			fLo, fHi, cLo, cHi = oi, oi, -1, -1
+		}
+		if first >= 0 && cHi < 0 {
+			cLo, cHi = first, first
+		}
+		delta := len(sh.Chunks) - first
+		nf := segment.File{Path: of.Path, Language: of.Language, Blob: of.Blob, Size: of.Size}
+		for _, id := range of.Chunks {
+			nf.Chunks = append(nf.Chunks, id+delta)
+			sh.Chunks = append(sh.Chunks, old.Chunks[id])
+		}
+		if first >= 0 {
+			cHi = first + len(of.Chunks)
+		}
+		fHi = oi + 1
+		sh.Files = append(sh.Files, nf)
+		if gi, ok := gin[f.Path]; ok {
+			fin := old.GraphIn[gi]
+			fin.Symbols = slices.Clone(fin.Symbols)
+			for j := range fin.Symbols {
+				fin.Symbols[j].ID += delta
+			}
+			sh.GraphIn = append(sh.GraphIn, fin)
+		}
+	}
+	if err := flushOld(); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", errNoSplice, err)
+	}
+	flushNew()
+	sh.Stats.Files, sh.Stats.Chunks = len(sh.Files), len(sh.Chunks)
+	if len(pieces) == 0 { // no chunk at all
+		pieces = []*bm25.Index{bm25.NewBuilder().Build()}
+	}
+	if len(filePieces) == 0 {
+		filePieces = []*bm25.Index{bm25.NewBuilder().Build()}
+	}
+	if sh.BM25, err = bm25.Concat(pieces); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", errNoSplice, err)
+	}
+	if sh.FileBM25, err = bm25.Concat(filePieces); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", errNoSplice, err)
+	}
+	return sh, results, nil
 }
 
 // PreviousShards returns the shards of the index HEAD names, when it is a
@@ -210,6 +422,71 @@ type ParseFunc func(ctx context.Context, files []source.File) ([]Parsed, error)
 // segment key, then move HEAD (Publish). A shard that fails to write
 // fails the build, and nothing names the shards already written.
 func BuildShards(ctx context.Context, store *blob.Bucket, m *Manifest, prev []segment.ShardRef, target int64, parse ParseFunc, reused func([]source.File)) (*segment.ShardList, *Summary, ShardStats, error) {
+	return BuildShardsFrom(ctx, store, m, Previous{Shards: prev}, target, parse, reused)
+}
+
+// Previous is the index a build starts from: the shards of the list HEAD
+// names, and, to splice a changed shard from the stored one, the files of
+// the manifest that list was built from and a loader of their cached
+// parse results (Load reads the cache only, never parses).
+type Previous struct {
+	Shards []segment.ShardRef
+	Files  []source.File // sorted by path, as a manifest's
+	Load   ParseFunc
+}
+
+// rangeFiles returns the files of p.Files in the range of shard r, when
+// they are the files that shard was built from (their digest is its
+// digest); nil otherwise.
+func (p Previous) rangeFiles(r int) []source.File {
+	if p.Load == nil || p.Files == nil || r < 0 || r >= len(p.Shards) {
+		return nil
+	}
+	lo := 0
+	if r > 0 {
+		first := p.Shards[r].First
+		lo, _ = slices.BinarySearchFunc(p.Files, first, func(f source.File, t string) int { return strings.Compare(f.Path, t) })
+	}
+	hi := len(p.Files)
+	if r+1 < len(p.Shards) {
+		next := p.Shards[r+1].First
+		hi, _ = slices.BinarySearchFunc(p.Files, next, func(f source.File, t string) int { return strings.Compare(f.Path, t) })
+	}
+	if lo > hi {
+		return nil
+	}
+	files := p.Files[lo:hi]
+	if shardDigest(files) != p.Shards[r].Digest {
+		return nil
+	}
+	return files
+}
+
+// splice builds the shard of files from the stored shard of group g's
+// previous range (spliceShard), or returns errNoSplice.
+func (p Previous) splice(ctx context.Context, store *blob.Bucket, g group, files []source.File, parse ParseFunc) (*segment.Shard, []Parsed, error) {
+	oldFiles := p.rangeFiles(g.prev)
+	if oldFiles == nil {
+		return nil, nil, errNoSplice
+	}
+	data, err := store.Get(ctx, p.Shards[g.prev].Key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", errNoSplice, err)
+	}
+	old, err := segment.LoadShard(data, true)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", errNoSplice, err)
+	}
+	return spliceShard(ctx, old, oldFiles, files, parse, p.Load)
+}
+
+// BuildShardsFrom is BuildShards starting from prev: a shard whose files
+// changed is spliced from the stored shard of the same range when prev
+// has its files (only the changed files' results are read and
+// tokenized), else built from all its files' parse results; either way
+// it is the same shard.
+func BuildShardsFrom(ctx context.Context, store *blob.Bucket, m *Manifest, prevIx Previous, target int64, parse ParseFunc, reused func([]source.File)) (*segment.ShardList, *Summary, ShardStats, error) {
+	prev := prevIx.Shards
 	var ss ShardStats
 	if target <= 0 {
 		target = DefaultShardBytes
@@ -255,7 +532,17 @@ func BuildShards(ctx context.Context, store *blob.Bucket, m *Manifest, prev []se
 		var size int
 		data, err := store.Get(ctx, key)
 		if err == nil {
-			sh, err = segment.LoadShard(data, false)
+			// Kept from an earlier build: checked, not decoded again.
+			if in := inputs.get(store, key); in != nil && len(data) == in.size {
+				if sum, cerr := segment.CheckShard(data); cerr == nil && sum == in.sum {
+					sh = in.shard()
+				}
+			}
+			if sh == nil {
+				if sh, err = segment.LoadShard(data, false); err == nil {
+					inputs.put(store, key, newShardInput(sh, data))
+				}
+			}
 		}
 		if err == nil {
 			st.Reused += len(files)
@@ -267,8 +554,17 @@ func BuildShards(ctx context.Context, store *blob.Bucket, m *Manifest, prev []se
 			if !errors.Is(err, blob.ErrNotFound) && !errors.Is(err, segment.ErrCorrupt) {
 				return nil, nil, ss, fmt.Errorf("index: read shard %s: %w", key, err)
 			}
-			results, err := parse(ctx, files)
-			if err != nil {
+			var results []Parsed
+			sh, results, err = prevIx.splice(ctx, store, g, files, parse)
+			if err == nil {
+				ss.Spliced++
+				st.Reused += len(files) - len(results)
+			} else if errors.Is(err, errNoSplice) {
+				if results, err = parse(ctx, files); err != nil {
+					return nil, nil, ss, err
+				}
+				sh = assembleShard(files, results)
+			} else {
 				return nil, nil, ss, err
 			}
 			for _, p := range results {
@@ -278,7 +574,6 @@ func BuildShards(ctx context.Context, store *blob.Bucket, m *Manifest, prev []se
 					st.Parsed++
 				}
 			}
-			sh = assembleShard(files, results)
 			results = nil
 			data, err := sh.MarshalBinary()
 			if err != nil {
@@ -289,12 +584,17 @@ func BuildShards(ctx context.Context, store *blob.Bucket, m *Manifest, prev []se
 			}
 			size = len(data)
 			ss.Written++
-			// Collect the shard just written before the next is built: the
-			// collector's next goal then starts from what the build keeps
-			// (the graph input), not from this shard's peak.
+			inputs.put(store, key, newShardInput(sh, data))
+			// Collect a big shard just written before the next is built:
+			// the collector's next goal then starts from what the build
+			// keeps (the graph input), not from this shard's peak. A small
+			// one is not worth a full cycle of the process's heap (in `up`
+			// the Temporal server's too) on every push.
 			sh.Chunks, sh.Files, sh.BM25, sh.FileBM25 = nil, nil, nil, nil
+			if len(data) >= collectShardBytes {
+				runtime.GC()
+			}
 			data = nil
-			runtime.GC()
 		}
 		list.Shards = append(list.Shards, segment.ShardRef{Key: key, First: g.first, Digest: digest, Files: sh.Stats.Files, Chunks: sh.Stats.Chunks, Bytes: size})
 		add(sh, base)

@@ -265,10 +265,10 @@ func BuildSegment(ctx context.Context, store *blob.Bucket, job GraphJob) (string
 			return "", fmt.Errorf("encode segment %s: %w", key, err)
 		}
 	} else {
-		prev := index.PreviousShards(ctx, store, job.Tenant, job.Repo)
-		list, _, _, err := index.BuildShards(ctx, store, m, prev, job.ShardBytes, func(ctx context.Context, files []source.File) ([]index.Parsed, error) {
+		load := func(ctx context.Context, files []source.File) ([]index.Parsed, error) {
 			return index.LoadParsedFiles(ctx, store, m.Tenant, files)
-		}, nil)
+		}
+		list, _, _, err := index.BuildShardsFrom(ctx, store, m, previous(ctx, store, job.Tenant, job.Repo, load), job.ShardBytes, load, nil)
 		if err != nil {
 			return "", err
 		}
@@ -280,6 +280,26 @@ func BuildSegment(ctx context.Context, store *blob.Bucket, job GraphJob) (string
 		return "", fmt.Errorf("write segment: %w", err)
 	}
 	return key, nil
+}
+
+// previous is the index HEAD names, with the files of its manifest (kept
+// until HEAD moves on), so that a changed shard is spliced from the stored
+// one: only the changed files' parse results are read. Without the
+// manifest (HEAD from a build that stores none, or collected) the changed
+// shards are built from all their files.
+func previous(ctx context.Context, store *blob.Bucket, tenant, repo string, load index.ParseFunc) index.Previous {
+	prev := index.Previous{Shards: index.PreviousShards(ctx, store, tenant, repo), Load: load}
+	if len(prev.Shards) == 0 {
+		return prev
+	}
+	h, err := index.ReadHead(ctx, store, tenant, repo)
+	if err != nil {
+		return prev
+	}
+	if m, err := ReadManifest(ctx, store, ManifestKey(tenant, repo, h.Commit)); err == nil && m.Tenant == tenant {
+		prev.Files = m.Files
+	}
+	return prev
 }
 
 // RepoName names a repository after its location the way source.Open does:
