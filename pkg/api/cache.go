@@ -19,8 +19,10 @@ const DefaultCacheBytes = 512 << 20
 // segCache is an LRU of loaded segments keyed by segment key, bounded by the
 // memory the segments hold, not by their number: each is charged its heap
 // (segment.HeapSize, which grows with the tables its queries derive,
-// measured again each time it is used) and its mapped shards
-// (segment.MappedSize). Segments are immutable, so an entry never goes stale: a
+// measured again each time it is used) and the pages of its mapped shards
+// resident in the process (segment.ResidentSize: a load drops the pages
+// its checks read, so these are the pages its queries read, measured after
+// each request that used it). Segments are immutable, so an entry never goes stale: a
 // new HEAD names a new key. Concurrent loads of one key share one read.
 // The segment just loaded is always kept, even alone over the budget, so
 // any segment can be served.
@@ -40,12 +42,13 @@ type segCache struct {
 }
 
 type segEntry struct {
-	key   string
-	ready chan struct{}
-	seg   *segment.Segment
-	size  int64 // 0 until loaded
-	heap  int64 // of size, in the heap
-	err   error
+	key    string
+	ready  chan struct{}
+	seg    *segment.Segment
+	size   int64 // 0 until loaded
+	heap   int64 // of size, in the heap
+	mapped int64 // of size, resident pages of mapped shards (when last measured)
+	err    error
 }
 
 func newSegCache(store *blob.Bucket, maxBytes int64, shards *index.ShardCache) *segCache {
@@ -62,7 +65,7 @@ func (c *segCache) get(ctx context.Context, key string) (*segment.Segment, error
 		c.hit++
 		e := el.Value.(*segEntry)
 		if e.size > 0 {
-			c.charge(e)
+			c.charge(e, false)
 		}
 		c.mu.Unlock()
 		select {
@@ -91,7 +94,7 @@ func (c *segCache) get(ctx context.Context, key string) (*segment.Segment, error
 		}
 	case ok && el.Value == e:
 		c.bySeg[e.seg] = e
-		c.charge(e)
+		c.charge(e, true)
 	default:
 		// Replaced or dropped while loading: nothing holds it.
 		e.seg.Release()
@@ -101,25 +104,29 @@ func (c *segCache) get(ctx context.Context, key string) (*segment.Segment, error
 	return e.seg, e.err
 }
 
-// charge measures e's heap and resident pages again, and evicts others if
-// it grew the cache over its budget. Called with c.mu held.
-func (c *segCache) charge(e *segEntry) {
-	heap := e.seg.HeapSize()
-	size := max(heap+e.seg.MappedSize(), 1) // > 0: loaded
+// charge measures e's heap again, and its resident mapped pages with
+// resident (a read of the page table, done once a request), and evicts
+// others if e grew the cache over its budget. Called with c.mu held.
+func (c *segCache) charge(e *segEntry, resident bool) {
+	heap, mapped := e.seg.HeapSize(), e.mapped
+	if resident {
+		mapped = e.seg.ResidentSize()
+	}
+	size := max(heap+mapped, 1) // > 0: loaded
 	c.bytes += size - e.size
 	c.heap += heap - e.heap
-	e.size, e.heap = size, heap
+	e.size, e.heap, e.mapped = size, heap, mapped
 	c.evict(e)
 }
 
 // used charges the cached segments of segs again once a request has used
-// them: the tables and pages its search added.
+// them: the tables and the pages its search added.
 func (c *segCache) used(segs []*segment.Segment) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, seg := range segs {
 		if e := c.bySeg[seg]; e != nil {
-			c.charge(e)
+			c.charge(e, true)
 		}
 	}
 }

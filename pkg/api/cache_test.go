@@ -13,6 +13,7 @@ import (
 	"codectx/pkg/blob"
 	"codectx/pkg/blob/local"
 	"codectx/pkg/index"
+	"codectx/pkg/segment"
 )
 
 // indexRepo indexes a directory of n Go files into store as repo name.
@@ -156,6 +157,10 @@ func TestCacheEvictsMapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for i := range held.Chunks { // what a search reads
+		_ = strings.Count(held.Chunks[i].Body, "x")
+	}
+	s.segs.used([]*segment.Segment{held})
 	st := s.segs.cacheStats()
 	if st.MappedBytes == 0 || st.HeapBytes == 0 || st.Bytes != st.HeapBytes+st.MappedBytes {
 		t.Fatalf("cache stats %+v: want mapped and heap bytes", st)

@@ -24,8 +24,9 @@ func liveHeap() int64 {
 
 // TestCacheChargesLiveHeap loads real repositories' mapped segments through
 // the server's cache, asks each a few questions (which builds the tables
-// searchers keep per segment), and compares the heap the cache charges
-// with the heap the loaded segments hold after a collection.
+// searchers keep per segment and reads their pages), and compares the heap
+// the cache charges with the heap the loaded segments hold after a
+// collection, and the mapped bytes it charges with those resident.
 func TestCacheChargesLiveHeap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("indexes 12 packages of the Go tree")
@@ -70,14 +71,41 @@ func TestCacheChargesLiveHeap(t *testing.T) {
 		}
 	}
 	loaded, st := liveHeap()-before, s.segs.cacheStats()
-	t.Logf("loaded: the cache charges %d heap bytes, the heap holds %d", st.HeapBytes, loaded)
+	t.Logf("loaded: the cache charges %d heap bytes, the heap holds %d; %d bytes resident of %d mapped", st.HeapBytes, loaded, st.MappedBytes, mappedOf(s))
+	if st.MappedBytes > mappedOf(s)/4 {
+		t.Errorf("after loading, %d of %d mapped bytes resident: the pages the checks read were not dropped", st.MappedBytes, mappedOf(s))
+	}
 	ask(s)
 	held := liveHeap() - before
 	st = s.segs.cacheStats()
+	resident := residentOf(s)
 	runtime.KeepAlive(s)
 	ratio := float64(st.HeapBytes) / float64(held)
-	t.Logf("queried: %d segments, the cache charges %d heap bytes, the heap holds %d (%.2fx)", st.Segments, st.HeapBytes, held, ratio)
+	t.Logf("queried: %d segments, the cache charges %d heap bytes, the heap holds %d (%.2fx); %d resident bytes charged, %d resident, of %d mapped", st.Segments, st.HeapBytes, held, ratio, st.MappedBytes, resident, mappedOf(s))
 	if ratio < 0.9 || ratio > 1.2 {
 		t.Errorf("the cache charges %.2fx the heap its segments hold, want 0.9-1.2", ratio)
 	}
+	if st.MappedBytes != resident || resident == 0 {
+		t.Errorf("the cache charges %d resident bytes, %d are resident", st.MappedBytes, resident)
+	}
+}
+
+func mappedOf(s *Server) int64 {
+	s.segs.mu.Lock()
+	defer s.segs.mu.Unlock()
+	var n int64
+	for seg := range s.segs.bySeg {
+		n += seg.MappedSize()
+	}
+	return n
+}
+
+func residentOf(s *Server) int64 {
+	s.segs.mu.Lock()
+	defer s.segs.mu.Unlock()
+	var n int64
+	for seg := range s.segs.bySeg {
+		n += seg.ResidentSize()
+	}
+	return n
 }

@@ -108,9 +108,21 @@ func (f *File) Release() {
 	}
 }
 
-// Resident is the number of the file's bytes in the page cache (mincore;
-// for a heap copy, its length): an upper bound of what the mapping adds
-// to this process's resident set.
+// Drop removes the mapping's pages from this process's resident set
+// (madvise MADV_DONTNEED), whoever uses it: they stay in the page cache
+// and fault back in when read. A loader calls it after checking a file,
+// so that only the pages queries read count in the process. No-op for a
+// heap copy.
+func (f *File) Drop() {
+	if f.mapped {
+		dontNeed(f.data)
+	}
+}
+
+// Resident is the number of the file's bytes the mapping adds to this
+// process's resident set: on Linux the pages present in its page table
+// (/proc/self/pagemap), elsewhere those in the page cache (mincore, an
+// upper bound); for a heap copy, its length.
 func (f *File) Resident() int64 {
 	if !f.mapped {
 		return int64(len(f.data))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -61,5 +62,43 @@ func TestReleaseThenRead(t *testing.T) {
 	}
 	if _, err := Open(dir); err == nil {
 		t.Fatal("mapped a directory")
+	}
+}
+
+// TestResidentDrop checks that reading a mapping makes its pages resident
+// and Drop gives them back, the content unchanged.
+func TestResidentDrop(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	want := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
+	if err := os.WriteFile(path, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Release()
+	if !f.Mapped() {
+		t.Skip("no mmap on this system")
+	}
+	f.Drop()
+	if r := f.Resident(); r > f.Len()/2 && runtime.GOOS == "linux" {
+		t.Errorf("after Drop: %d of %d bytes resident", r, f.Len())
+	}
+	if !bytes.Equal(f.Data(), want) { // reads every page
+		t.Fatal("content changed after Drop")
+	}
+	if r := f.Resident(); r != f.Len() {
+		t.Errorf("after reading all: %d of %d bytes resident", r, f.Len())
+	}
+	f.Drop()
+	if r := f.Resident(); r > f.Len()/2 && runtime.GOOS == "linux" {
+		t.Errorf("after the second Drop: %d of %d bytes resident", r, f.Len())
+	}
+	if f.Data()[len(want)/2] != want[len(want)/2] { // one page back
+		t.Fatal("content changed")
+	}
+	if r := f.Resident(); runtime.GOOS == "linux" && (r == 0 || r > f.Len()/2) {
+		t.Errorf("one page read: %d of %d bytes resident", r, f.Len())
 	}
 }

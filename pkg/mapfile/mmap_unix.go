@@ -37,6 +37,9 @@ func resident(b []byte) int64 {
 	if len(b) == 0 {
 		return 0
 	}
+	if n, ok := inProcess(b); ok {
+		return n
+	}
 	page := os.Getpagesize()
 	vec := make([]byte, (len(b)+page-1)/page)
 	_, _, e := syscall.Syscall(syscall.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0])))

@@ -109,7 +109,7 @@ type CacheStats struct {
 	Segments     int
 	Bytes        int64 // sum of the loaded segments' sizes: HeapBytes + MappedBytes
 	HeapBytes    int64 // of Bytes, held in the Go heap
-	MappedBytes  int64 // of Bytes, mapped shard files (counted whole, as if resident)
+	MappedBytes  int64 // of Bytes, resident pages of mapped shard files
 	Budget       int64
 	Hits, Misses int64
 }
@@ -126,9 +126,9 @@ func (m *Metrics) SegmentCache(stats func() CacheStats) {
 	}
 	m.Registry.MustRegister(
 		gauge("segments", "Segments loaded in the query API's cache.", func(s CacheStats) float64 { return float64(s.Segments) }),
-		gauge("bytes", "Bytes the loaded segments hold: in the heap plus mapped shard files.", func(s CacheStats) float64 { return float64(s.Bytes) }),
+		gauge("bytes", "Bytes the loaded segments hold: in the heap plus resident pages of mapped shard files.", func(s CacheStats) float64 { return float64(s.Bytes) }),
 		gauge("heap_bytes", "Of the loaded segments' bytes, those in the Go heap (estimated).", func(s CacheStats) float64 { return float64(s.HeapBytes) }),
-		gauge("mapped_bytes", "Of the loaded segments' bytes, the mapped shard files (whole, as if resident).", func(s CacheStats) float64 { return float64(s.MappedBytes) }),
+		gauge("mapped_bytes", "Of the loaded segments' bytes, the pages of mapped shard files resident in the process.", func(s CacheStats) float64 { return float64(s.MappedBytes) }),
 		gauge("budget_bytes", "The cache's budget (--cache-bytes).", func(s CacheStats) float64 { return float64(s.Budget) }),
 		counter("hits", "Segment lookups answered from the cache.", func(s CacheStats) int64 { return s.Hits }),
 		counter("misses", "Segment lookups that loaded the segment from the store.", func(s CacheStats) int64 { return s.Misses }),

@@ -430,6 +430,12 @@ func (j *Joiner) Segment() (*Segment, error) {
 	j.ix, j.fix = nil, nil
 	s.buildSymbols()
 	s.index()
+	// The checksums, the chunk records and the symbol table read every
+	// page of the mapped shards: drop them, so that the process holds
+	// only the pages its queries read (the page cache keeps them).
+	for _, f := range s.maps {
+		f.Drop()
+	}
 	return s, nil
 }
 
