@@ -39,6 +39,9 @@ type segCache struct {
 	heap  int64                          // of bytes, in the heap
 	hit   int
 	miss  int // loads started
+
+	onMapped func(int64) // told the mapped bytes (bytes-heap) when they move by 1 MiB
+	told     int64       // the mapped bytes last told
 }
 
 type segEntry struct {
@@ -119,6 +122,15 @@ func (c *segCache) charge(e *segEntry, resident bool) {
 	c.evict(e)
 }
 
+// tell passes the mapped bytes to onMapped if they moved by 1 MiB since
+// last told. Called with c.mu held.
+func (c *segCache) tell() {
+	if m := c.bytes - c.heap; c.onMapped != nil && (m-c.told >= 1<<20 || c.told-m >= 1<<20) {
+		c.told = m
+		c.onMapped(m)
+	}
+}
+
 // used charges the cached segments of segs again once a request has used
 // them: the tables and the pages its search added.
 func (c *segCache) used(segs []*segment.Segment) {
@@ -149,6 +161,7 @@ func (c *segCache) evict(keep *segEntry) {
 		}
 		el = prev
 	}
+	c.tell()
 }
 
 func (c *segCache) load(ctx context.Context, key string) (*segment.Segment, error) {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -177,3 +178,33 @@ func TestCacheEvictsMapped(t *testing.T) {
 		t.Fatalf("released segment unreadable")
 	}
 }
+
+// TestCacheTellsMapped checks that a server's OnMapped hears the resident
+// mapped bytes the cache charges as segments are queried and evicted.
+func TestCacheTellsMapped(t *testing.T) {
+	store, err := local.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"net/http", "text/template"} { // net/http: several MiB mapped
+		if _, err := index.Build(context.Background(), store, filepath.Join(runtime.GOROOT(), "src", p), index.Options{Name: filepath.Base(p)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var told []int64
+	s := &Server{Store: store, Routes: QueryRoutes, CacheSize: 1, OnMapped: func(n int64) { told = append(told, n) }}
+	_, c := newServer(t, s)
+	ctx := context.Background()
+	for _, r := range []string{"http", "template", "http"} {
+		if _, err := c.Query(ctx, QueryRequest{Repo: r, Query: "parse the request header", Budget: 2000}); err != nil {
+			t.Fatal(err)
+		}
+		s.segs.mu.Lock()
+		if len(told) == 0 || told[len(told)-1] != s.segs.told || abs(s.segs.told-(s.segs.bytes-s.segs.heap)) >= 1<<20 {
+			t.Errorf("after %s: told %v, the cache holds %d mapped bytes", r, told, s.segs.bytes-s.segs.heap)
+		}
+		s.segs.mu.Unlock()
+	}
+}
+
+func abs(n int64) int64 { return max(n, -n) }

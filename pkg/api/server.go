@@ -62,7 +62,11 @@ type Server struct {
 	Routes     Routes            // API routes served; 0 = health, readiness and metrics only
 	Checks     []Check           // readiness probes besides the store
 	Notes      map[string]string // shown by /readyz, e.g. {"embed": "disabled: no embedder configured"}
-	CacheSize  int64             // bytes the loaded segments may hold (segment.Size); default DefaultCacheBytes
+	CacheSize  int64             // bytes the loaded segments may hold (heap and resident mapped pages); default DefaultCacheBytes
+	// OnMapped, if set, is told the resident mapped bytes the segment cache
+	// charges whenever they moved by 1 MiB or more (a process budget keeps
+	// the Go memory limit at what the mapped pages leave of it).
+	OnMapped func(bytes int64)
 	// ShardCache, when set, is where the shards of a store that keeps no
 	// local files (an object store) are downloaded to and mapped from;
 	// without it they are read into the heap. A local store's shard files
@@ -125,6 +129,7 @@ func (s *Server) init() {
 			s.Sessions = &session.Mem{}
 		}
 		s.segs = newSegCache(s.Store, s.CacheSize, s.ShardCache)
+		s.segs.onMapped = s.OnMapped
 		s.Metrics.SegmentCache(s.segs.cacheStats)
 		s.fails = ratelog.New(s.Log, ratelog.DefaultInterval)
 		s.limits = s.Limits.withDefaults()

@@ -37,6 +37,7 @@ const (
 	envS3Secure        = "CODECTX_S3_SECURE"
 	envServer          = "CODECTX_SERVER"
 	envCache           = "CODECTX_CACHE_BYTES"
+	envMemory          = "CODECTX_MEMORY_BYTES"
 	envShardBytes      = "CODECTX_SHARD_BYTES"
 	envShardCache      = "CODECTX_SHARD_CACHE"
 	envShardCacheBytes = "CODECTX_SHARD_CACHE_BYTES"
@@ -205,6 +206,51 @@ func limitMemory(log *slog.Logger, cacheBytes int64) {
 	lim := memoryLimit(cacheBytes)
 	debug.SetMemoryLimit(lim)
 	log.Debug("memory limit", "bytes", lim, "cache_bytes", cacheBytes)
+}
+
+// A process budget (--memory-bytes) is shared out so that the resident set
+// stays within it: the segment cache gets the budget less a reserve (the
+// binary's own pages, the process's other tables such as the token counts
+// of packed texts, requests in flight, and the collector's headroom), and
+// the Go soft memory limit is the budget less the binary's pages and the
+// mapped shard pages the cache holds, kept current as they move.
+const (
+	binaryReserve = 128 << 20 // the binary's resident pages (about 100 MB), the runtime's own
+	otherReserve  = 128 << 20 // token-count tables (64 MiB of keys at most), requests in flight
+)
+
+// cacheShare is the segment cache's part of a process budget of mem bytes.
+func cacheShare(mem int64) int64 {
+	return max(mem-binaryReserve-otherReserve-mem/8, mem/4)
+}
+
+// heapLimit is the Go soft memory limit of a process budget of mem bytes
+// whose cache holds mapped resident bytes.
+func heapLimit(mem, mapped int64) int64 {
+	return max(mem-binaryReserve-mapped, mem/4)
+}
+
+// budget applies --memory-bytes: the cache size to use and, unless
+// GOMEMLIMIT is set, the Go memory limit to follow the mapped pages
+// (nil: no budget, cacheBytes and limitMemory as without one).
+func budget(log *slog.Logger, mem, cacheBytes int64) (int64, func(mapped int64)) {
+	if mem <= 0 {
+		limitMemory(log, cacheBytes)
+		return cacheBytes, nil
+	}
+	cache := cacheShare(mem)
+	log.Debug("memory budget", "bytes", mem, "cache_bytes", cache)
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return cache, nil
+	}
+	debug.SetMemoryLimit(heapLimit(mem, 0))
+	return cache, func(mapped int64) { debug.SetMemoryLimit(heapLimit(mem, mapped)) }
+}
+
+// memoryFlag registers --memory-bytes, the process budget of a query
+// server.
+func memoryFlag(fs *flag.FlagSet, v *int64) {
+	fs.Int64Var(v, "memory-bytes", envInt64(envMemory, 0), "memory budget of the whole process, in bytes: the segment cache gets it less a reserve (256 MiB and an eighth) instead of --cache-bytes, and the Go soft memory limit follows what the mapped shards leave of it, so the resident set stays within it; 0: --cache-bytes alone ($"+envMemory+")")
 }
 
 // shardFlag registers --shard-bytes, the source size of an index shard the

@@ -120,9 +120,11 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fs.StringVar(&keysFile, "api-keys", env(envAPIKeys, ""), "API key file (codectx key create --file FILE writes it; re-read when it changes); when set, every API route but health, metrics and webhooks needs a key ($"+envAPIKeys+")")
 	}
 	cacheBytes := int64(api.DefaultCacheBytes)
+	var memBytes int64
 	var shardCache shardCacheFlags
 	if r.routes&api.QueryRoutes != 0 {
 		cacheFlag(fs, &cacheBytes)
+		memoryFlag(fs, &memBytes)
 		shardCache.register(fs)
 	}
 	if r.name == "graph-worker" {
@@ -189,11 +191,12 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		notes["embed"] = kit.note()
 	}
+	var onMapped func(int64)
 	if r.routes&api.QueryRoutes != 0 {
-		limitMemory(log, cacheBytes)
+		cacheBytes, onMapped = budget(log, memBytes, cacheBytes)
 	}
 	m := metrics.New()
-	srv := &api.Server{Store: store, Metrics: m, Routes: r.routes, Checks: d.checks(use), Notes: notes, Log: log, Dense: kit.arm(), CacheSize: cacheBytes, Net: c.netPolicy()}
+	srv := &api.Server{Store: store, Metrics: m, Routes: r.routes, Checks: d.checks(use), Notes: notes, Log: log, Dense: kit.arm(), CacheSize: cacheBytes, OnMapped: onMapped, Net: c.netPolicy()}
 	if srv.ShardCache, err = shardCache.open(); err != nil {
 		hs.shutdown(time.Second)
 		return err
