@@ -52,6 +52,17 @@ type Activities struct {
 	// embed workers run the same model). Vectors is where points go.
 	Embedder embed.Embedder
 	Vectors  vector.Store
+	// LocalWait is how long FanOutParseWait and GraphWait wait for their
+	// jobs inside the workflow task (default 2s; negative: not at all)
+	// before the workflow waits in WaitParse and Graph instead.
+	LocalWait time.Duration
+}
+
+func (a *Activities) localWait() time.Duration {
+	if a.LocalWait != 0 {
+		return a.LocalWait
+	}
+	return 2 * time.Second
 }
 
 func (a *Activities) batchSize() int {
@@ -305,6 +316,35 @@ func (a *Activities) FanOutParse(ctx context.Context, in ParseInput) error {
 		}
 	}
 	return nil
+}
+
+// QuickParse is the result of FanOutParseWait: whether the parse was seen
+// done, and then its outcome.
+type QuickParse struct {
+	Done    bool
+	Outcome ParseOutcome
+}
+
+// FanOutParseWait is FanOutParse followed by WaitParse for at most
+// LocalWait, run as a local activity: a snapshot whose few files parse
+// within it needs no WaitParse activity. A wait cut short, or failed, says
+// not done (the workflow then runs WaitParse, which starts over from the
+// store and the dead letters as a retried WaitParse does; re-sent batches
+// keep their message IDs, so the queue drops a re-send it has seen).
+func (a *Activities) FanOutParseWait(ctx context.Context, in ParseInput) (QuickParse, error) {
+	if err := a.FanOutParse(ctx, in); err != nil {
+		return QuickParse{}, err
+	}
+	if a.localWait() < 0 {
+		return QuickParse{}, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, a.localWait())
+	defer cancel()
+	out, err := a.WaitParse(wctx, in)
+	if err != nil {
+		return QuickParse{}, nil
+	}
+	return QuickParse{Done: true, Outcome: out}, nil
 }
 
 // tracked is a batch WaitParse waits for.
@@ -585,6 +625,25 @@ func (a *Activities) Graph(ctx context.Context, in GraphInput) (string, error) {
 			wake.drain(d) // one round answers all
 		}
 	}
+}
+
+// GraphWait is Graph for at most LocalWait, run as a local activity: it
+// publishes the graph job (the same message ID as Graph's, so Graph after
+// it does not publish the job again) and returns the segment key once the
+// segment exists, or "" when the wait was cut short or failed (the
+// workflow then runs Graph, which finds the segment or the job's dead
+// letter).
+func (a *Activities) GraphWait(ctx context.Context, in GraphInput) (string, error) {
+	if a.localWait() < 0 {
+		return "", nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, a.localWait())
+	defer cancel()
+	key, err := a.Graph(wctx, in)
+	if err != nil {
+		return "", nil
+	}
+	return key, nil
 }
 
 // PublishInput is the input of Publish.

@@ -317,20 +317,35 @@ func SnapshotWorkflow(ctx workflow.Context, in SnapshotInput) (SnapshotResult, e
 	// queue), and the embed stage is not planned when the orchestrator has
 	// no embedder. Histories recorded before replay the activities.
 	local := workflow.GetVersion(ctx, localStepsVersion, workflow.DefaultVersion, 1) == 1
+	// The waits for the parse and graph jobs first run briefly in local
+	// activities (FanOutParseWait, GraphWait): a small snapshot is done
+	// within them, without an activity through the task queue each; a
+	// bigger one goes on in WaitParse and Graph as before.
+	quick := local && workflow.GetVersion(ctx, localWaitsVersion, workflow.DefaultVersion, 1) == 1
 	pin := ParseInput{Plan: plan, Run: workflow.GetInfo(ctx).WorkflowExecution.RunID}
 	if plan.Changed > 0 {
 		var fan workflow.Future
-		if local {
+		var quickOut QuickParse
+		switch {
+		case quick:
+			fan = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, shortLocalOpts), a.FanOutParseWait, pin)
+		case local:
 			fan = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, shortLocalOpts), a.FanOutParse, pin)
-		} else {
+		default:
 			fan = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, shortOpts), a.FanOutParse, pin)
 		}
-		if err := fan.Get(ctx, nil); err != nil {
+		var got any // FanOutParse has no result
+		if quick {
+			got = &quickOut
+		}
+		if err := fan.Get(ctx, got); err != nil {
 			return res, stageError("fan out parse", err)
 		}
-		var out ParseOutcome
-		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, waitOpts), a.WaitParse, pin).Get(ctx, &out); err != nil {
-			return res, stageError("wait for parse", err)
+		out := quickOut.Outcome
+		if !quickOut.Done {
+			if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, waitOpts), a.WaitParse, pin).Get(ctx, &out); err != nil {
+				return res, stageError("wait for parse", err)
+			}
 		}
 		res.Parsed, res.Failed, res.FailedFiles, res.LeftOut = out.Parsed, len(out.Failed), out.Failed, out.LeftOut
 	}
@@ -344,8 +359,15 @@ func SnapshotWorkflow(ctx workflow.Context, in SnapshotInput) (SnapshotResult, e
 
 	prog.Stage = StageGraph
 	gin := GraphInput{Job: pipeline.GraphJob{Tenant: plan.Tenant, Repo: plan.Repo, Commit: plan.Commit, ManifestKey: plan.ManifestKey, Failed: res.FailedFiles}, Run: pin.Run}
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, waitOpts), a.Graph, gin).Get(ctx, &res.Segment); err != nil {
-		return res, stageError("graph", err)
+	if quick {
+		if err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, shortLocalOpts), a.GraphWait, gin).Get(ctx, &res.Segment); err != nil {
+			return res, stageError("graph", err)
+		}
+	}
+	if res.Segment == "" {
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, waitOpts), a.Graph, gin).Get(ctx, &res.Segment); err != nil {
+			return res, stageError("graph", err)
+		}
 	}
 
 	prog.Stage = StagePublish
@@ -384,6 +406,11 @@ const embedVersion = "embed-stage"
 // are local activities and which skip the embed stage's planning when the
 // snapshot says the orchestrator has no embedder.
 const localStepsVersion = "local-steps"
+
+// localWaitsVersion marks SnapshotWorkflow runs that wait for the parse
+// and graph jobs in local activities first (FanOutParseWait, GraphWait),
+// and in WaitParse and Graph only when those did not see the jobs done.
+const localWaitsVersion = "local-waits"
 
 // forwardQueueVersion marks RepoWorkflow runs that queue webhook pushes of
 // other commits instead of dropping all but the last received.

@@ -154,6 +154,10 @@ type fakeActivities struct {
 	embed        *EmbedPlanResult // nil: no embedder (PlanEmbed skips)
 	embedFailed  int
 	planFailed   []string // the files PlanEmbed was told were left out
+	// quick: the local waits (FanOutParseWait, GraphWait) see their jobs
+	// done; otherwise they say not done and WaitParse and Graph run.
+	quick bool
+	waits map[string]int // calls of the task-queue waits WaitParse and Graph
 }
 
 func (f *fakeActivities) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
@@ -162,7 +166,7 @@ func (f *fakeActivities) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env.RegisterWorkflow(SnapshotWorkflow)
 	var a *Activities
 	env.RegisterActivity(a)
-	f.calls = map[string]int{}
+	f.calls, f.waits = map[string]int{}, map[string]int{}
 	env.OnActivity(a.Snapshot, mock.Anything, mock.Anything).Return(func(context.Context, SnapshotInput) (SnapshotPlan, error) {
 		f.calls["Snapshot"]++
 		return f.plan, nil
@@ -173,7 +177,26 @@ func (f *fakeActivities) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	})
 	env.OnActivity(a.WaitParse, mock.Anything, mock.Anything).Return(func(_ context.Context, in ParseInput) (ParseOutcome, error) {
 		f.calls["WaitParse"]++
+		f.waits["WaitParse"]++
 		return ParseOutcome{Parsed: in.Plan.Changed - len(f.failed), Failed: f.failed}, nil
+	})
+	// The local waits count as the steps they stand for when they see
+	// them done.
+	env.OnActivity(a.FanOutParseWait, mock.Anything, mock.Anything).Return(func(_ context.Context, in ParseInput) (QuickParse, error) {
+		f.calls["FanOutParse"]++
+		if !f.quick {
+			return QuickParse{}, nil
+		}
+		f.calls["WaitParse"]++
+		return QuickParse{Done: true, Outcome: ParseOutcome{Parsed: in.Plan.Changed - len(f.failed), Failed: f.failed}}, nil
+	})
+	env.OnActivity(a.GraphWait, mock.Anything, mock.Anything).Return(func(_ context.Context, in GraphInput) (string, error) {
+		if !f.quick {
+			return "", nil
+		}
+		f.calls["Graph"]++
+		f.graphJob = in.Job
+		return index.SegmentKey(in.Job.Tenant, in.Job.Repo, in.Job.Commit), nil
 	})
 	env.OnActivity(a.PlanEmbed, mock.Anything, mock.Anything).Return(func(_ context.Context, in EmbedPlanInput) (EmbedPlanResult, error) {
 		f.calls["PlanEmbed"]++
@@ -197,6 +220,7 @@ func (f *fakeActivities) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	})
 	env.OnActivity(a.Graph, mock.Anything, mock.Anything).Return(func(_ context.Context, in GraphInput) (string, error) {
 		f.calls["Graph"]++
+		f.waits["Graph"]++
 		f.graphJob = in.Job
 		return index.SegmentKey(in.Job.Tenant, in.Job.Repo, in.Job.Commit), nil
 	})
@@ -280,6 +304,35 @@ func TestSnapshotWorkflowWithoutEmbedder(t *testing.T) {
 	want := map[string]int{"Snapshot": 1, "FanOutParse": 1, "WaitParse": 1, "Graph": 1, "Publish": 1, "GC": 1}
 	if !mapsEqual(f.calls, want) {
 		t.Errorf("calls = %v, want %v", f.calls, want)
+	}
+}
+
+// A snapshot whose parse and graph jobs finish within the local waits
+// runs neither WaitParse nor Graph through the task queue; one whose jobs
+// take longer goes on in them (the other tests).
+func TestSnapshotWorkflowLocalWaits(t *testing.T) {
+	for _, quick := range []bool{true, false} {
+		p := plan(3)
+		p.NoEmbedder = true
+		f := &fakeActivities{plan: p, failed: []string{"bad.py"}, quick: quick}
+		res := runSnapshot(t, f.env(t))
+		if res.Parsed != 2 || !slices.Equal(res.FailedFiles, []string{"bad.py"}) || res.Segment != index.SegmentKey("t", "r", "c1") || res.Previous != "c0" {
+			t.Errorf("quick %v: result = %+v", quick, res)
+		}
+		if !slices.Equal(f.graphJob.Failed, []string{"bad.py"}) {
+			t.Errorf("quick %v: graph job excludes %v, want [bad.py]", quick, f.graphJob.Failed)
+		}
+		want := map[string]int{"Snapshot": 1, "FanOutParse": 1, "WaitParse": 1, "Graph": 1, "Publish": 1, "GC": 1}
+		if !mapsEqual(f.calls, want) {
+			t.Errorf("quick %v: calls = %v, want %v", quick, f.calls, want)
+		}
+		waits := map[string]int{"WaitParse": 1, "Graph": 1}
+		if quick {
+			waits = map[string]int{}
+		}
+		if !mapsEqual(f.waits, waits) {
+			t.Errorf("quick %v: task-queue waits = %v, want %v", quick, f.waits, waits)
+		}
 	}
 }
 
@@ -405,6 +458,10 @@ func TestReplay(t *testing.T) {
 		{"testdata/snapshot_history.json", SnapshotWorkflow},
 		{"testdata/repo_history.json", RepoWorkflow},
 		{"testdata/snapshot_embed_history.json", SnapshotWorkflow},
+		// Recorded before local-waits (fan-out and publish local, WaitParse
+		// and Graph through the task queue), and with it.
+		{"testdata/snapshot_local_steps_history.json", SnapshotWorkflow},
+		{"testdata/snapshot_local_waits_history.json", SnapshotWorkflow},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
