@@ -61,6 +61,7 @@ GROUPS = {
     "size": ["log_chunks", "log_size"],
     "graph": ["log_degree", "near_top", "same_dir_top"],
     "test pair": ["test_pair"],
+    "definitions": ["def_share", "def_title", "def_best", "stem_ident", "stem_ident_title", "sym_cover"],
     "recency": ["hist_commits", "hist_recency"],
     "cochange": ["cochange", "cochange_title"],
     "query": ["code_share", "trig_symbol", "trig_temporal", "trig_implicit", "additive", "sym_x_code"],
@@ -256,8 +257,8 @@ CROSS_BY = ["trig_symbol", "trig_temporal", "code_share", "additive"]
 
 
 # The 36 features of the first learned model (before coverage, directory,
-# title co-change and test-pair features).
-NEW = GROUPS["coverage"] + ["dir_first", "path_depth", "test_pair", "cochange_title"]
+# title co-change, test-pair and definition features).
+NEW = GROUPS["coverage"] + ["dir_first", "path_depth", "test_pair", "cochange_title"] + GROUPS["definitions"]
 
 
 def feature_sets():

@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"codectx/pkg/classify"
+	"codectx/pkg/codectx"
 	"codectx/pkg/fusion"
 	"codectx/pkg/segment"
 	"codectx/pkg/tokenize"
@@ -28,45 +29,51 @@ var FeatureNames = func() []string {
 		n = append(n, "rr_"+l) // 10/(10+rank) of the file's best chunk in the list, 0 if absent
 	}
 	return append(n,
-		"bm25_rel",        // best chunk's BM25 score / the query's top BM25 score
-		"bm25_chunks",     // log1p(chunks of the file in the BM25 top 200)
-		"file_bm25_rel",   // whole-file BM25 score / the top one
-		"title_rr",        // 10/(10+rank) in a whole-file BM25 of the title alone
-		"fused_rel",       // the RRF file score / the top file's
-		"fused_rr",        // 10/(10+rank) of the file in the RRF file ranking
-		"prior",           // path prior (tests, examples, vendored, stubs, prose)
-		"is_test",         // test file
-		"is_docs",         // examples, docs, benches, prose
-		"decl_only",       // declares types and nothing else, and the query is not about types
-		"is_index",        // index.ts, mod.rs, __init__.py, lib.rs
-		"is_generated",    // generated or minified
-		"log_chunks",      // log1p(chunks of the file)
-		"log_size",        // log1p(bytes/1000)
-		"log_degree",      // log1p(graph neighbours)
-		"near_top",        // graph neighbour of one of the three top RRF files
-		"same_dir_top",    // in the directory of the top RRF file
-		"hist_commits",    // log1p(commits of the history touching the file)
-		"hist_recency",    // 1/(1+i/20) for the newest commit i touching it, 0 if none
-		"cochange",        // commits shared with the top five BM25 files, damped by commit size
-		"path_title",      // share of the title's words in the file's path
-		"stem_title",      // the file's name is a word of the title
-		"dir_title",       // share of the title's words in the directory names
-		"path_body",       // share of the body's words in the path
-		"code_share",      // share of the query's words that are code-like (identifiers)
-		"trig_symbol",     // trigger EXPLICIT_SYMBOL
-		"trig_temporal",   // trigger TEMPORAL_HISTORY
-		"trig_implicit",   // trigger IMPLICIT_CONTEXT
-		"additive",        // the query adds something
-		"sym_x_code",      // rr_symbol * code_share
-		"path_x_concept",  // path_title * (trigger SEMANTIC_CONCEPT)
-		"fused_x_concept", // fused_rel * (trigger SEMANTIC_CONCEPT)
-		"title_cover",     // idf-weighted share of the title's name words found in the file
-		"title_cover_rel", // title_cover / the best title_cover among the candidates
-		"query_cover",     // idf-weighted share of the query's words (first 48) found in the file
-		"dir_first",       // no better-ranked candidate in the file's directory
-		"path_depth",      // log1p(directories in the path)
-		"cochange_title",  // commits shared with the top three files of the title-only ranking
-		"test_pair",       // 10/(10+rank) of the best-ranked test file named after this file (foo_test.go, test_foo.py, FooTest.java, foo.test.ts)
+		"bm25_rel",         // best chunk's BM25 score / the query's top BM25 score
+		"bm25_chunks",      // log1p(chunks of the file in the BM25 top 200)
+		"file_bm25_rel",    // whole-file BM25 score / the top one
+		"title_rr",         // 10/(10+rank) in a whole-file BM25 of the title alone
+		"fused_rel",        // the RRF file score / the top file's
+		"fused_rr",         // 10/(10+rank) of the file in the RRF file ranking
+		"prior",            // path prior (tests, examples, vendored, stubs, prose)
+		"is_test",          // test file
+		"is_docs",          // examples, docs, benches, prose
+		"decl_only",        // declares types and nothing else, and the query is not about types
+		"is_index",         // index.ts, mod.rs, __init__.py, lib.rs
+		"is_generated",     // generated or minified
+		"log_chunks",       // log1p(chunks of the file)
+		"log_size",         // log1p(bytes/1000)
+		"log_degree",       // log1p(graph neighbours)
+		"near_top",         // graph neighbour of one of the three top RRF files
+		"same_dir_top",     // in the directory of the top RRF file
+		"hist_commits",     // log1p(commits of the history touching the file)
+		"hist_recency",     // 1/(1+i/20) for the newest commit i touching it, 0 if none
+		"cochange",         // commits shared with the top five BM25 files, damped by commit size
+		"path_title",       // share of the title's words in the file's path
+		"stem_title",       // the file's name is a word of the title
+		"dir_title",        // share of the title's words in the directory names
+		"path_body",        // share of the body's words in the path
+		"code_share",       // share of the query's words that are code-like (identifiers)
+		"trig_symbol",      // trigger EXPLICIT_SYMBOL
+		"trig_temporal",    // trigger TEMPORAL_HISTORY
+		"trig_implicit",    // trigger IMPLICIT_CONTEXT
+		"additive",         // the query adds something
+		"sym_x_code",       // rr_symbol * code_share
+		"path_x_concept",   // path_title * (trigger SEMANTIC_CONCEPT)
+		"fused_x_concept",  // fused_rel * (trigger SEMANTIC_CONCEPT)
+		"title_cover",      // idf-weighted share of the title's name words found in the file
+		"title_cover_rel",  // title_cover / the best title_cover among the candidates
+		"query_cover",      // idf-weighted share of the query's words (first 48) found in the file
+		"dir_first",        // no better-ranked candidate in the file's directory
+		"path_depth",       // log1p(directories in the path)
+		"cochange_title",   // commits shared with the top three files of the title-only ranking
+		"test_pair",        // 10/(10+rank) of the best-ranked test file named after this file (foo_test.go, test_foo.py, FooTest.java, foo.test.ts)
+		"def_share",        // share of the query's symbol names (weighted by how few files define each) that the file defines
+		"def_title",        // def_share of the title's words
+		"def_best",         // weight of the most specific query symbol the file defines / the query's most specific one
+		"stem_ident",       // the file's name, separators dropped, is a word of the query (Foo.java, "FooBar" and foo_bar.py)
+		"stem_ident_title", // stem_ident in the title
+		"sym_cover",        // idf-weighted share of the query's words (first 48) among the tokens of the file's symbol names
 	)
 }()
 
@@ -74,7 +81,8 @@ var FeatureNames = func() []string {
 // reads them: measured, they did not pay on the validation repositories
 // (docs/benchmarks.md), and the coverage features scan a posting list per
 // query word.
-var costlyFeatures = []string{"title_cover", "title_cover_rel", "query_cover", "cochange_title", "test_pair", "dir_first", "path_depth"}
+var costlyFeatures = []string{"title_cover", "title_cover_rel", "query_cover", "cochange_title", "test_pair", "dir_first", "path_depth",
+	"def_share", "def_title", "def_best", "stem_ident", "stem_ident_title", "sym_cover"}
 
 // Candidate is one file the learned ranker scores, with its features.
 type Candidate struct {
@@ -315,8 +323,26 @@ func (e *Engine) costlyFeatures(in featureInput, cands []Candidate, set func(int
 			}
 		}
 	}
+	qw, tw := identWords(in.q), identWords(title(in.q))
+	defs := definitions(seg, qw)
+	qset, tset := map[string]bool{}, map[string]bool{}
+	for _, w := range qw {
+		qset[strings.ReplaceAll(w, "_", "")] = true
+	}
+	for _, w := range tw {
+		tset[strings.ReplaceAll(w, "_", "")] = true
+	}
+	scov := symCoverage(seg, distinct(tokenize.QueryTokens(in.q), 48), cands)
 	dirSeen := map[string]bool{}
 	for i, c := range cands {
+		set(i, "def_share", defs.share(qw, c.Path))
+		set(i, "def_title", defs.share(tw, c.Path))
+		set(i, "def_best", defs.best(qw, c.Path))
+		if k := identKey(fileStem(c.Path)); len(k) >= 3 {
+			set(i, "stem_ident", b2f(qset[k]))
+			set(i, "stem_ident_title", b2f(tset[k]))
+		}
+		set(i, "sym_cover", scov[i])
 		p := c.Path
 		set(i, "title_cover", tcov[i])
 		if tcovTop > 0 {
@@ -332,6 +358,157 @@ func (e *Engine) costlyFeatures(in featureInput, cands []Candidate, set func(int
 			set(i, "test_pair", rr(r))
 		}
 	}
+}
+
+// identWords are the distinct words of q written as identifiers could be
+// (letters, digits, underscores; at least three bytes), lower case,
+// without stopwords and change verbs written as plain words.
+func identWords(q string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, w := range strings.FieldsFunc(q, func(r rune) bool {
+		return !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_')
+	}) {
+		if len(w) < 3 || len(w) > tokenize.MaxTokenLen || isPlainWord(w) && changeVerbs[strings.ToLower(w)] {
+			continue
+		}
+		l := strings.ToLower(w)
+		if tokenize.IsStopword(l) || seen[l] {
+			continue
+		}
+		seen[l] = true
+		out = append(out, l)
+	}
+	return out
+}
+
+// identKey is a name compared without case and separators: FooBar,
+// foo_bar and foo-bar are one.
+func identKey(s string) string {
+	return strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(s))
+}
+
+// defIndex holds, for a query's words that name symbols of the snapshot,
+// the files that define each and its weight log(1 + files/defining files).
+type defIndex struct {
+	files  map[string]map[string]bool
+	weight map[string]float64
+}
+
+func definitions(seg *segment.Segment, ws []string) defIndex {
+	d := defIndex{files: map[string]map[string]bool{}, weight: map[string]float64{}}
+	n := float64(max(1, len(seg.Files)))
+	for _, w := range ws {
+		ids := seg.Lookup(w)
+		if len(ids) == 0 {
+			continue
+		}
+		fs := map[string]bool{}
+		for _, id := range ids {
+			fs[seg.Chunks[id].Path] = true
+		}
+		d.files[w] = fs
+		d.weight[w] = math.Log1p(n / float64(len(fs)))
+	}
+	return d
+}
+
+// share is the weighted share of ws's defined words that p defines.
+func (d defIndex) share(ws []string, p string) float64 {
+	var hit, total float64
+	for _, w := range ws {
+		fs, ok := d.files[w]
+		if !ok {
+			continue
+		}
+		total += d.weight[w]
+		if fs[p] {
+			hit += d.weight[w]
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	return hit / total
+}
+
+// best is the weight of the most specific of ws's words p defines over the
+// most specific one's.
+func (d defIndex) best(ws []string, p string) float64 {
+	var mine, top float64
+	for _, w := range ws {
+		fs, ok := d.files[w]
+		if !ok {
+			continue
+		}
+		top = math.Max(top, d.weight[w])
+		if fs[p] {
+			mine = math.Max(mine, d.weight[w])
+		}
+	}
+	if top == 0 {
+		return 0
+	}
+	return mine / top
+}
+
+// symTokens maps each file to the distinct tokens of its symbols' names,
+// built once per segment.
+func symTokens(seg *segment.Segment) map[string]map[string]bool {
+	return seg.Memo("query.symTokens", func() any {
+		m := make(map[string]map[string]bool, len(seg.Files))
+		for _, f := range seg.Files {
+			var set map[string]bool
+			for _, id := range f.Chunks {
+				c := seg.Chunks[id]
+				if c.Name == "" || c.Kind == codectx.KindWindow {
+					continue
+				}
+				if set == nil {
+					set = map[string]bool{}
+				}
+				for _, t := range tokenize.Tokens(c.Name) {
+					set[t] = true
+				}
+			}
+			if set != nil {
+				m[f.Path] = set
+			}
+		}
+		return m
+	}).(map[string]map[string]bool)
+}
+
+// symCoverage is, per candidate, the idf-weighted share of terms
+// (distinct) found among the tokens of the file's symbol names (idf of
+// the whole-file BM25 index).
+func symCoverage(seg *segment.Segment, terms []string, cands []Candidate) []float64 {
+	out := make([]float64, len(cands))
+	if seg.FileBM25 == nil || len(terms) == 0 {
+		return out
+	}
+	st := symTokens(seg)
+	n := float64(max(1, seg.FileBM25.NumDocs()))
+	var total float64
+	for _, t := range terms {
+		df := seg.FileBM25.DocFreq(t)
+		if df == 0 {
+			continue
+		}
+		idf := math.Log1p(n / float64(df))
+		total += idf
+		for i, c := range cands {
+			if st[c.Path][t] {
+				out[i] += idf
+			}
+		}
+	}
+	if total > 0 {
+		for i := range out {
+			out[i] /= total
+		}
+	}
+	return out
 }
 
 // cochange adds to co, for each seed, the commits of the history that

@@ -93,6 +93,60 @@ func TestFeatures(t *testing.T) {
 	}
 }
 
+// TestDefinitionFeatures checks the features that tell files of one
+// package apart by what they define: the query's symbols a file defines
+// (def_share, def_title, def_best), a file named as a query word
+// (stem_ident) and the query's words among its symbol names (sym_cover).
+func TestDefinitionFeatures(t *testing.T) {
+	seg := buildSeg(t, map[string]string{
+		"go.mod":            "module example.com/m\n\ngo 1.22\n",
+		"zone/date_zone.go": "package zone\n\n// DateZone is a time zone of a date.\ntype DateZone struct{ name string }\n\n// Offset of the zone.\nfunc (z DateZone) Offset() int { return len(z.name) }\n",
+		"zone/formatter.go": "package zone\n\n// Format prints a date zone offset.\nfunc Format(z DateZone) string { return fmt(z.Offset()) }\n\nfunc fmt(n int) string { return \"\" }\n",
+		"zone/parse.go":     "package zone\n\n// ParseZone reads a date zone.\nfunc ParseZone(s string) DateZone { return DateZone{s} }\n",
+	})
+	eng := &Engine{Seg: seg}
+	q := "Fix DateZone offset\n\nFormat printed the date zone offset of DateZone wrongly when parsing"
+	rk, err := eng.Search(context.Background(), Request{Query: q, Route: true, Ranker: RankRRF, Features: true, FeatureDepth: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	feat := func(p, name string) float64 {
+		t.Helper()
+		col := slices.Index(FeatureNames, name)
+		for _, c := range rk.Candidates {
+			if c.Path == p {
+				return c.X[col]
+			}
+		}
+		t.Fatalf("%s is not a candidate: %+v", p, rk.Candidates)
+		return 0
+	}
+	for _, tt := range []struct {
+		file, name string
+		want       func(float64) bool
+		says       string
+	}{
+		{"zone/date_zone.go", "def_title", func(v float64) bool { return v == 1 }, "1: it defines DateZone and Offset, the title's symbols"},
+		{"zone/formatter.go", "def_title", func(v float64) bool { return v == 0 }, "0: it only uses them"},
+		{"zone/date_zone.go", "def_best", func(v float64) bool { return v == 1 }, "1"},
+		{"zone/formatter.go", "def_share", func(v float64) bool { return v > 0 && v < 1 }, "in (0, 1): it defines Format"},
+		{"zone/date_zone.go", "stem_ident", func(v float64) bool { return v == 1 }, "1: date_zone is DateZone"},
+		{"zone/date_zone.go", "stem_ident_title", func(v float64) bool { return v == 1 }, "1"},
+		{"zone/formatter.go", "stem_ident", func(v float64) bool { return v == 0 }, "0: formatter is no query word"},
+		{"zone/date_zone.go", "sym_cover", func(v float64) bool { return v > 0 }, "above 0"},
+	} {
+		if v := feat(tt.file, tt.name); !tt.want(v) {
+			t.Errorf("%s %s = %v, want %s", tt.file, tt.name, v, tt.says)
+		}
+	}
+	if a, b := feat("zone/date_zone.go", "def_share"), feat("zone/parse.go", "def_share"); !(a > b) {
+		t.Errorf("def_share of date_zone.go %v not above parse.go's %v (ParseZone is no query word)", a, b)
+	}
+	if a, b := feat("zone/date_zone.go", "sym_cover"), feat("zone/formatter.go", "sym_cover"); !(a > b) {
+		t.Errorf("sym_cover of date_zone.go %v not above formatter.go's %v (DateZone, Offset vs Format)", a, b)
+	}
+}
+
 // TestDepths checks that Request.Depth and FileDepth bound the BM25 chunk
 // list and the file lists, and that a feature request returns the whole
 // fused pool and the deep lists.
