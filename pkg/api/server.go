@@ -318,7 +318,35 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 		writeError(w, code, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, resp)
+	writeResponse(w, resp)
+}
+
+// respBufs are the buffers answers are encoded into.
+var respBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledResp bounds the buffers kept for reuse: an answer to a huge
+// budget does not pin its buffer.
+const maxPooledResp = 1 << 20
+
+// writeResponse writes a query's answer as writeJSON does (the same bytes:
+// query.Response.AppendJSON is encoding/json's encoding), into a reused
+// buffer.
+func writeResponse(w http.ResponseWriter, resp *query.Response) {
+	bp := respBufs.Get().(*[]byte)
+	b, err := resp.AppendJSON((*bp)[:0])
+	if err != nil {
+		respBufs.Put(bp)
+		writeJSON(w, http.StatusOK, resp) // fails as it always did
+		return
+	}
+	b = append(b, '\n') // as json.Encoder ends a value
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+	if cap(b) <= maxPooledResp {
+		*bp = b
+		respBufs.Put(bp)
+	}
 }
 
 // searchCode is the HTTP status of a failed search.

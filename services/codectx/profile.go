@@ -9,7 +9,8 @@ import (
 )
 
 // profileFlags are the --cpuprofile and --memprofile flags of a command that
-// is measured (index): pprof files of the whole run.
+// is measured (index, and every server role, whose files are written when
+// it shuts down): pprof files of the whole run.
 type profileFlags struct{ cpu, mem string }
 
 func (p *profileFlags) register(fs *flag.FlagSet) {

@@ -130,6 +130,8 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if r.name == "graph-worker" {
 		shardFlag(fs, &c.shardBytes)
 	}
+	var prof profileFlags
+	prof.register(fs)
 	workers := r.workers
 	if r.workers > 0 {
 		fs.IntVar(&workers, "workers", r.workers, "concurrent handlers")
@@ -142,6 +144,15 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	log := newLogger(stderr).With("role", r.name)
+	stopProf, err := prof.start()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := stopProf(); err != nil {
+			log.Warn("profile", "error", err)
+		}
+	}()
 	d := &deps{log: log, namespace: c.namespace}
 	keyStore, err := openKeys(keysFile)
 	if err != nil {
