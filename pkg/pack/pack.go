@@ -203,7 +203,9 @@ func Pack(cands []Candidate, opt Options) Result {
 		for r, ok := l.next(); ok; r, ok = l.next() {
 			if n, ok := atMost(r.head, r.body, left-sepCost); ok {
 				p := r.p
-				p.Text = r.head + r.body
+				if p.Text = r.text; p.Text == "" {
+					p.Text = r.head + r.body
+				}
 				p.Tokens = n
 				left -= n + sepCost
 				perFile[it.file]++
@@ -314,6 +316,7 @@ type ladder struct {
 type rendering struct {
 	p          Packed
 	head, body string
+	text       string // head+body when they are one string already (a stub), else ""
 }
 
 // same reports whether r and o emit the same text.
@@ -345,9 +348,11 @@ func (l *ladder) next() (rendering, bool) {
 			r.p = Packed{Candidate: c, Granularity: Full}
 			r.head, r.body = fullText(c, it.signals)
 		case 1:
-			r.p, r.head = Packed{Candidate: c, Granularity: Stub}, stubText(c, it.signals, true)
+			r.p = Packed{Candidate: c, Granularity: Stub}
+			r.text, r.head, r.body = stubText(c, it.signals, true)
 		default:
-			r.p, r.head = Packed{Candidate: c, Granularity: Stub}, stubText(c, it.signals, false)
+			r.p = Packed{Candidate: c, Granularity: Stub}
+			r.text, r.head, r.body = stubText(c, it.signals, false)
 		}
 		if slices.ContainsFunc(l.seen[:l.nseen], r.same) {
 			continue
@@ -469,10 +474,13 @@ func owned(b []byte) string {
 
 // stubText renders the header, the doc as "// " comment lines (if withDoc)
 // and the signature. With no signature, the first non-blank line of the
-// body stands in for it.
-func stubText(c Candidate, signals []string, withDoc bool) string {
+// body stands in for it. It returns the text and, as parts of it, the
+// header line and the rest: the rest is the same for every query, the
+// header not (its signals), and the counter joins them.
+func stubText(c Candidate, signals []string, withDoc bool) (text, head, rest string) {
 	b := make([]byte, 0, 128+len(c.Signature)+len(c.Doc))
 	b = appendHeader(b, c, signals, Stub)
+	n := len(b)
 	if withDoc {
 		if doc := strings.Trim(c.Doc, " \t\r\n"); doc != "" {
 			for rest, more := doc, true; more; {
@@ -499,7 +507,8 @@ func stubText(c Candidate, signals []string, withDoc bool) string {
 		b = append(b, '\n')
 		b = append(b, sig...)
 	}
-	return owned(b)
+	text = owned(b)
+	return text, text[:n], text[n:]
 }
 
 // dedup sorts cands strongest first and folds overlapping chunks of one

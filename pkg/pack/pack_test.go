@@ -106,8 +106,11 @@ func TestHeader(t *testing.T) {
 func TestPackGranularity(t *testing.T) {
 	c := cand("a.go", 10, 40, 1, "// f does things.\nfunc f10() {\n"+bigBody(30)+"}\n")
 	full := fullString(c, c.Signals)
-	stub := stubText(c, c.Signals, true)
-	sig := stubText(c, c.Signals, false)
+	stub, head, rest := stubText(c, c.Signals, true)
+	if head != Header(c, c.Signals, Stub) || head+rest != stub {
+		t.Fatalf("stubText parts %q + %q, want the header %q and the rest of %q", head, rest, Header(c, c.Signals, Stub), stub)
+	}
+	sig, _, _ := stubText(c, c.Signals, false)
 	sep := tokens.Count(Sep)
 	tests := []struct {
 		name    string

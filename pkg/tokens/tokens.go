@@ -155,6 +155,16 @@ func segmented(c tokenizer.Codec, s string) int {
 func CountAtMost(s string, limit int) (int, bool) {
 	c := load()
 	n, s := head(c, s, limit)
+	if n > limit {
+		return n, false
+	}
+	m, ok := countPieces(c, s, limit-n)
+	return n + m, ok
+}
+
+// countPieces is CountAtMost without the first line counted apart.
+func countPieces(c tokenizer.Codec, s string, limit int) (int, bool) {
+	n := 0
 	// The first piece is about large enough to exceed limit (code runs 3
 	// to 4 bytes a token); later ones double, up to 64 KiB.
 	batch := 1 << 16
@@ -189,11 +199,24 @@ func CountJoinAtMost(a, b string, limit int) (int, bool) {
 	// The first boundary of a+b at or after len(a): at the join itself
 	// when a ends with a line break, or the first of b's own (boundaryAt
 	// looks at the byte before i and on, so b's boundaries are a+b's).
-	j := 0
-	if a == "" || a[len(a)-1] != '\n' || !opensPiece(b) {
-		if j = nextBoundary(b[:min(len(b), pieceMin)], 1); j >= len(b) || !boundaryAt(b, j) {
-			return CountAtMost(a+b, limit)
+	c := load()
+	if a != "" && a[len(a)-1] == '\n' && opensPiece(b) {
+		// A header line above a body: the body is counted from its
+		// start in pieces through the cache (its first line is no
+		// header, and not counted apart).
+		n, ok := CountAtMost(a, limit)
+		if !ok {
+			return n, false
 		}
+		m, ok := countPieces(c, b, limit-n)
+		return n + m, ok
+	}
+	if n, fits, ok := joinSplit(c, a, b, limit); ok {
+		return n, fits
+	}
+	j := nextBoundary(b[:min(len(b), pieceMin)], 1)
+	if j >= len(b) || !boundaryAt(b, j) {
+		return CountAtMost(a+b, limit)
 	}
 	n, ok := CountAtMost(a+b[:j], limit)
 	if !ok {

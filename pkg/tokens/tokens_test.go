@@ -3,6 +3,7 @@ package tokens
 import (
 	"math/rand"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -222,4 +223,83 @@ func BenchmarkCountSmall(b *testing.B) {
 		Count(s)
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+}
+
+// TestCountJoinSplit checks the join of a header and a tail that meet
+// inside a piece (see join.go) against the codec's count of the whole
+// text: stub headers over doc and signature tails, and random ASCII on
+// both sides (contractions, runs of spaces and line breaks, slashes at the
+// join), at limits around the count; and again with the tables warm.
+func TestCountJoinSplit(t *testing.T) {
+	c := load()
+	r := rand.New(rand.NewSource(5))
+	alphabet := []string{"a", "Z", "7", "s", "t", "ll", "e", "D", "L", " ", "  ", "\t", "\n", "\r\n", "'", "'s", "'ll", "'RE", "/", "//", "]", ")", ",", "(", "x'", "\v", "\x00", "\x7e"}
+	ascii := func(n int) string {
+		var b strings.Builder
+		for range n {
+			b.WriteString(alphabet[r.Intn(len(alphabet))])
+		}
+		return b.String()
+	}
+	heads := []string{
+		"// compile@worktree-bcd1:ssa/rewrite.go#L10-42 (*Func).newValue (method, stub) [bm25,graph]",
+		"// r@c:a.go#L1-1 F (function, stub)", "// r@c:a.go#L1-1 (stub) [symbol]", "// r@c:a.go#L3-4 x's (stub) [bm25]",
+	}
+	tails := []string{"\n// Doc says.\nfunc F()", "\n//\n// two\n//\nfunc F(x int) error", "\nfunc F()", "\n'll go", "\n", "", "\n  \n\t", "\n/x"}
+	type pair struct{ a, b string }
+	// Pieces that read past their end: contractions cut at the join, a
+	// run of spaces that leaves its last one to the next piece.
+	cases := []pair{{"abc'l", "l"}, {"abc'L", "L x"}, {"abc'", "s"}, {"abc'r", "e"}, {"Ab'", "ve"}, {"x  ", "y"}, {"x ", "\n"}, {"x\n", "  y"}, {"]", "\n//"}}
+	for i := range 3000 {
+		a, b := heads[i%len(heads)], tails[i%len(tails)]
+		switch i % 4 {
+		case 1:
+			a = ascii(1 + r.Intn(30))
+		case 2:
+			b = ascii(r.Intn(30))
+		case 3:
+			a, b = ascii(1+r.Intn(30)), ascii(r.Intn(30))
+		}
+		if hasLongRun(a + b) {
+			continue
+		}
+		cases = append(cases, pair{a, b})
+	}
+	pieces := func(s string) (out []string) {
+		splitASCII(s, func(p string) { out = append(out, p) })
+		return out
+	}
+	for i, p := range cases {
+		// The split itself: a's pieces before the cut, then those of
+		// the rest read on its own, are the pieces of a+b.
+		sp := splitOf(c, p.a)
+		var got []string
+		for _, pc := range pieces(p.a) {
+			if n := len(strings.Join(got, "")); n >= int(sp.at) {
+				break
+			}
+			got = append(got, pc)
+		}
+		got = append(got, pieces(p.a[sp.at:]+p.b)...)
+		if want := pieces(p.a + p.b); !slices.Equal(got, want) {
+			t.Fatalf("case %d: split of %q at %d before %q: pieces %q, want %q", i, p.a, sp.at, p.b, got, want)
+		}
+	}
+	for round := range 2 {
+		for i, p := range cases {
+			want, err := c.Count(p.a + p.b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, limit := range []int{0, want / 2, want - 1, want, want + 5} {
+				got, ok := CountJoinAtMost(p.a, p.b, limit)
+				switch {
+				case ok && (got != want || got > limit):
+					t.Fatalf("round %d, case %d: CountJoinAtMost(%q, %q, %d) = %d, true; codec %d", round, i, p.a, p.b, limit, got, want)
+				case !ok && (got <= limit || want <= limit):
+					t.Fatalf("round %d, case %d: CountJoinAtMost(%q, %q, %d) = %d, false; codec %d", round, i, p.a, p.b, limit, got, want)
+				}
+			}
+		}
+	}
 }
