@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"codectx/pkg/api"
+	"codectx/pkg/query"
 	"codectx/pkg/testrepo"
 )
 
@@ -92,5 +94,34 @@ func TestBenchPush(t *testing.T) {
 	t.Setenv(envWebhookSecret, "not-the-servers-secret")
 	if _, err := runCLI(t, "bench-push", "--server", "http://"+addr, "--dir", repoDir, "--repo", "acme/shop", "--pushes", "1"); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("bench-push with another secret: %v, want a 401 error", err)
+	}
+}
+
+// TestReadServed checks the load generator's reading of timings against
+// decoding the whole answer, on answers whose texts hold the key itself.
+func TestReadServed(t *testing.T) {
+	texts := []string{"", `,"timings_us":{"total":999}`, "\",\"timings_us\":{\"x\":1}", "}\n", `\`}
+	for i, text := range texts {
+		resp := &query.Response{Query: text, Context: text, Timings: map[string]int{"total": 12, "pack": 3},
+			Chunks: []query.Chunk{{Text: text, Path: text}}}
+		data, err := json.Marshal(resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = append(data, '\n')
+		got, err := readServed(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want served
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(got.Timings, want.Timings) {
+			t.Errorf("case %d: timings %v, want %v", i, got.Timings, want.Timings)
+		}
+	}
+	if _, err := readServed([]byte(`{"timings_us":`)); err == nil {
+		t.Error("a cut answer read without error")
 	}
 }
