@@ -31,10 +31,11 @@
 //     one chunk per ATX heading section (Name = heading text, Signature =
 //     heading path "A > B"), long sections split into windows.
 //
-// Go files can also be chunked with go/parser instead of tree-sitter
-// (Options.GoParser, goast.go): the chunks are the same, field for field,
-// and a file go/parser rejects or that holds a construct whose tree-sitter
-// parse the go/parser path does not model goes to tree-sitter.
+// Go files are chunked with go/parser instead of tree-sitter unless
+// Options.GoParser says GoTreeSitter (goast.go): the chunks are the same,
+// field for field, and a file go/parser rejects or that holds a construct
+// whose tree-sitter parse the go/parser path does not model goes to
+// tree-sitter.
 //
 // When content is not valid UTF-8 it is repaired first, and all byte offsets
 // refer to the repaired text. Parse never panics: parser failures give line
