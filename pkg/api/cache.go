@@ -68,7 +68,7 @@ func (c *segCache) get(ctx context.Context, key string) (*segment.Segment, error
 		c.hit++
 		e := el.Value.(*segEntry)
 		if e.size > 0 {
-			c.charge(e, false)
+			c.charge(e, -1)
 		}
 		c.mu.Unlock()
 		select {
@@ -84,8 +84,10 @@ func (c *segCache) get(ctx context.Context, key string) (*segment.Segment, error
 	c.mu.Unlock()
 
 	e.seg, e.err = c.load(ctx, key)
+	var resident int64
 	if e.err == nil {
 		e.seg.HeapSize() // its one walk over the segment, outside the lock
+		resident = e.seg.ResidentSize()
 	}
 	c.mu.Lock()
 	el, ok := c.m[key]
@@ -97,7 +99,7 @@ func (c *segCache) get(ctx context.Context, key string) (*segment.Segment, error
 		}
 	case ok && el.Value == e:
 		c.bySeg[e.seg] = e
-		c.charge(e, true)
+		c.charge(e, resident)
 	default:
 		// Replaced or dropped while loading: nothing holds it.
 		e.seg.Release()
@@ -107,13 +109,13 @@ func (c *segCache) get(ctx context.Context, key string) (*segment.Segment, error
 	return e.seg, e.err
 }
 
-// charge measures e's heap again, and its resident mapped pages with
-// resident (a read of the page table, done once a request), and evicts
-// others if e grew the cache over its budget. Called with c.mu held.
-func (c *segCache) charge(e *segEntry, resident bool) {
-	heap, mapped := e.seg.HeapSize(), e.mapped
-	if resident {
-		mapped = e.seg.ResidentSize()
+// charge measures e's heap again and charges it with mapped resident
+// bytes (-1: those last measured), evicting others if e grew the cache
+// over its budget. Called with c.mu held.
+func (c *segCache) charge(e *segEntry, mapped int64) {
+	heap := e.seg.HeapSize()
+	if mapped < 0 {
+		mapped = e.mapped
 	}
 	size := max(heap+mapped, 1) // > 0: loaded
 	c.bytes += size - e.size
@@ -132,13 +134,18 @@ func (c *segCache) tell() {
 }
 
 // used charges the cached segments of segs again once a request has used
-// them: the tables and the pages its search added.
+// them: the tables and the pages its search added. The pages are counted
+// (a read of the page table) before the lock is taken.
 func (c *segCache) used(segs []*segment.Segment) {
+	resident := make([]int64, len(segs))
+	for i, seg := range segs {
+		resident[i] = seg.ResidentSize()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, seg := range segs {
+	for i, seg := range segs {
 		if e := c.bySeg[seg]; e != nil {
-			c.charge(e, true)
+			c.charge(e, resident[i])
 		}
 	}
 }
