@@ -14,12 +14,19 @@ import (
 // TestCacheChargesLiveHeap, of several sizes (about 4 MB of source).
 var heapRepos = []string{"encoding/json", "go/parser", "text/template", "regexp", "strconv", "flag", "bufio", "compress/flate", "archive/tar", "database/sql", "net/url", "go/printer"}
 
+// liveHeap is the heap allocated after a collection, the least of three
+// readings (anything else allocating meanwhile only adds).
 func liveHeap() int64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc)
+	n := int64(-1)
+	for range 3 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		if n < 0 || int64(ms.HeapAlloc) < n {
+			n = int64(ms.HeapAlloc)
+		}
+	}
+	return n
 }
 
 // TestCacheChargesLiveHeap loads real repositories' mapped segments through
@@ -85,8 +92,10 @@ func TestCacheChargesLiveHeap(t *testing.T) {
 	if ratio < 0.9 || ratio > 1.2 {
 		t.Errorf("the cache charges %.2fx the heap its segments hold, want 0.9-1.2", ratio)
 	}
-	if st.MappedBytes != resident || resident == 0 {
-		t.Errorf("the cache charges %d resident bytes, %d are resident", st.MappedBytes, resident)
+	// Since the last request measured them, pages can only have left
+	// (the kernel reclaims clean file pages under memory pressure).
+	if st.MappedBytes <= 0 || st.MappedBytes > mappedOf(s) || resident > st.MappedBytes {
+		t.Errorf("the cache charges %d resident bytes, %d are resident, of %d mapped", st.MappedBytes, resident, mappedOf(s))
 	}
 }
 
