@@ -21,11 +21,11 @@ const DefaultCacheBytes = 512 << 20
 // (segment.HeapSize, which grows with the tables its queries derive,
 // measured again each time it is used) and the pages of its mapped shards
 // resident in the process (segment.ResidentSize: a load drops the pages
-// its checks read, so these are the pages its queries read, measured after
-// each request that used it). Segments are immutable, so an entry never goes stale: a
-// new HEAD names a new key. Concurrent loads of one key share one read.
-// The segment just loaded is always kept, even alone over the budget, so
-// any segment can be served.
+// its checks read, so these are the pages its queries read, measured
+// after each request that used it). Segments are immutable, so an entry
+// never goes stale: a new HEAD names a new key. Concurrent loads of one
+// key share one read. The segment just loaded is always kept, even alone
+// over the budget, so any segment can be served.
 type segCache struct {
 	store  *blob.Bucket
 	max    int64
@@ -139,12 +139,14 @@ func (c *segCache) tell() {
 func (c *segCache) used(segs []*segment.Segment) {
 	resident := make([]int64, len(segs))
 	for i, seg := range segs {
-		resident[i] = seg.ResidentSize()
+		if seg != nil {
+			resident[i] = seg.ResidentSize()
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, seg := range segs {
-		if e := c.bySeg[seg]; e != nil {
+		if e := c.bySeg[seg]; seg != nil && e != nil {
 			c.charge(e, resident[i])
 		}
 	}
