@@ -197,6 +197,13 @@ func TestShardCache(t *testing.T) {
 	if small.Bytes() > seg.MappedSize()/int64(len(keys))*4 {
 		t.Errorf("bounded cache holds %d bytes of %d", small.Bytes(), seg.MappedSize())
 	}
+	// The files it deleted are mapped by seg: their disk is held.
+	if h := small.HeldBytes(); h == 0 || h+small.Bytes() < seg.MappedSize() {
+		t.Errorf("bounded cache: %d bytes held by deleted mapped files, %d cached, %d mapped", h, small.Bytes(), seg.MappedSize())
+	}
+	if cache.HeldBytes() != 0 {
+		t.Errorf("unbounded cache deleted mapped files: %d bytes held", cache.HeldBytes())
+	}
 	sameAnswers(t, seg, one)
 	// Reopened, the cache finds the files left.
 	re, err := index.OpenShardCache(dir, 0)

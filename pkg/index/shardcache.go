@@ -24,7 +24,8 @@ import (
 // deleting the least recently used files once a new one takes it over the
 // bound. A deleted file that is still mapped stays readable (and keeps
 // its disk space) until the process exits (see package mapfile), so the
-// disk used can pass the bound by the shards mapped since start.
+// disk used can pass the bound by the shards mapped since start:
+// HeldBytes counts those.
 type ShardCache struct {
 	dir string
 	max int64
@@ -32,6 +33,7 @@ type ShardCache struct {
 	mu    sync.Mutex
 	files map[string]*cached // by key
 	bytes int64
+	held  int64 // of files deleted while mapped
 }
 
 type cached struct {
@@ -167,6 +169,9 @@ func (c *ShardCache) evict(keep string) {
 			return
 		}
 		if p, err := c.path(k); err == nil {
+			if mapfile.IsMapped(p) {
+				c.held += c.files[k].size
+			}
 			os.Remove(p)
 		}
 		c.bytes -= c.files[k].size
@@ -187,6 +192,14 @@ func (c *ShardCache) Drop(key string) {
 		delete(c.files, key)
 	}
 	os.Remove(p)
+}
+
+// HeldBytes is the size of the files the cache deleted while this process
+// mapped them: their disk space is held until it exits, beyond the bound.
+func (c *ShardCache) HeldBytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held
 }
 
 // Bytes is the size of the cached files.

@@ -77,6 +77,22 @@ func Open(path string) (*File, error) {
 	return f, nil
 }
 
+// IsMapped reports whether the file at path (its inode) is mapped by this
+// process: deleting it then frees no disk space until the process exits.
+func IsMapped(path string) bool {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	id, ok := identity(fi)
+	if !ok {
+		return false
+	}
+	reg.Lock()
+	defer reg.Unlock()
+	return reg.m[id] != nil
+}
+
 // Data is the file's content. It stays readable for the life of the
 // process; it must not be written.
 func (f *File) Data() []byte { return f.data }
