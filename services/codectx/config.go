@@ -212,10 +212,12 @@ func limitMemory(log *slog.Logger, cacheBytes int64) {
 // stays within it: the segment cache gets the budget less a reserve (the
 // binary's own pages, the process's other tables such as the token counts
 // of packed texts, requests in flight, and the collector's headroom), and
-// the Go soft memory limit is the budget less the binary's pages and the
-// mapped shard pages the cache holds, kept current as they move.
+// the Go soft memory limit is the budget less the process's file pages
+// (the binary's and the mapped shards', read from /proc/self/status each
+// time the cache's mapped pages move; elsewhere binaryReserve plus the
+// mapped pages the cache holds).
 const (
-	binaryReserve = 128 << 20 // the binary's resident pages (about 100 MB), the runtime's own
+	binaryReserve = 128 << 20 // the binary's resident pages (100-160 MB), the runtime's own
 	otherReserve  = 128 << 20 // token-count tables (64 MiB of keys at most), requests in flight
 )
 
@@ -225,9 +227,46 @@ func cacheShare(mem int64) int64 {
 }
 
 // heapLimit is the Go soft memory limit of a process budget of mem bytes
-// whose cache holds mapped resident bytes.
-func heapLimit(mem, mapped int64) int64 {
-	return max(mem-binaryReserve-mapped, mem/4)
+// whose file pages (binary and mapped shards) take file bytes.
+func heapLimit(mem, file int64) int64 {
+	return max(mem-file, mem/4)
+}
+
+// fileBytes is the process's resident file pages: RssFile of
+// /proc/self/status, or binaryReserve plus the cache's mapped pages where
+// that cannot be read.
+func fileBytes(mapped int64) int64 {
+	if n, ok := rssFile(); ok {
+		return max(n, mapped)
+	}
+	return binaryReserve + mapped
+}
+
+func rssFile() (int64, bool) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	return parseRssFile(data)
+}
+
+// parseRssFile reads the RssFile line ("RssFile:   158380 kB") of a
+// /proc/PID/status.
+func parseRssFile(status []byte) (int64, bool) {
+	for line := range strings.Lines(string(status)) {
+		if rest, ok := strings.CutPrefix(line, "RssFile:"); ok {
+			f := strings.Fields(rest)
+			if len(f) != 2 || f[1] != "kB" {
+				return 0, false
+			}
+			n, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil || n < 0 || n > 1<<40 {
+				return 0, false
+			}
+			return n << 10, true
+		}
+	}
+	return 0, false
 }
 
 // budget applies --memory-bytes: the cache size to use and, unless
@@ -243,8 +282,8 @@ func budget(log *slog.Logger, mem, cacheBytes int64) (int64, func(mapped int64))
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return cache, nil
 	}
-	debug.SetMemoryLimit(heapLimit(mem, 0))
-	return cache, func(mapped int64) { debug.SetMemoryLimit(heapLimit(mem, mapped)) }
+	debug.SetMemoryLimit(heapLimit(mem, fileBytes(0)))
+	return cache, func(mapped int64) { debug.SetMemoryLimit(heapLimit(mem, fileBytes(mapped))) }
 }
 
 // memoryFlag registers --memory-bytes, the process budget of a query
