@@ -23,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"codectx/pkg/bm25"
@@ -106,6 +107,8 @@ type Segment struct {
 	maps     []*mapfile.File
 	heldHeap int64
 	release  sync.Once
+
+	residentAt atomic.Int64 // when ResidentSizeEvery last measured (Unix ns)
 }
 
 // Release gives back the segment's use of the shard files it maps: once
@@ -145,6 +148,19 @@ func (s *Segment) ResidentSize() int64 {
 		}
 	}
 	return n
+}
+
+// ResidentSizeEvery is ResidentSize measured at most once per every (a
+// read of the page table per mapped shard, too dear for every query): it
+// returns -1, "as last measured", between measures and to a caller racing
+// one. The first call measures.
+func (s *Segment) ResidentSizeEvery(every time.Duration) int64 {
+	now := time.Now().UnixNano()
+	last := s.residentAt.Load()
+	if last != 0 && now-last < int64(every) || !s.residentAt.CompareAndSwap(last, now) {
+		return -1
+	}
+	return s.ResidentSize()
 }
 
 // InPlace reports whether any of the segment's chunks alias shard bytes.
