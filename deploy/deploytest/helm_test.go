@@ -266,6 +266,9 @@ type container struct {
 				Name string `yaml:"name"`
 				Key  string `yaml:"key"`
 			} `yaml:"secretKeyRef"`
+			ResourceFieldRef *struct {
+				Resource string `yaml:"resource"`
+			} `yaml:"resourceFieldRef"`
 		} `yaml:"valueFrom"`
 	} `yaml:"env"`
 	LivenessProbe  *probe `yaml:"livenessProbe"`
@@ -962,5 +965,63 @@ func TestChartShardCache(t *testing.T) {
 	wantNoErrs(t, checkChart(out))
 	if got := env(out)["query-service"]["CODECTX_SHARD_CACHE"]; got != "/cache" {
 		t.Errorf("query-service env override: shard cache %q, want /cache", got)
+	}
+}
+
+// TestChartMemoryBudget checks that the query-service's process budget is
+// its container's memory limit (Downward API), that no other role gets
+// one, that a role's own CODECTX_MEMORY_BYTES wins without a second entry,
+// and that a container without a limit, or memoryBudgetFromLimit false,
+// gets none.
+func TestChartMemoryBudget(t *testing.T) {
+	budgets := func(values map[string]any, limited bool) map[string][]string {
+		t.Helper()
+		out := mustRender(t, chartDir, testRelease, values)
+		if limited { // the chart's checks require memory limits
+			wantNoErrs(t, checkChart(out))
+		}
+		objs, err := parseManifests(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		roles := map[string][]string{}
+		for _, o := range objs {
+			if o.Kind != "Deployment" {
+				continue
+			}
+			var d deploymentSpec
+			if err := o.Spec.Decode(&d); err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range d.Template.Spec.Containers[0].Env {
+				if e.Name != "CODECTX_MEMORY_BYTES" {
+					continue
+				}
+				v := "value " + e.Value
+				if e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil {
+					v = "from " + e.ValueFrom.ResourceFieldRef.Resource
+				}
+				role := o.Metadata.Labels[componentLabel]
+				roles[role] = append(roles[role], v)
+			}
+		}
+		return roles
+	}
+	qs := func(m map[string]any) map[string]any {
+		return map[string]any{"roles": map[string]any{"query-service": m}}
+	}
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		want   map[string][]string
+	}{
+		{"default", nil, map[string][]string{"query-service": {"from limits.memory"}}},
+		{"own env", qs(map[string]any{"env": map[string]any{"CODECTX_MEMORY_BYTES": "1000000000"}}), map[string][]string{"query-service": {"value 1000000000"}}},
+		{"no limit", qs(map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": "2", "memory": nil}}}), map[string][]string{}},
+		{"off", map[string]any{"memoryBudgetFromLimit": false}, map[string][]string{}},
+	} {
+		if got := budgets(tc.values, tc.name != "no limit"); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: CODECTX_MEMORY_BYTES %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
