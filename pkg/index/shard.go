@@ -389,6 +389,45 @@ func spliceShard(ctx context.Context, old *segment.Shard, oldFiles, files []sour
 	return sh, results, nil
 }
 
+// interner copies strings out of the memory they point into, one copy per
+// distinct string.
+type interner map[string]string
+
+func (in interner) str(s string) string {
+	if s == "" {
+		return ""
+	}
+	if v, ok := in[s]; ok {
+		return v
+	}
+	v := strings.Clone(s)
+	in[v] = v
+	return v
+}
+
+// strs interns ss in place.
+func (in interner) strs(ss []string) {
+	for i, s := range ss {
+		ss[i] = in.str(s)
+	}
+}
+
+// files interns the package, imports and symbol strings of fs in place
+// (their paths are the manifest's, or their own when decoded).
+func (in interner) files(fs []graph.FileInput) {
+	for i := range fs {
+		f := &fs[i]
+		f.Package = in.str(f.Package)
+		in.strs(f.Imports)
+		for j := range f.Symbols {
+			s := &f.Symbols[j]
+			s.Name = in.str(s.Name)
+			in.strs(s.Calls)
+			in.strs(s.Types)
+		}
+	}
+}
+
 // PreviousShards returns the shards of the index HEAD names, when it is a
 // shard list; nil otherwise (no HEAD, a single segment, an unreadable
 // object: the build then plans its shards afresh).
@@ -501,6 +540,12 @@ func BuildShardsFrom(ctx context.Context, store *blob.Bucket, m *Manifest, prevI
 	}
 	list := &segment.ShardList{History: m.History}
 	gin := graph.Input{GoModule: m.GoModule, GoModules: m.GoModules}
+	// The graph input outlives its shard until the graph is built at the
+	// end (and in the input cache, beyond). A parsed file's names, calls,
+	// types and imports are substrings of its whole text: kept as they
+	// are, they would keep the text of every code file of the repository
+	// live. They are copied out, once per distinct string.
+	names := interner{}
 	add := func(sh *segment.Shard, base int) {
 		for _, fin := range sh.GraphIn {
 			for j := range fin.Symbols {
@@ -540,6 +585,7 @@ func BuildShardsFrom(ctx context.Context, store *blob.Bucket, m *Manifest, prevI
 			}
 			if sh == nil {
 				if sh, err = segment.LoadShard(data, false); err == nil {
+					names.files(sh.GraphIn)
 					inputs.put(store, key, newShardInput(sh, data))
 				}
 			}
@@ -584,6 +630,7 @@ func BuildShardsFrom(ctx context.Context, store *blob.Bucket, m *Manifest, prevI
 			}
 			size = len(data)
 			ss.Written++
+			names.files(sh.GraphIn)
 			inputs.put(store, key, newShardInput(sh, data))
 			// Collect a big shard just written before the next is built:
 			// the collector's next goal then starts from what the build
@@ -601,6 +648,7 @@ func BuildShardsFrom(ctx context.Context, store *blob.Bucket, m *Manifest, prevI
 		st.SegmentBytes += size
 	}
 	ss.Shards = len(list.Shards)
+	names = nil
 	list.Graph = graph.Build(gin)
 	gs := list.Graph.Stats()
 	st.Edges["import"] = gs.ImportEdges
