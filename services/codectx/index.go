@@ -69,6 +69,10 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	// What package initialization mapped of the binary is not the build's:
+	// given back, the build's peak RSS is its own (a failure costs only
+	// that, so it is not reported).
+	_, _ = dropBinaryPages()
 	if os.Getenv("GOMEMLIMIT") == "" && *memLimit > 0 {
 		debug.SetMemoryLimit(*memLimit)
 	}
