@@ -640,6 +640,7 @@ func BuildShardsFrom(ctx context.Context, store *blob.Bucket, m *Manifest, prevI
 			sh.Chunks, sh.Files, sh.BM25, sh.FileBM25 = nil, nil, nil, nil
 			if len(data) >= collectShardBytes {
 				runtime.GC()
+				trimCHeap()
 			}
 			data = nil
 		}

@@ -89,7 +89,7 @@ func TestBenchParse(t *testing.T) {
 }
 
 // TestIndexMemoryLimit: codectx index runs under its soft memory limit
-// (--memory-limit, default 200 MiB), none with 0, and GOMEMLIMIT wins.
+// (--memory-limit, default 160 MiB), none with 0, and GOMEMLIMIT wins.
 func TestIndexMemoryLimit(t *testing.T) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	dir := t.TempDir()

@@ -28,10 +28,11 @@ func openStore(data string) (*blob.Bucket, error) {
 }
 
 // defaultIndexMemoryLimit is the soft memory limit of codectx index: the
-// collector runs before the heap doubles. GOROOT/src: peak RSS 487 -> 375
-// MB, CPU unchanged; twice that tree: 583 -> 399 MB for 30% more CPU, its
-// live set being near the limit (docs/benchmarks.md, issue 12).
-const defaultIndexMemoryLimit = 200 << 20
+// collector runs before the heap doubles. The live set is one shard's
+// build (about 100 MB at 16 MB of source) plus the compact graph input;
+// on GOROOT/src and twice it 160 MiB costs no measurable CPU against
+// 200 MiB (docs/benchmarks.md, issue 12).
+const defaultIndexMemoryLimit = 160 << 20
 
 func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("index", flag.ContinueOnError)
