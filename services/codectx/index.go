@@ -74,6 +74,10 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// given back, the build's peak RSS is its own (a failure costs only
 	// that, so it is not reported).
 	_, _ = dropBinaryPages()
+	// One build in this process: shard inputs kept for a next build would
+	// only hold a second copy of the graph input until exit.
+	defer func(n int64) { index.InputCacheBytes = n }(index.InputCacheBytes)
+	index.InputCacheBytes = 0
 	if os.Getenv("GOMEMLIMIT") == "" && *memLimit > 0 {
 		debug.SetMemoryLimit(*memLimit)
 	}
