@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -122,18 +123,17 @@ func parseCode(ctx context.Context, sp *spec, p string, src string, opt Options)
 			w.close()
 		}
 	}()
-	timeout := opt.ParseTimeout
+	left := time.Duration(math.MaxInt64) // what ctx's deadline leaves
 	if dl, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(dl))
+		left = time.Until(dl)
 	}
-	if timeout <= 0 {
+	if min(opt.ParseTimeout, left) <= 0 {
 		healthy = true
 		return out, codectx.DegradedParseTimeout
 	}
 	// The timeout, not a cancellable context, bounds the parse: the
 	// binding's context watcher can leave a pooled parser's cancel flag set.
-	w.p.SetOperationLimit(int(max(timeout.Microseconds(), 1)))
-	tree, err := w.p.ParseCtx(context.Background(), nil, []byte(src))
+	tree, err := parseBounded(w.p, []byte(src), opt.ParseTimeout, left)
 	if err != nil {
 		w.p.Reset() // a halted parse would otherwise resume on the next call
 		healthy = true
