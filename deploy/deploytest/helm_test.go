@@ -927,24 +927,13 @@ func TestChartAuth(t *testing.T) {
 // the other roles do not get one, and a role's own env overrides it.
 func TestChartShardCache(t *testing.T) {
 	env := func(out map[string]string) map[string]map[string]string {
-		objs, err := parseManifests(out)
-		if err != nil {
-			t.Fatal(err)
-		}
 		roles := map[string]map[string]string{}
-		for _, o := range objs {
-			if o.Kind != "Deployment" {
-				continue
-			}
-			var d deploymentSpec
-			if err := o.Spec.Decode(&d); err != nil {
-				t.Fatal(err)
-			}
+		for role, c := range roleContainers(t, out) {
 			m := map[string]string{}
-			for _, e := range d.Template.Spec.Containers[0].Env {
+			for _, e := range c.Env {
 				m[e.Name] = e.Value
 			}
-			roles[o.Metadata.Labels[componentLabel]] = m
+			roles[role] = m
 		}
 		return roles
 	}
@@ -980,20 +969,9 @@ func TestChartMemoryBudget(t *testing.T) {
 		if limited { // the chart's checks require memory limits
 			wantNoErrs(t, checkChart(out))
 		}
-		objs, err := parseManifests(out)
-		if err != nil {
-			t.Fatal(err)
-		}
 		roles := map[string][]string{}
-		for _, o := range objs {
-			if o.Kind != "Deployment" {
-				continue
-			}
-			var d deploymentSpec
-			if err := o.Spec.Decode(&d); err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range d.Template.Spec.Containers[0].Env {
+		for role, c := range roleContainers(t, out) {
+			for _, e := range c.Env {
 				if e.Name != "CODECTX_MEMORY_BYTES" {
 					continue
 				}
@@ -1001,7 +979,6 @@ func TestChartMemoryBudget(t *testing.T) {
 				if e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil {
 					v = "from " + e.ValueFrom.ResourceFieldRef.Resource
 				}
-				role := o.Metadata.Labels[componentLabel]
 				roles[role] = append(roles[role], v)
 			}
 		}
@@ -1024,4 +1001,26 @@ func TestChartMemoryBudget(t *testing.T) {
 			t.Errorf("%s: CODECTX_MEMORY_BYTES %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// roleContainers decodes the rendered chart's Deployments: each role's
+// (component label's) first container.
+func roleContainers(t *testing.T, out map[string]string) map[string]container {
+	t.Helper()
+	objs, err := parseManifests(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := map[string]container{}
+	for _, o := range objs {
+		if o.Kind != "Deployment" {
+			continue
+		}
+		var d deploymentSpec
+		if err := o.Spec.Decode(&d); err != nil {
+			t.Fatal(err)
+		}
+		roles[o.Metadata.Labels[componentLabel]] = d.Template.Spec.Containers[0]
+	}
+	return roles
 }
