@@ -165,7 +165,8 @@ func (a *Activities) FanOutEmbed(ctx context.Context, in EmbedInput) error {
 }
 
 // WaitEmbed waits, heartbeating, until every planned chunk has a cached
-// vector or its batch is dead-lettered as bad. A batch with missing
+// vector or its batch is dead-lettered as bad; the embed workers'
+// notifications wake it, the poll catches what they miss. A batch with missing
 // vectors after ParseTimeout is re-published (a lost message). A batch
 // dead-lettered for an infrastructure error (the embedder or the store
 // failing every delivery) is re-published after each of the InfraRetry
@@ -204,6 +205,10 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 		return items
 	}
 	subject := jobSubject(p.Tenant, p.Repo, p.Commit)
+	// An embed worker's notification wakes the wait, as for parse and
+	// graph jobs; the poll stays for a lost one.
+	wake := a.watch(ctx, pipeline.StageEmbed, subject)
+	defer wake.stop()
 	tick := time.NewTicker(a.poll())
 	defer tick.Stop()
 	for len(open) > 0 {
@@ -276,6 +281,8 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 		case <-ctx.Done():
 			return out, ctx.Err()
 		case <-tick.C:
+		case d := <-wake.c:
+			wake.drain(d) // one round checks every batch
 		}
 	}
 	return out, nil

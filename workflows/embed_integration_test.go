@@ -10,6 +10,7 @@ import (
 	"codectx/pkg/blob/local"
 	"codectx/pkg/dense"
 	"codectx/pkg/dense/densetest"
+	"codectx/pkg/embed"
 	"codectx/pkg/index"
 	"codectx/pkg/pipeline"
 	"codectx/pkg/queue"
@@ -24,15 +25,17 @@ import (
 
 // TestPipelineEmbed runs the pipeline with an embedder: embed workers
 // consume the embed stage, the snapshot's points land in the vector store,
-// a one-file change embeds only its changed chunks, and GC removes the
-// points no kept snapshot references.
+// a one-file change embeds only its changed chunks, GC removes the points
+// no kept snapshot references, and the waits are woken by the queue.
 func TestPipelineEmbed(t *testing.T) {
 	pkgDir, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Chdir(t.TempDir())
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	// 40 s: three pushes take about 3 s when the waits are woken, over a
+	// minute when the embed wait sleeps until its activity is retried.
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
@@ -53,10 +56,14 @@ func TestPipelineEmbed(t *testing.T) {
 	}
 	emb := &densetest.Words{}
 	vs := vlocal.New(store, vlocal.Int8)
-	acts := &workflows.Activities{Store: store, Queue: q, CacheDir: t.TempDir(), PollInterval: 50 * time.Millisecond, Embedder: emb, Vectors: vs}
+	// An hour between polls: the pushes complete only if the workers'
+	// notifications wake every wait, the embed wait's too (the polling
+	// fallback is TestPipelineEmbedRetry's).
+	acts := &workflows.Activities{Store: store, Queue: q, CacheDir: t.TempDir(), PollInterval: time.Hour, Embedder: emb, Vectors: vs}
 	ts.NewWorker(workflows.TaskQueue, func(r worker.Registry) { workflows.Register(r, acts) })
 	wctx, wcancel := context.WithCancel(ctx)
-	w := &pipeline.Workers{Store: store, Queue: q, Embedder: emb}
+	// The workers embed slowly: a wait's first look finds vectors missing.
+	w := &pipeline.Workers{Store: store, Queue: q, Embedder: slowEmbedder{emb, 200 * time.Millisecond}}
 	cfg := queue.Config{AckWait: time.Second, MaxDeliver: 3, Workers: 2}
 	done := make(chan error, 3)
 	go func() { done <- w.RunParse(wctx, cfg) }()
@@ -121,4 +128,19 @@ func TestPipelineEmbed(t *testing.T) {
 	if *update {
 		record(ctx, t, c, workflows.RepoWorkflowID(index.DefaultTenant, repo)+"/snapshot-1", filepath.Join(pkgDir, "testdata", "snapshot_embed_history.json"))
 	}
+}
+
+// slowEmbedder embeds after a delay.
+type slowEmbedder struct {
+	embed.Embedder
+	delay time.Duration
+}
+
+func (s slowEmbedder) Embed(ctx context.Context, texts []string, kind embed.Kind) ([][]float32, error) {
+	select {
+	case <-time.After(s.delay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return s.Embedder.Embed(ctx, texts, kind)
 }
