@@ -483,14 +483,8 @@ func (g *goWalk) elem(t ast.Expr) {
 // typ walks t in a type position (tree-sitter's _type).
 func (g *goWalk) typ(t ast.Expr) {
 	switch t := t.(type) {
-	case *ast.Ident:
-		g.typeIdent(t)
-	case *ast.SelectorExpr:
-		if _, ok := t.X.(*ast.Ident); !ok {
-			g.fail(fbConstr)
-			return
-		}
-		g.qualified(t)
+	case *ast.Ident, *ast.SelectorExpr:
+		g.typeName(t)
 	case *ast.StarExpr:
 		g.typ(t.X)
 	case *ast.ParenExpr:
@@ -538,19 +532,26 @@ func (g *goWalk) typ(t ast.Expr) {
 	}
 }
 
+// typeName walks a type name (tree-sitter's type_identifier, or a
+// qualified_type of a package name); anything else falls back.
+func (g *goWalk) typeName(e ast.Expr) bool {
+	switch e := e.(type) {
+	case *ast.Ident:
+		g.typeIdent(e)
+		return true
+	case *ast.SelectorExpr:
+		if _, ok := e.X.(*ast.Ident); ok {
+			g.qualified(e)
+			return true
+		}
+	}
+	g.fail(fbConstr)
+	return false
+}
+
 // generic walks a generic_type: its type name and its type arguments.
 func (g *goWalk) generic(head ast.Expr, args []ast.Expr) {
-	switch h := head.(type) {
-	case *ast.Ident:
-		g.typeIdent(h)
-	case *ast.SelectorExpr:
-		if _, ok := h.X.(*ast.Ident); !ok {
-			g.fail(fbConstr)
-			return
-		}
-		g.qualified(h)
-	default:
-		g.fail(fbConstr)
+	if !g.typeName(head) {
 		return
 	}
 	for _, a := range args {
