@@ -47,12 +47,12 @@ type segCache struct {
 	residentEvery time.Duration // how often a used segment's resident pages are measured again
 }
 
-// residentEvery is how often a segment's resident mapped pages are read
+// defaultResidentEvery is how often a segment's resident mapped pages are read
 // again from the page table as queries use it: reading them on every
 // query cost about 9% of the server's CPU under 8 clients; between reads a
 // segment is charged what was last measured (its heap is measured on every
 // use, which costs an add).
-const residentEvery = 250 * time.Millisecond
+const defaultResidentEvery = 250 * time.Millisecond
 
 type segEntry struct {
 	key    string
@@ -68,7 +68,7 @@ func newSegCache(store *blob.Bucket, maxBytes int64, shards *index.ShardCache) *
 	if maxBytes <= 0 {
 		maxBytes = DefaultCacheBytes
 	}
-	return &segCache{store: store, max: maxBytes, shards: shards, ll: list.New(), m: map[string]*list.Element{}, bySeg: map[*segment.Segment]*segEntry{}, residentEvery: residentEvery}
+	return &segCache{store: store, max: maxBytes, shards: shards, ll: list.New(), m: map[string]*list.Element{}, bySeg: map[*segment.Segment]*segEntry{}, residentEvery: defaultResidentEvery}
 }
 
 func (c *segCache) get(ctx context.Context, key string) (*segment.Segment, error) {
