@@ -18,7 +18,6 @@ import (
 	"encoding/binary"
 	"math"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -67,21 +66,27 @@ type Hit struct {
 // Builder collects documents for an Index. Document ids are 0..n-1 in the
 // order of Add. A Builder is not safe for concurrent use.
 type Builder struct {
-	ids   map[string]uint32 // term -> term id
-	terms []string
+	dict  *Dict               // term ids; may be shared with other builders
 	post  [][]byte            // per term id: encoded postings so far
 	last  []int32             // per term id: last doc id in post, -1 if none
-	df    []uint32            // per term id
+	df    []uint32            // per term id; 0 for a term of the dictionary not in this index
 	cur   [][NumFields]uint32 // per term id: tf of the doc being added
 	seen  []uint32            // term ids of the doc being added
+	ids   [NumFields][]uint32 // AddTokens's scratch
 	lens  []uint32            // doc-major per-field lengths
 	nDocs int
 }
 
-// NewBuilder returns an empty Builder.
-func NewBuilder() *Builder {
-	return &Builder{ids: make(map[string]uint32)}
-}
+// NewBuilder returns an empty Builder with a dictionary of its own.
+func NewBuilder() *Builder { return NewBuilderDict(NewDict()) }
+
+// NewBuilderDict returns an empty Builder whose term ids are those of d
+// (shared with other builders of d). The index it builds holds only the
+// terms of its own documents.
+func NewBuilderDict(d *Dict) *Builder { return &Builder{dict: d} }
+
+// Dict returns the builder's dictionary.
+func (b *Builder) Dict() *Dict { return b.dict }
 
 // Add tokenizes d and adds it, returning its doc id.
 func (b *Builder) Add(d Doc) int {
@@ -95,34 +100,37 @@ func (b *Builder) Add(d Doc) int {
 // AddTokens adds a pre-tokenized document and returns its doc id. Empty
 // terms are ignored.
 func (b *Builder) AddTokens(fields [NumFields][]string) int {
+	for f, toks := range fields {
+		ids := b.ids[f][:0]
+		for _, t := range toks {
+			if t != "" {
+				ids = append(ids, b.dict.ID(t))
+			}
+		}
+		b.ids[f] = ids
+	}
+	return b.AddIDs(&b.ids)
+}
+
+// AddIDs adds a document given as the term ids of its fields in the
+// builder's dictionary (Dict.AppendTerms), and returns its doc id. It is
+// AddTokens of the terms the ids stand for.
+func (b *Builder) AddIDs(fields *[NumFields][]uint32) int {
+	if n := len(b.dict.terms); n > len(b.post) {
+		b.grow(n)
+	}
 	doc := b.nDocs
 	b.nDocs++
 	b.seen = b.seen[:0]
-	for f, toks := range fields {
-		n := uint32(0)
-		for _, t := range toks {
-			if t == "" {
-				continue
-			}
-			n++
-			id, ok := b.ids[t]
-			if !ok {
-				id = uint32(len(b.terms))
-				t = strings.Clone(t) // do not pin the caller's text
-				b.ids[t] = id
-				b.terms = append(b.terms, t)
-				b.post = append(b.post, nil)
-				b.last = append(b.last, -1)
-				b.df = append(b.df, 0)
-				b.cur = append(b.cur, [NumFields]uint32{})
-			}
+	for f, ids := range fields {
+		for _, id := range ids {
 			c := &b.cur[id]
 			if *c == ([NumFields]uint32{}) {
 				b.seen = append(b.seen, id)
 			}
 			c[f]++
 		}
-		b.lens = append(b.lens, n)
+		b.lens = append(b.lens, uint32(len(ids)))
 	}
 	for _, id := range b.seen {
 		gap := uint64(int32(doc) - b.last[id])
@@ -132,6 +140,18 @@ func (b *Builder) AddTokens(fields [NumFields][]string) int {
 		b.cur[id] = [NumFields]uint32{}
 	}
 	return doc
+}
+
+// grow sizes the per-term arrays for n term ids.
+func (b *Builder) grow(n int) {
+	old := len(b.post)
+	b.post = append(b.post, make([][]byte, n-old)...)
+	b.df = append(b.df, make([]uint32, n-old)...)
+	b.cur = append(b.cur, make([][NumFields]uint32, n-old)...)
+	b.last = append(b.last, make([]int32, n-old)...)
+	for i := old; i < n; i++ {
+		b.last[i] = -1
+	}
 }
 
 // appendPosting encodes one posting: uvarint(gap<<NumFields | mask) then a
@@ -155,23 +175,28 @@ func appendPosting(dst []byte, gap uint64, tf *[NumFields]uint32) []byte {
 
 // Build returns the Index of the documents added so far.
 func (b *Builder) Build() *Index {
-	order := make([]uint32, len(b.terms))
-	for i := range order {
-		order[i] = uint32(i)
+	var nt, tb, pb int
+	for id, df := range b.df {
+		if df > 0 {
+			nt++
+			tb += len(b.dict.terms[id])
+			pb += len(b.post[id])
+		}
 	}
-	sort.Slice(order, func(i, j int) bool { return b.terms[order[i]] < b.terms[order[j]] })
-
 	ix := &Index{n: b.nDocs, lens: append([]uint32(nil), b.lens...)}
-	var arena []byte
-	var postings []byte
-	ix.termOff = make([]uint32, 0, len(order)+1)
-	ix.postOff = make([]uint32, 0, len(order)+1)
-	ix.df = make([]uint32, 0, len(order))
-	for _, id := range order {
+	arena := make([]byte, 0, tb)
+	postings := make([]byte, 0, pb)
+	ix.termOff = make([]uint32, 0, nt+1)
+	ix.postOff = make([]uint32, 0, nt+1)
+	ix.df = make([]uint32, 0, nt)
+	for _, id := range b.dict.order() {
+		if int(id) >= len(b.df) || b.df[id] == 0 {
+			continue
+		}
 		ix.termOff = append(ix.termOff, uint32(len(arena)))
 		ix.postOff = append(ix.postOff, uint32(len(postings)))
 		ix.df = append(ix.df, b.df[id])
-		arena = append(arena, b.terms[id]...)
+		arena = append(arena, b.dict.terms[id]...)
 		postings = append(postings, b.post[id]...)
 	}
 	ix.termOff = append(ix.termOff, uint32(len(arena)))

@@ -588,20 +588,14 @@ func Assemble(m *Manifest, results []Parsed) (*segment.Segment, *Summary) {
 	st.Chunks = len(chunks)
 	// Each chunk is tokenized once; its tokens feed both the chunk index
 	// and the whole-file index.
-	b, fb := bm25.NewBuilder(), bm25.NewBuilder()
+	bs := newBuilders()
 	for _, f := range files {
-		var whole [bm25.NumFields][]string
-		whole[bm25.FieldPath] = tokenize.Tokens(f.Path)
-		for _, id := range f.Chunks {
-			toks := Tokens(chunks[id])
-			b.AddTokens(toks)
-			for fld := bm25.Field(0); fld < bm25.NumFields; fld++ {
-				if fld != bm25.FieldPath {
-					whole[bm25.FieldBody] = append(whole[bm25.FieldBody], toks[fld]...)
-				}
-			}
+		// A file's chunks are consecutive in chunks.
+		if len(f.Chunks) == 0 {
+			bs.add(f.Path, nil)
+			continue
 		}
-		fb.AddTokens(whole)
+		bs.add(f.Path, chunks[f.Chunks[0]:f.Chunks[len(f.Chunks)-1]+1])
 	}
 	g := graph.Build(gin)
 	gs := g.Stats()
@@ -609,7 +603,7 @@ func Assemble(m *Manifest, results []Parsed) (*segment.Segment, *Summary) {
 	st.Edges["call"] = gs.CallEdges
 	st.Edges["type"] = gs.TypeEdges
 	meta := segment.Meta{Tenant: m.Tenant, Repo: m.Repo, Commit: m.Commit, Built: time.Now().UTC().Format(time.RFC3339), Skipped: st.Skipped, Degraded: st.Degraded}
-	return segment.New(meta, files, chunks, b.Build(), fb.Build(), g, m.History), st
+	return segment.New(meta, files, chunks, bs.b.Build(), bs.fb.Build(), g, m.History), st
 }
 
 // Tokens are the BM25 fields of a chunk: name, signature, doc comment,

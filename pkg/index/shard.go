@@ -22,7 +22,6 @@ import (
 	"codectx/pkg/mapfile"
 	"codectx/pkg/segment"
 	"codectx/pkg/source"
-	"codectx/pkg/tokenize"
 )
 
 // DefaultShardBytes is the source size a shard is cut at: the files of a
@@ -137,14 +136,14 @@ func assembleShard(files []source.File, results []Parsed) *segment.Shard {
 		}
 	}
 	sh.Chunks = make([]codectx.Chunk, 0, n)
-	b, fb := bm25.NewBuilder(), bm25.NewBuilder()
+	bs := newBuilders()
 	for i, p := range results {
 		countFile(&sh.Stats, files[i].Size, p.Result, 1)
-		addParsed(sh, b, fb, files[i], p.Result)
+		addParsed(sh, bs, files[i], p.Result)
 	}
 	sh.Stats.Files = len(sh.Files)
 	sh.Stats.Chunks = len(sh.Chunks)
-	sh.BM25, sh.FileBM25 = b.Build(), fb.Build()
+	sh.BM25, sh.FileBM25 = bs.b.Build(), bs.fb.Build()
 	return sh
 }
 
@@ -166,18 +165,65 @@ func countFile(st *segment.ShardStats, size int64, r chunk.Result, sign int) {
 	}
 }
 
+// builders are a shard's chunk and whole-file BM25 builders, sharing one
+// dictionary (each word of the text tokenized once, each term looked up
+// once), and the term buffers addParsed reuses from file to file.
+type builders struct {
+	b, fb *bm25.Builder
+	ids   [bm25.NumFields][]uint32 // a chunk's fields
+	whole [bm25.NumFields][]uint32 // its file's fields
+}
+
+func newBuilders() *builders {
+	d := bm25.NewDict()
+	return &builders{b: bm25.NewBuilderDict(d), fb: bm25.NewBuilderDict(d)}
+}
+
+// add adds the documents of one file's chunks (their Path set) to the
+// chunk index, and the file's to the whole-file index: its path, and the
+// terms of every other field of its chunks as its body.
+func (bs *builders) add(path string, chunks []codectx.Chunk) {
+	d := bs.b.Dict()
+	pathIDs := d.AppendTerms(bs.whole[bm25.FieldPath][:0], path)
+	bs.whole[bm25.FieldPath] = pathIDs
+	body := bs.whole[bm25.FieldBody][:0]
+	ids := &bs.ids
+	for i := range chunks {
+		c := &chunks[i]
+		ids[bm25.FieldName] = d.AppendTerms(ids[bm25.FieldName][:0], c.Name)
+		ids[bm25.FieldSignature] = d.AppendTerms(ids[bm25.FieldSignature][:0], c.Signature)
+		ids[bm25.FieldDoc] = d.AppendTerms(ids[bm25.FieldDoc][:0], c.Doc)
+		ids[bm25.FieldBody] = d.AppendTerms(ids[bm25.FieldBody][:0], c.Body)
+		if c.Path == path {
+			ids[bm25.FieldPath] = pathIDs
+		} else {
+			ids[bm25.FieldPath] = d.AppendTerms(nil, c.Path)
+		}
+		bs.b.AddIDs(ids)
+		for fld := bm25.Field(0); fld < bm25.NumFields; fld++ {
+			if fld != bm25.FieldPath {
+				body = append(body, ids[fld]...)
+			}
+		}
+	}
+	bs.whole[bm25.FieldBody] = body
+	bs.fb.AddIDs(&bs.whole)
+}
+
 // addParsed appends one file parsed as r to sh (its chunks, its file entry
 // and its graph input, with ids following those already in sh) and its
 // documents to the chunk and whole-file BM25 builders. A skipped file adds
 // nothing.
-func addParsed(sh *segment.Shard, b, fb *bm25.Builder, file source.File, r chunk.Result) {
+func addParsed(sh *segment.Shard, bs *builders, file source.File, r chunk.Result) {
 	if r.Skip != "" {
 		return
 	}
 	f := segment.File{Path: file.Path, Language: r.Language, Blob: file.Blob, Size: file.Size}
 	fin := graph.FileInput{Path: file.Path, Language: r.Language, Package: r.Package, Imports: r.Imports}
-	var whole [bm25.NumFields][]string
-	whole[bm25.FieldPath] = tokenize.Tokens(file.Path)
+	first := len(sh.Chunks)
+	if len(r.Chunks) > 0 {
+		f.Chunks = make([]int, 0, len(r.Chunks))
+	}
 	for _, c := range r.Chunks {
 		c.Path = file.Path
 		id := len(sh.Chunks)
@@ -186,15 +232,8 @@ func addParsed(sh *segment.Shard, b, fb *bm25.Builder, file source.File, r chunk
 		if c.Kind != codectx.KindWindow {
 			fin.Symbols = append(fin.Symbols, graph.SymbolInput{ID: id, Name: c.Name, Kind: c.Kind, Calls: c.Calls, Types: c.Types})
 		}
-		toks := Tokens(c)
-		b.AddTokens(toks)
-		for fld := bm25.Field(0); fld < bm25.NumFields; fld++ {
-			if fld != bm25.FieldPath {
-				whole[bm25.FieldBody] = append(whole[bm25.FieldBody], toks[fld]...)
-			}
-		}
 	}
-	fb.AddTokens(whole)
+	bs.add(file.Path, sh.Chunks[first:])
 	sh.Files = append(sh.Files, f)
 	if isCode(r.Language) {
 		sh.GraphIn = append(sh.GraphIn, fin)
@@ -305,11 +344,11 @@ func spliceShard(ctx context.Context, old *segment.Shard, oldFiles, files []sour
 		fLo = -1
 		return nil
 	}
-	var b, fb *bm25.Builder // the new files sincHi the last kept one
+	var bs *builders // the new files since the last kept one
 	flushNew := func() {
-		if b != nil {
-			pieces, filePieces = append(pieces, b.Build()), append(filePieces, fb.Build())
-			b, fb = nil, nil
+		if bs != nil {
+			pieces, filePieces = append(pieces, bs.b.Build()), append(filePieces, bs.fb.Build())
+			bs = nil
 		}
 	}
 	next := 0
@@ -318,10 +357,10 @@ func spliceShard(ctx context.Context, old *segment.Shard, oldFiles, files []sour
 			if err := flushOld(); err != nil {
 				return nil, nil, fmt.Errorf("%w: %v", errNoSplice, err)
 			}
-			if b == nil {
-				b, fb = bm25.NewBuilder(), bm25.NewBuilder()
+			if bs == nil {
+				bs = newBuilders()
 			}
-			addParsed(sh, b, fb, f, results[next].Result)
+			addParsed(sh, bs, f, results[next].Result)
 			next++
 			continue
 		}

@@ -312,8 +312,23 @@ func offAt(w string, sc []rclass, k int) int {
 
 // forEachWord calls f with each maximal run of letters, digits, marks and '_'.
 func forEachWord(s string, f func(string)) {
+	for i := 0; ; {
+		w, next, ok := NextWord(s, i)
+		if !ok {
+			return
+		}
+		f(w)
+		i = next
+	}
+}
+
+// NextWord returns the first word of s at or after byte from (a maximal
+// run of letters, digits, marks and '_', as Tokens splits text into
+// words) and the byte offset after it; ok is false when there is none.
+// Tokens(s) is the concatenation of Word over the words of s in order.
+func NextWord(s string, from int) (word string, next int, ok bool) {
 	start := -1
-	for i := 0; i < len(s); {
+	for i := from; i < len(s); {
 		c := s[i]
 		in := false
 		size := 1
@@ -329,14 +344,27 @@ func forEachWord(s string, f func(string)) {
 				start = i
 			}
 		} else if start >= 0 {
-			f(s[start:i])
-			start = -1
+			return s[start:i], i, true
 		}
 		i += size
 	}
 	if start >= 0 {
-		f(s[start:])
+		return s[start:], len(s), true
 	}
+	return "", len(s), false
+}
+
+// A Tokenizer returns the tokens of one word at a time, reusing its
+// buffers: Word over the words of a text (NextWord) gives Tokens of the
+// text. The zero value is ready to use; it is not safe for concurrent use.
+type Tokenizer struct{ t tokenizer }
+
+// Word returns the tokens of word w, as Tokens(w) for a w of one word;
+// the slice is valid until the next call.
+func (z *Tokenizer) Word(w string) []string {
+	z.t.out = z.t.out[:0]
+	z.t.word(w)
+	return z.t.out
 }
 
 var wordByte = func() (t [utf8.RuneSelf]bool) {
