@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"unsafe"
 
 	"codectx/pkg/bm25"
@@ -60,19 +61,18 @@ func (w *alignedWriter) pad() {
 	}
 }
 
-func (w *alignedWriter) put(tag int, data []byte) error {
-	if len(data) > 1<<32-1 {
-		return fmt.Errorf("segment: shard section %d of %d bytes is too large", tag, len(data))
-	}
-	w.header(tag, len(data))
-	w.b = append(w.b, data...)
-	w.pad()
-	return nil
-}
+// sectionSize is the bytes a section of n payload bytes takes: its
+// header, the payload and the padding.
+func sectionSize(n int) int { return 8 + (n+7)&^7 }
 
-// marshalInPlace encodes the shard in the in-place format.
+// marshalInPlace encodes the shard in the in-place format, into one
+// buffer of the shard's size.
 func (s *Shard) marshalInPlace() ([]byte, error) {
-	w := &alignedWriter{b: append(make([]byte, 0, 1<<16), shardMagic2...)}
+	type section struct {
+		tag  int
+		data []byte
+	}
+	var small []section
 	for _, sec := range []struct {
 		tag  int
 		data func() ([]byte, error)
@@ -80,26 +80,52 @@ func (s *Shard) marshalInPlace() ([]byte, error) {
 		{tagStats, func() ([]byte, error) { return gzipJSON(s.Stats) }},
 		{tagGraphIn, func() ([]byte, error) { return gzipJSONList(s.GraphIn) }},
 		{tagFiles, func() ([]byte, error) { return gzipJSONList(s.Files) }},
-		{tagChunksRaw, func() ([]byte, error) { return appendChunksRaw(nil, s.Chunks) }},
 	} {
 		data, err := sec.data()
-		if err == nil {
-			err = w.put(sec.tag, data)
+		if err == nil && len(data) > 1<<32-1 {
+			err = fmt.Errorf("%d bytes is too large", len(data))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("segment: encode shard section %d: %w", sec.tag, err)
 		}
+		small = append(small, section{sec.tag, data})
 	}
-	for _, sec := range []struct {
+	ct, err := newChunkTable(s.Chunks)
+	if err != nil {
+		return nil, fmt.Errorf("segment: encode shard section %d: %w", tagChunksRaw, err)
+	}
+	ixs := []struct {
 		tag int
 		ix  *bm25.Index
-	}{{tagBM25, s.BM25}, {tagFileBM25, s.FileBM25}} {
+	}{{tagBM25, s.BM25}, {tagFileBM25, s.FileBM25}}
+	size := len(shardMagic2) + 4
+	for _, sec := range small {
+		size += sectionSize(len(sec.data))
+	}
+	if ct.size() > 1<<32-1 {
+		return nil, fmt.Errorf("segment: encode shard section %d: %d bytes is too large", tagChunksRaw, ct.size())
+	}
+	size += sectionSize(ct.size())
+	rawSizes := make([]int, len(ixs))
+	for i, sec := range ixs {
 		n := sec.ix.RawSize()
 		if n > 1<<32-1 {
 			return nil, fmt.Errorf("segment: shard bm25 of %d bytes is too large", n)
 		}
-		w.header(sec.tag, n)
-		var err error
+		rawSizes[i] = n
+		size += sectionSize(n)
+	}
+	w := &alignedWriter{b: append(make([]byte, 0, size), shardMagic2...)}
+	for _, sec := range small {
+		w.header(sec.tag, len(sec.data))
+		w.b = append(w.b, sec.data...)
+		w.pad()
+	}
+	w.header(tagChunksRaw, ct.size())
+	w.b = ct.appendTo(w.b)
+	w.pad()
+	for i, sec := range ixs {
+		w.header(sec.tag, rawSizes[i])
 		if w.b, err = sec.ix.AppendRaw(w.b); err != nil {
 			return nil, fmt.Errorf("segment: encode shard section %d: %w", sec.tag, err)
 		}
@@ -139,70 +165,88 @@ func walkInPlace(data []byte, fn func(tag int, payload []byte) error) error {
 	return nil
 }
 
-// appendChunksRaw encodes chunks as the in-place chunk table.
-func appendChunksRaw(dst []byte, chunks []codectx.Chunk) ([]byte, error) {
-	recs := make([]uint32, 0, recWords*len(chunks))
-	var refs []uint32
-	var arena []byte
+// maxSharedString is the longest string the chunk table stores once for
+// all its uses; a longer one (a body) is stored at each use.
+const maxSharedString = 256
+
+// chunkTable is the in-place chunk table of a list of chunks, before it
+// is laid out (appendTo).
+type chunkTable struct {
+	n     int
+	recs  []uint32
+	refs  []uint32
+	arena []byte
+}
+
+// newChunkTable builds the chunk table of chunks.
+func newChunkTable(chunks []codectx.Chunk) (*chunkTable, error) {
+	nrefs, bytes := 0, 0
+	for i := range chunks {
+		c := &chunks[i]
+		nrefs += len(c.Calls) + len(c.Imports) + len(c.Types)
+		bytes += len(c.Body) + len(c.Doc) + len(c.Signature)
+	}
+	t := &chunkTable{n: len(chunks), recs: make([]uint32, 0, recWords*len(chunks)), refs: make([]uint32, 0, 2*nrefs), arena: make([]byte, 0, bytes+bytes/8)}
 	seen := map[string]uint32{}
-	str := func(s string) {
-		if len(s) == 0 {
-			recs = append(recs, 0, 0)
-			return
+	at := func(s string) uint32 {
+		if len(s) > maxSharedString {
+			off := uint32(len(t.arena))
+			t.arena = append(t.arena, s...)
+			return off
 		}
 		off, ok := seen[s]
 		if !ok {
-			off = uint32(len(arena))
-			arena = append(arena, s...)
-			if len(s) <= 256 {
-				seen[s] = off
-			}
+			off = uint32(len(t.arena))
+			t.arena = append(t.arena, s...)
+			seen[s] = off
 		}
-		recs = append(recs, off, uint32(len(s)))
-	}
-	list := func(ss []string) {
-		recs = append(recs, uint32(len(refs)/2), uint32(len(ss)))
-		for _, s := range ss {
-			off, ok := seen[s]
-			if !ok {
-				off = uint32(len(arena))
-				arena = append(arena, s...)
-				if len(s) <= 256 {
-					seen[s] = off
-				}
-			}
-			refs = append(refs, off, uint32(len(s)))
-		}
+		return off
 	}
 	for i := range chunks {
 		c := &chunks[i]
-		for _, v := range []int{c.StartLine, c.EndLine, c.StartByte, c.EndByte} {
+		for _, v := range [...]int{c.StartLine, c.EndLine, c.StartByte, c.EndByte} {
 			if v < 0 || v > 1<<32-1 {
 				return nil, fmt.Errorf("chunk %d: position %d out of range", i, v)
 			}
-			recs = append(recs, uint32(v))
+			t.recs = append(t.recs, uint32(v))
 		}
-		for _, s := range []string{c.Path, string(c.Language), string(c.Kind), c.Name, c.Signature, c.Doc, c.Body, c.Hash} {
-			str(s)
+		for _, s := range [...]string{c.Path, string(c.Language), string(c.Kind), c.Name, c.Signature, c.Doc, c.Body, c.Hash} {
+			if len(s) == 0 {
+				t.recs = append(t.recs, 0, 0)
+				continue
+			}
+			t.recs = append(t.recs, at(s), uint32(len(s)))
 		}
-		list(c.Calls)
-		list(c.Imports)
-		list(c.Types)
-		if len(arena) > 1<<32-1 {
+		for _, ss := range [...][]string{c.Calls, c.Imports, c.Types} {
+			t.recs = append(t.recs, uint32(len(t.refs)/2), uint32(len(ss)))
+			for _, s := range ss {
+				t.refs = append(t.refs, at(s), uint32(len(s)))
+			}
+		}
+		if len(t.arena) > 1<<32-1 {
 			return nil, fmt.Errorf("chunk text of the shard exceeds 4 GiB")
 		}
 	}
+	return t, nil
+}
+
+// size is the length appendTo adds.
+func (t *chunkTable) size() int { return 16 + 4*(len(t.recs)+len(t.refs)) + len(t.arena) }
+
+// appendTo appends the table: its counts, records, refs and arena.
+func (t *chunkTable) appendTo(dst []byte) []byte {
+	dst = slices.Grow(dst, t.size())
 	u := binary.LittleEndian.AppendUint32
-	for _, v := range []int{len(chunks), len(refs) / 2, len(arena), recWords} {
+	for _, v := range [...]int{t.n, len(t.refs) / 2, len(t.arena), recWords} {
 		dst = u(dst, uint32(v))
 	}
-	for _, v := range recs {
+	for _, v := range t.recs {
 		dst = u(dst, v)
 	}
-	for _, v := range refs {
+	for _, v := range t.refs {
 		dst = u(dst, v)
 	}
-	return append(dst, arena...), nil
+	return append(dst, t.arena...)
 }
 
 // decodeChunksRaw appends the chunks of an in-place chunk table to out;
