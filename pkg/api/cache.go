@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +37,7 @@ type segCache struct {
 	ll    *list.List // of *segEntry, front = most recent
 	m     map[string]*list.Element
 	bySeg map[*segment.Segment]*segEntry // the loaded entries
+	last  map[string]*segEntry           // by repository (repoOf): the one last loaded, while cached
 	bytes int64                          // sum of the loaded entries' sizes
 	heap  int64                          // of bytes, in the heap
 	hit   int
@@ -68,7 +70,7 @@ func newSegCache(store *blob.Bucket, maxBytes int64, shards *index.ShardCache) *
 	if maxBytes <= 0 {
 		maxBytes = DefaultCacheBytes
 	}
-	return &segCache{store: store, max: maxBytes, shards: shards, ll: list.New(), m: map[string]*list.Element{}, bySeg: map[*segment.Segment]*segEntry{}, residentEvery: defaultResidentEvery}
+	return &segCache{store: store, max: maxBytes, shards: shards, ll: list.New(), m: map[string]*list.Element{}, bySeg: map[*segment.Segment]*segEntry{}, last: map[string]*segEntry{}, residentEvery: defaultResidentEvery}
 }
 
 func (c *segCache) get(ctx context.Context, key string) (*segment.Segment, error) {
@@ -91,9 +93,15 @@ func (c *segCache) get(ctx context.Context, key string) (*segment.Segment, error
 	e := &segEntry{key: key, ready: make(chan struct{})}
 	c.m[key] = c.ll.PushFront(e)
 	c.miss++
+	// The repository's segment loaded last (usually its previous HEAD)
+	// lends the new one the shards they share.
+	var prev *segment.Segment
+	if p := c.last[repoOf(key)]; p != nil {
+		prev = p.seg
+	}
 	c.mu.Unlock()
 
-	e.seg, e.err = c.load(ctx, key)
+	e.seg, e.err = c.load(ctx, key, prev)
 	var resident int64
 	if e.err == nil {
 		e.seg.HeapSize() // its one walk over the segment, outside the lock
@@ -109,6 +117,7 @@ func (c *segCache) get(ctx context.Context, key string) (*segment.Segment, error
 		}
 	case ok && el.Value == e:
 		c.bySeg[e.seg] = e
+		c.last[repoOf(key)] = e
 		c.charge(e, resident)
 	default:
 		// Replaced or dropped while loading: nothing holds it.
@@ -175,6 +184,9 @@ func (c *segCache) evict(keep *segEntry) {
 			c.ll.Remove(el)
 			delete(c.m, e.key)
 			delete(c.bySeg, e.seg)
+			if c.last[repoOf(e.key)] == e {
+				delete(c.last, repoOf(e.key))
+			}
 			c.bytes -= e.size
 			c.heap -= e.heap
 			e.seg.Release()
@@ -184,17 +196,28 @@ func (c *segCache) evict(keep *segEntry) {
 	c.tell()
 }
 
-func (c *segCache) load(ctx context.Context, key string) (*segment.Segment, error) {
-	seg, err := index.LoadSegmentWith(ctx, c.store, key, index.LoadOptions{Cache: c.shards})
+// load loads the segment at key, taking the shards it shares with prev
+// (nil: none) from it.
+func (c *segCache) load(ctx context.Context, key string, prev *segment.Segment) (*segment.Segment, error) {
+	seg, err := index.LoadSegmentWith(ctx, c.store, key, index.LoadOptions{Cache: c.shards, Prev: prev})
 	if err != nil && c.shards != nil && errors.Is(err, segment.ErrCorrupt) {
 		// A corrupt cached copy of a shard was dropped by the failed load:
 		// the second downloads it again, so the query still answers.
-		seg, err = index.LoadSegmentWith(ctx, c.store, key, index.LoadOptions{Cache: c.shards})
+		seg, err = index.LoadSegmentWith(ctx, c.store, key, index.LoadOptions{Cache: c.shards, Prev: prev})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load segment %s: %w", key, err)
 	}
 	return seg, nil
+}
+
+// repoOf is the part of a segment key that names its repository (the
+// keys of one repository's snapshots differ after it).
+func repoOf(key string) string {
+	if i := strings.LastIndexByte(key, '/'); i >= 0 {
+		return key[:i]
+	}
+	return ""
 }
 
 func (c *segCache) len() int {

@@ -208,3 +208,93 @@ func TestCacheTellsMapped(t *testing.T) {
 }
 
 func abs(n int64) int64 { return max(n, -n) }
+
+// TestCacheLendsPrevious checks that a repository's new HEAD is joined
+// with the shards it shares taken from the repository's segment loaded
+// before (one file changed: all shards but one), that another repository's
+// segment lends nothing, and that once the previous segment is evicted the
+// next one is read whole.
+func TestCacheLendsPrevious(t *testing.T) {
+	ctx := context.Background()
+	store := blob.NewMem()
+	dir := t.TempDir()
+	write := func(i int, extra string) {
+		body := fmt.Sprintf("package p\n\n// Handle%d serves request %d.\nfunc Handle%d(n int) int {\n\treturn n + %d\n}\n%s", i, i, i, i, extra)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%02d.go", i)), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 40 {
+		write(i, "")
+	}
+	build := func() string {
+		if _, err := index.Build(ctx, store, dir, index.Options{Name: "p", Workers: 1, ShardBytes: 1 << 10}); err != nil {
+			t.Fatal(err)
+		}
+		h, err := index.ReadHead(ctx, store, index.DefaultTenant, "p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.Segment
+	}
+	indexRepo(t, store, "other", 5)
+	c := newSegCache(store, 1<<40, nil)
+	h, err := index.ReadHead(ctx, store, index.DefaultTenant, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := c.get(ctx, h.Segment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.get(ctx, build())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(first.BM25.Parts()); n < 4 {
+		t.Fatalf("%d shards, want 4 or more", n)
+	}
+	if n := sharedParts(first, other); n != 0 {
+		t.Fatalf("another repository lent %d shards", n)
+	}
+	write(7, "\nfunc Changed() {}\n")
+	second, err := c.get(ctx, build())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, all := sharedParts(second, first), len(second.BM25.Parts()); n != all-1 {
+		t.Fatalf("%d of %d shards taken from the previous snapshot, want %d", n, all, all-1)
+	}
+	if len(second.Lookup("Changed")) != 1 {
+		t.Fatal("the changed file's function is not found")
+	}
+	// Evicted, the repository's last segment lends nothing.
+	c.mu.Lock()
+	c.max = 1
+	c.evict(nil)
+	c.max = 1 << 40
+	c.mu.Unlock()
+	write(8, "\nfunc Changed2() {}\n")
+	third, err := c.get(ctx, build())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sharedParts(third, second); n != 0 {
+		t.Fatalf("an evicted segment lent %d shards", n)
+	}
+}
+
+// sharedParts is the number of BM25 parts (shards) of seg that prev holds.
+func sharedParts(seg, prev *segment.Segment) int {
+	old := map[any]bool{}
+	for _, p := range prev.BM25.Parts() {
+		old[p] = true
+	}
+	n := 0
+	for _, p := range seg.BM25.Parts() {
+		if old[p] {
+			n++
+		}
+	}
+	return n
+}

@@ -713,6 +713,11 @@ type LoadOptions struct {
 	Cache *ShardCache
 	// NoMap reads every shard into the heap.
 	NoMap bool
+	// Prev, when set, is a segment joined before (the repository's
+	// previous snapshot): the shards the list shares with it are taken
+	// from it as they are loaded there, not read again
+	// (segment.Joiner.Reuse).
+	Prev *segment.Segment
 }
 
 // LoadSegmentWith is LoadSegment with options. The segment holds the
@@ -731,7 +736,11 @@ func LoadSegmentWith(ctx context.Context, store *blob.Bucket, key string, opt Lo
 	}
 	data = nil
 	j := segment.NewJoiner(l)
+	j.Reuse(opt.Prev)
 	for _, ref := range l.Shards {
+		if j.AddReused() {
+			continue
+		}
 		if err := addShard(ctx, j, store, ref.Key, opt); err != nil {
 			j.Release()
 			return nil, err

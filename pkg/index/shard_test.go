@@ -139,6 +139,14 @@ func sameSegment(t *testing.T, got, want *segment.Segment) {
 		if !reflect.DeepEqual(got.Lookup(c.Name), want.Lookup(c.Name)) {
 			t.Fatalf("symbol %q: %v, want %v", c.Name, got.Lookup(c.Name), want.Lookup(c.Name))
 		}
+		for _, n := range []int{1, 3, len(c.Name)} {
+			p := c.Name[:min(n, len(c.Name))]
+			for _, limit := range []int{1, 8, 1000} {
+				if g, w := got.LookupPrefix(p, limit), want.LookupPrefix(p, limit); !reflect.DeepEqual(g, w) {
+					t.Fatalf("prefix %q (%d): %v, want %v", p, limit, g, w)
+				}
+			}
+		}
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -89,9 +90,9 @@ type Segment struct {
 	Graph    *graph.Graph    // symbol ids = chunk ids
 	History  []Commit
 
-	symNames []string // sorted lowercased names (qualified and short)
-	symIDs   [][]int
-	byPath   map[string]int
+	syms   []symPart // the symbol table: one part per shard of a joined segment
+	byPath map[string]int
+	parts  []shardPart // of a joined segment: where each shard lies in it
 
 	memoMu    sync.Mutex
 	memo      map[string]any
@@ -189,7 +190,7 @@ func (s *Segment) Memo(key string, build func() any) any {
 // New assembles a segment from its parts and derives the symbol table.
 func New(meta Meta, files []File, chunks []codectx.Chunk, ix, fileIx *bm25.Index, g *graph.Graph, hist []Commit) *Segment {
 	s := &Segment{Meta: meta, Files: files, Chunks: chunks, BM25: ix, FileBM25: fileIx, Graph: g, History: hist}
-	s.buildSymbols()
+	s.syms = []symPart{buildSymbols(chunks)}
 	s.index()
 	return s
 }
@@ -254,8 +255,10 @@ func (s *Segment) baseHeap() int64 {
 	for _, f := range s.Files {
 		n += int64(len(f.Path)+len(f.Language)+len(f.Blob)) + 8*int64(len(f.Chunks))
 	}
-	for i, name := range s.symNames {
-		n += str + slice + int64(len(name)) + 8*int64(len(s.symIDs[i]))
+	for _, p := range s.syms {
+		for i, name := range p.names {
+			n += str + slice + int64(len(name)) + 8*int64(len(p.ids[i]))
+		}
 	}
 	for _, c := range s.History {
 		n += int64(unsafe.Sizeof(Commit{})) + int64(len(c.Hash)+len(c.Author)+len(c.When)+len(c.Message)) + strs(c.Files)
@@ -311,9 +314,23 @@ func NormalizeName(name string) string {
 // a segment when it is loaded.
 var nameReplacer = strings.NewReplacer("(*", "", "(", "", ")", "", "::", ".", "#", ".")
 
-func (s *Segment) buildSymbols() {
+// symPart is the symbol table of a range of chunks (the whole segment, or
+// one shard of a joined segment): the sorted lowercased names (qualified
+// and short) and, for each, its chunk ids in ascending order, local to the
+// range (base is the range's first chunk id). A joined segment keeps one
+// per shard, so that the next snapshot's join takes an unchanged shard's
+// table as it is; a name in several shards has its ids in each, and the
+// parts in order give them in ascending order.
+type symPart struct {
+	base  int
+	names []string
+	ids   [][]int
+}
+
+// buildSymbols is the symbol table of chunks (ids local to them).
+func buildSymbols(chunks []codectx.Chunk) symPart {
 	m := map[string][]int{}
-	for id, c := range s.Chunks {
+	for id, c := range chunks {
 		if c.Name == "" || c.Kind == codectx.KindWindow {
 			continue
 		}
@@ -323,44 +340,101 @@ func (s *Segment) buildSymbols() {
 			m[short] = append(m[short], id)
 		}
 	}
-	s.symNames = make([]string, 0, len(m))
+	p := symPart{names: make([]string, 0, len(m))}
 	for k := range m {
-		s.symNames = append(s.symNames, k)
+		p.names = append(p.names, k)
 	}
-	sort.Strings(s.symNames)
-	s.symIDs = make([][]int, len(s.symNames))
-	for i, k := range s.symNames {
-		s.symIDs[i] = m[k]
+	sort.Strings(p.names)
+	p.ids = make([][]int, len(p.names))
+	for i, k := range p.names {
+		p.ids[i] = m[k]
 	}
+	return p
 }
 
 // Lookup returns the chunk ids whose qualified or short name equals name,
-// compared case-insensitively after NormalizeName.
+// compared case-insensitively after NormalizeName, in ascending order. The
+// slice may be shared: do not change it.
 func (s *Segment) Lookup(name string) []int {
 	key := NormalizeName(name)
-	i := sort.SearchStrings(s.symNames, key)
-	if i < len(s.symNames) && s.symNames[i] == key {
-		return s.symIDs[i]
+	var out []int
+	for i := range s.syms {
+		p := &s.syms[i]
+		k := sort.SearchStrings(p.names, key)
+		if k == len(p.names) || p.names[k] != key {
+			continue
+		}
+		if p.base == 0 && out == nil {
+			out = p.ids[k] // ids as they are: the first part's, or a single segment's
+			continue
+		}
+		out = slices.Clip(out) // never append into a shared table
+		for _, id := range p.ids[k] {
+			out = append(out, p.base+id)
+		}
 	}
-	return nil
+	return out
 }
 
 // HasSymbol reports whether name names a symbol of the snapshot.
 func (s *Segment) HasSymbol(name string) bool { return len(s.Lookup(name)) > 0 }
 
 // LookupPrefix returns ids of symbols whose normalised name starts with
-// prefix (at most limit names are visited).
+// prefix (at most limit names are visited, in sorted order).
 func (s *Segment) LookupPrefix(prefix string, limit int) []int {
 	key := NormalizeName(prefix)
+	pos := make([]int, len(s.syms))
+	for i, p := range s.syms {
+		pos[i] = sort.SearchStrings(p.names, key)
+	}
 	var out []int
-	for i := sort.SearchStrings(s.symNames, key); i < len(s.symNames) && limit > 0; i++ {
-		if !strings.HasPrefix(s.symNames[i], key) {
+	for ; limit > 0; limit-- {
+		// The least next name with the prefix among the parts.
+		next, found := "", false
+		for i, p := range s.syms {
+			if k := pos[i]; k < len(p.names) && strings.HasPrefix(p.names[k], key) && (!found || p.names[k] < next) {
+				next, found = p.names[k], true
+			}
+		}
+		if !found {
 			break
 		}
-		out = append(out, s.symIDs[i]...)
-		limit--
+		for i, p := range s.syms {
+			if k := pos[i]; k < len(p.names) && p.names[k] == next {
+				for _, id := range p.ids[k] {
+					out = append(out, p.base+id)
+				}
+				pos[i]++
+			}
+		}
 	}
 	return out
+}
+
+// symbolTable is the symbol table as one sorted list (ids of the whole
+// segment): what a segment's encoding holds.
+func (s *Segment) symbolTable() (names []string, ids [][]int) {
+	if len(s.syms) == 1 && s.syms[0].base == 0 {
+		return s.syms[0].names, s.syms[0].ids
+	}
+	m := map[string][]int{}
+	for _, p := range s.syms {
+		for k, name := range p.names {
+			for _, id := range p.ids[k] {
+				m[name] = append(m[name], p.base+id)
+			}
+		}
+	}
+	names = make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	ids = make([][]int, len(names))
+	for i, k := range names {
+		ids[i] = m[k]
+	}
+	return names, ids
 }
 
 // MarshalBinary encodes the segment.
@@ -389,10 +463,11 @@ func (s *Segment) MarshalBinary() ([]byte, error) {
 		}
 		put(sec.tag, data)
 	}
+	names, ids := s.symbolTable()
 	syms, err := gzipJSON(struct {
 		Names []string
 		IDs   [][]int
-	}{s.symNames, s.symIDs})
+	}{names, ids})
 	if err != nil {
 		return nil, fmt.Errorf("segment: encode symbols: %w", err)
 	}
@@ -521,7 +596,7 @@ func Load(data []byte) (*Segment, error) {
 			}
 		}
 	}
-	s.symNames, s.symIDs = syms.Names, syms.IDs
+	s.syms = []symPart{{names: syms.Names, ids: syms.IDs}}
 	s.index()
 	return s, nil
 }

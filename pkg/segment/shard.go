@@ -295,6 +295,24 @@ type Joiner struct {
 	s       *Segment
 	ix, fix []*bm25.Index
 	next    int
+	fresh   []*mapfile.File // the mappings this join read (checked), not taken from prev
+	prev    *Segment
+	reuse   map[string]*shardPart // of prev, by shard key
+}
+
+// shardPart is where one shard lies in a joined segment, and what of it a
+// later join takes for the same shard (same key, so the same bytes): its
+// chunk and file ranges, BM25 indexes, symbol table (base: chunks) and
+// the mapping or heap bytes its chunks alias.
+type shardPart struct {
+	key               string
+	chunkBase, chunks int
+	fileBase, files   int
+	bm25, fileBM25    *bm25.Index
+	syms              symPart
+	aliased           bool          // the chunks' strings alias the shard's bytes
+	file              *mapfile.File // the mapping (or heap copy) holding them, if any
+	held              int64         // bytes of the shard held in the heap for them
 }
 
 // NewJoiner starts joining the shards of l.
@@ -314,6 +332,68 @@ func NewJoiner(l *ShardList) *Joiner {
 		s.Files = make([]File, 0, nf)
 	}
 	return &Joiner{l: l, s: s}
+}
+
+// Reuse makes the join take the shards it shares with prev, a segment
+// joined before (the repository's previous snapshot: most of its shards
+// are unchanged), from prev instead of reading them: AddReused. Such a
+// shard's chunks, files, BM25 indexes and symbol table are those prev
+// decoded and checked, shared (all are read-only), its mapping held once
+// more; the joined segment answers as one joined from the shards' bytes.
+func (j *Joiner) Reuse(prev *Segment) {
+	if prev == nil || len(prev.parts) == 0 {
+		return
+	}
+	j.prev, j.reuse = prev, make(map[string]*shardPart, len(prev.parts))
+	for i := range prev.parts {
+		j.reuse[prev.parts[i].key] = &prev.parts[i]
+	}
+}
+
+// AddReused adds the next shard of the list from the segment given to
+// Reuse when that holds it (the same key, with the counts the list names)
+// and reports whether it did; if not, add the shard from its bytes.
+func (j *Joiner) AddReused() bool {
+	if j.next >= len(j.l.Shards) {
+		return false
+	}
+	ref := j.l.Shards[j.next]
+	p := j.reuse[ref.Key]
+	if p == nil || p.chunks != ref.Chunks || p.files != ref.Files {
+		return false
+	}
+	base, fbase := len(j.s.Chunks), len(j.s.Files)
+	j.s.Chunks = append(j.s.Chunks, j.prev.Chunks[p.chunkBase:p.chunkBase+p.chunks]...)
+	files := j.prev.Files[p.fileBase : p.fileBase+p.files]
+	n := 0
+	for _, f := range files {
+		n += len(f.Chunks)
+	}
+	ids := make([]int, 0, n)
+	for _, f := range files {
+		start := len(ids)
+		for _, id := range f.Chunks {
+			ids = append(ids, id-p.chunkBase+base)
+		}
+		f.Chunks = ids[start:len(ids):len(ids)]
+		j.s.Files = append(j.s.Files, f)
+	}
+	j.ix = append(j.ix, p.bm25)
+	j.fix = append(j.fix, p.fileBM25)
+	q := *p
+	q.chunkBase, q.fileBase = base, fbase
+	q.syms.base = base
+	if q.aliased {
+		j.s.aliased = append(j.s.aliased, [2]int{base, len(j.s.Chunks)})
+	}
+	if q.file != nil {
+		q.file.Acquire()
+		j.s.maps = append(j.s.maps, q.file)
+	}
+	j.s.heldHeap += q.held
+	j.s.parts = append(j.s.parts, q)
+	j.next++
+	return true
 }
 
 // AddFile adds the next shard from a file mapping: the segment holds one
@@ -371,16 +451,21 @@ func (j *Joiner) addData(data []byte, f *mapfile.File) error {
 		j.s.Chunks = j.s.Chunks[:base]
 		return err
 	}
+	part := &j.s.parts[len(j.s.parts)-1]
 	if IsInPlaceShard(data) {
 		j.s.aliased = append(j.s.aliased, [2]int{base, len(j.s.Chunks)})
+		part.aliased = true
 		if f != nil && f.Mapped() {
 			j.s.maps = append(j.s.maps, f)
+			j.fresh = append(j.fresh, f)
 		} else {
 			j.s.heldHeap += int64(len(data))
+			part.held = int64(len(data))
 			if f != nil {
 				j.s.maps = append(j.s.maps, f) // a heap copy: counted as heap
 			}
 		}
+		part.file = f
 	} else if f != nil {
 		f.Release() // decoded: the file is not used
 	}
@@ -416,6 +501,12 @@ func (j *Joiner) add(sh *Shard, inPlace bool) error {
 	}
 	j.ix = append(j.ix, sh.BM25)
 	j.fix = append(j.fix, sh.FileBM25)
+	syms := buildSymbols(j.s.Chunks[base:])
+	syms.base = base
+	j.s.parts = append(j.s.parts, shardPart{
+		key: ref.Key, chunkBase: base, chunks: len(sh.Chunks), fileBase: len(j.s.Files) - len(sh.Files), files: len(sh.Files),
+		bm25: sh.BM25, fileBM25: sh.FileBM25, syms: syms,
+	})
 	sh.Chunks, sh.Files = nil, nil
 	return nil
 }
@@ -428,14 +519,20 @@ func (j *Joiner) Segment() (*Segment, error) {
 	s := j.s
 	s.BM25, s.FileBM25 = bm25.Multi(j.ix), bm25.Multi(j.fix)
 	j.ix, j.fix = nil, nil
-	s.buildSymbols()
+	s.syms = make([]symPart, len(s.parts))
+	for i, p := range s.parts {
+		s.syms[i] = p.syms
+	}
 	s.index()
 	// The checksums, the chunk records and the symbol table read every
-	// page of the mapped shards: drop them, so that the process holds
-	// only the pages its queries read (the page cache keeps them).
-	for _, f := range s.maps {
+	// page of the shards this join mapped: drop them, so that the process
+	// holds only the pages its queries read (the page cache keeps them).
+	// The shards taken from prev were not read; their pages are those
+	// prev's queries read, which this segment's will read too.
+	for _, f := range j.fresh {
 		f.Drop()
 	}
+	j.prev, j.reuse = nil, nil
 	return s, nil
 }
 

@@ -47,7 +47,7 @@ func openURL(ctx context.Context, url string, loc location.Location, opt Options
 	if err != nil {
 		return nil, err
 	}
-	s, err := readRepo(ctx, repo, "", opt)
+	s, err := readRepo(ctx, repo, opt.Rev, "")
 	if err != nil {
 		return nil, err
 	}
