@@ -127,9 +127,19 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotPl
 	// meanwhile, so a dead worker is noticed in HeartbeatTimeout rather
 	// than after StartToCloseTimeout.
 	defer keepAlive(ctx)()
-	snap, err := pipeline.OpenSnapshot(netguard.With(ctx, a.Net), in.Location, in.Commit, a.CacheDir)
-	if err != nil {
-		return SnapshotPlan{}, classify(err)
+	// The published snapshot's manifest lists the tree it was made from
+	// and its history: the unchanged subtrees are listed from it, and the
+	// commits from it back are not diffed again.
+	h, err := index.ReadHead(ctx, a.Store, in.Tenant, in.Repo)
+	var prev *index.Manifest
+	if err == nil && h.Commit != "" {
+		if m, merr := pipeline.ReadManifest(ctx, a.Store, pipeline.ManifestKey(in.Tenant, in.Repo, h.Commit)); merr == nil && m.Commit == h.Commit {
+			prev = m
+		}
+	}
+	snap, oerr := pipeline.OpenSnapshotFrom(netguard.With(ctx, a.Net), in.Location, in.Commit, a.CacheDir, prev.Listing())
+	if oerr != nil {
+		return SnapshotPlan{}, classify(oerr)
 	}
 	defer snap.Close()
 	p := SnapshotPlan{
@@ -142,7 +152,6 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotPl
 	// Skip a commit already published, unless files were left out of it:
 	// then index it again (only those files are parsed), so that a file
 	// left out for a reason that has gone away comes back.
-	h, err := index.ReadHead(ctx, a.Store, in.Tenant, in.Repo)
 	if err == nil && h.Commit == snap.Commit && h.Complete {
 		if ok, err := a.Store.Exists(ctx, h.Segment); err == nil && ok {
 			p.Skipped, p.Segment = true, h.Segment
@@ -161,7 +170,7 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotPl
 			return p, nil
 		}
 	}
-	m, err := index.ReadManifest(ctx, snap, in.Tenant, in.Repo, a.HistoryLimit)
+	m, err := index.ReadManifestFrom(ctx, snap, in.Tenant, in.Repo, a.HistoryLimit, prev)
 	if err != nil {
 		return p, err
 	}

@@ -326,20 +326,61 @@ func LoadHead(ctx context.Context, store *blob.Bucket, tenant, repo string) (*se
 // recent history. The snapshot stage of the pipeline writes it; the graph
 // stage assembles the segment from it and the cached parse results.
 type Manifest struct {
-	Tenant   string           `json:"tenant"`
-	Repo     string           `json:"repo"`
-	Commit   string           `json:"commit"`
+	Tenant string `json:"tenant"`
+	Repo   string `json:"repo"`
+	Commit string `json:"commit"`
+	// Tree is the hash of the git tree the files were listed from ("" for
+	// a plain directory, or a manifest from before it was recorded): the
+	// next snapshot lists its unchanged subtrees from this manifest.
+	Tree     string           `json:"tree,omitempty"`
 	Files    []source.File    `json:"files"`
 	Skipped  []source.Skipped `json:"skipped,omitempty"`
 	GoModule string           `json:"go_module,omitempty"`
 	// GoModules maps the directory of each nested go.mod to its module path.
 	GoModules map[string]string `json:"go_modules,omitempty"`
 	History   []segment.Commit  `json:"history,omitempty"`
+	// HistoryLimit is the limit History was read with (0 in a manifest
+	// from before it was recorded): a later snapshot reads the commits
+	// from this one back from History only when it knows it.
+	HistoryLimit int `json:"history_limit,omitempty"`
+}
+
+// Listing is the listing the manifest was made from, for listing a later
+// snapshot from it (source.Options.Base); nil without a tree.
+func (m *Manifest) Listing() *source.Listing {
+	if m == nil || m.Tree == "" {
+		return nil
+	}
+	return &source.Listing{Tree: m.Tree, Files: m.Files, Skipped: m.Skipped}
 }
 
 // ReadManifest reads the manifest of a snapshot.
 func ReadManifest(ctx context.Context, snap *source.Snapshot, tenant, name string, historyLimit int) (*Manifest, error) {
-	m := &Manifest{Tenant: tenant, Repo: name, Commit: snap.Commit, Files: snap.Files, Skipped: snap.Skipped}
+	return ReadManifestFrom(ctx, snap, tenant, name, historyLimit, nil)
+}
+
+// historyBase is the history of prev for source.Snapshot.HistoryFrom, nil
+// when prev says too little (no tree, no limit, a date it did not write).
+func historyBase(prev *Manifest) *source.HistoryBase {
+	if prev == nil || prev.Tree == "" || prev.HistoryLimit == 0 {
+		return nil
+	}
+	b := &source.HistoryBase{Commit: prev.Commit, Tree: prev.Tree, Limit: prev.HistoryLimit, Commits: make([]source.Commit, len(prev.History))}
+	for i, c := range prev.History {
+		when, err := time.Parse(time.RFC3339, c.When)
+		if err != nil {
+			return nil
+		}
+		b.Commits[i] = source.Commit{Hash: c.Hash, Author: c.Author, Message: c.Message, When: when, Files: c.Files}
+	}
+	return b
+}
+
+// ReadManifestFrom is ReadManifest reading the history from prev, the
+// manifest of an earlier snapshot of the repository, where the commits are
+// the same (source.Snapshot.HistoryFrom): the manifest is ReadManifest's.
+func ReadManifestFrom(ctx context.Context, snap *source.Snapshot, tenant, name string, historyLimit int, prev *Manifest) (*Manifest, error) {
+	m := &Manifest{Tenant: tenant, Repo: name, Commit: snap.Commit, Tree: snap.Tree, Files: snap.Files, Skipped: snap.Skipped}
 	for _, f := range snap.Files {
 		if f.Path != "go.mod" && !strings.HasSuffix(f.Path, "/go.mod") {
 			continue
@@ -365,7 +406,8 @@ func ReadManifest(ctx context.Context, snap *source.Snapshot, tenant, name strin
 		historyLimit = 500
 	}
 	if snap.Commit != "" && historyLimit > 0 {
-		cs, err := snap.History(ctx, historyLimit)
+		m.HistoryLimit = historyLimit
+		cs, err := snap.HistoryFrom(ctx, historyLimit, historyBase(prev))
 		if err != nil {
 			return nil, fmt.Errorf("index: history: %w", err)
 		}

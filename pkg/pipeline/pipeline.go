@@ -160,9 +160,31 @@ func (k *keyedMutex) lock(key string) (unlock func()) {
 // cache in cacheDir. A plain directory gets a content-derived commit name
 // (see IsWorktree); opening such a name reads the directory as it is now.
 func OpenSnapshot(ctx context.Context, location, commit, cacheDir string) (*source.Snapshot, error) {
-	rev := commit
+	return openSnapshot(ctx, location, commit, cacheDir, source.Options{})
+}
+
+// OpenSnapshotFrom is OpenSnapshot listing the tree from base, the listing
+// of an earlier snapshot (source.Options.Base; nil: a full walk). The
+// listing is the same either way.
+func OpenSnapshotFrom(ctx context.Context, location, commit, cacheDir string, base *source.Listing) (*source.Snapshot, error) {
+	return openSnapshot(ctx, location, commit, cacheDir, source.Options{Base: base})
+}
+
+// OpenReader is OpenSnapshot for reading the files of a snapshot listed
+// before: nothing is listed (source.Options.NoList), and a plain
+// directory's snapshot keeps the name commit.
+func OpenReader(ctx context.Context, location, commit, cacheDir string) (*source.Snapshot, error) {
+	s, err := openSnapshot(ctx, location, commit, cacheDir, source.Options{NoList: true})
+	if err == nil && s.Commit == "" {
+		s.Commit = commit
+	}
+	return s, err
+}
+
+func openSnapshot(ctx context.Context, location, commit, cacheDir string, opt source.Options) (*source.Snapshot, error) {
+	opt.Rev, opt.CacheDir = commit, cacheDir
 	if IsWorktree(commit) {
-		rev = ""
+		opt.Rev = ""
 	}
 	unpin := func() {}
 	dir := source.CloneDir(cacheDir, location)
@@ -172,7 +194,7 @@ func OpenSnapshot(ctx context.Context, location, commit, cacheDir string) (*sour
 		unpin = clones.pin(dir)
 	}
 	unlock := opening.lock(cacheDir + "\x00" + location)
-	s, err := source.Open(ctx, location, source.Options{CacheDir: cacheDir, Rev: rev})
+	s, err := source.Open(ctx, location, opt)
 	unlock()
 	if err != nil {
 		unpin()
@@ -182,7 +204,7 @@ func OpenSnapshot(ctx context.Context, location, commit, cacheDir string) (*sour
 		touch(dir)
 		s.OnClose(unpin)
 	}
-	if s.Commit == "" {
+	if s.Commit == "" && !opt.NoList {
 		s.Commit = s.ContentName()
 	}
 	return s, nil

@@ -187,7 +187,8 @@ func (w *Workers) HandleGraph(ctx context.Context, m queue.Message) error {
 }
 
 // snapCache keeps recently opened snapshots, so that the batches of one
-// commit share one tree walk. Idle entries are closed after snapTTL.
+// commit share one open (and a clone's fetch); they list nothing
+// (OpenReader): a batch names its files. Idle entries are closed after snapTTL.
 type snapCache struct {
 	mu sync.Mutex
 	m  map[string]*snapEntry
@@ -221,7 +222,7 @@ func (c *snapCache) get(ctx context.Context, location, commit, cacheDir string) 
 	e.refs++
 	c.mu.Unlock()
 	if !ok {
-		e.snap, e.err = OpenSnapshot(ctx, location, commit, cacheDir)
+		e.snap, e.err = OpenReader(ctx, location, commit, cacheDir)
 		close(e.ready)
 	} else {
 		select {

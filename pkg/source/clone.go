@@ -47,7 +47,7 @@ func openURL(ctx context.Context, url string, loc location.Location, opt Options
 	if err != nil {
 		return nil, err
 	}
-	s, err := readRepo(ctx, repo, opt.Rev, "")
+	s, err := readRepo(ctx, repo, "", opt)
 	if err != nil {
 		return nil, err
 	}

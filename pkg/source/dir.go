@@ -22,13 +22,17 @@ type dirReader struct {
 	root *os.Root
 }
 
-// walkDir lists the regular files under abs, honouring .gitignore files.
-func walkDir(ctx context.Context, abs string) (*Snapshot, error) {
+// walkDir lists the regular files under abs, honouring .gitignore files
+// (none when noList: the snapshot only reads).
+func walkDir(ctx context.Context, abs string, noList bool) (*Snapshot, error) {
 	root, err := os.OpenRoot(abs)
 	if err != nil {
 		return nil, err
 	}
 	s := &Snapshot{src: &dirReader{root: root}}
+	if noList {
+		return s, nil
+	}
 	w := dirWalker{ctx: ctx, root: root, snap: s}
 	if err := w.walk(".", nil, nil); err != nil {
 		root.Close()
@@ -169,6 +173,6 @@ func (d *dirReader) read(f File) ([]byte, error) {
 	return d.root.ReadFile(f.Path)
 }
 
-func (d *dirReader) history(context.Context, int) ([]Commit, error) { return nil, nil }
+func (d *dirReader) history(context.Context, int, *HistoryBase) ([]Commit, error) { return nil, nil }
 
 func (d *dirReader) close() error { return d.root.Close() }

@@ -69,7 +69,7 @@ func reopen(repo *git.Repository) (*git.Repository, io.Closer, error) {
 func openGitDir(ctx context.Context, abs string, opt Options) (*Snapshot, error) {
 	repo, err := git.PlainOpenWithOptions(abs, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
 	if err == nil {
-		s, err := readRepo(ctx, repo, opt.Rev, "")
+		s, err := readRepo(ctx, repo, "", opt)
 		if err != nil {
 			return nil, err
 		}
@@ -87,7 +87,7 @@ func openGitDir(ctx context.Context, abs string, opt Options) (*Snapshot, error)
 	if !ok {
 		return nil, errNotGit
 	}
-	s, err := readRepo(ctx, repo, opt.Rev, sub)
+	s, err := readRepo(ctx, repo, sub, opt)
 	if errors.Is(err, errNoSubtree) || (opt.Rev == "" && errors.Is(err, ErrEmptyRepo)) {
 		// Untracked, ignored, or inside a repository without commits.
 		return nil, errNotGit
@@ -122,8 +122,10 @@ func subdir(repo *git.Repository, abs string) (string, bool) {
 
 var errNoSubtree = errors.New("directory not in the tree")
 
-// readRepo lists the tree of rev (under sub when not empty).
-func readRepo(ctx context.Context, repo *git.Repository, rev, sub string) (_ *Snapshot, err error) {
+// readRepo lists the tree of opt.Rev (under sub when not empty), from
+// opt.Base where its subtrees are unchanged; with opt.NoList it lists
+// nothing.
+func readRepo(ctx context.Context, repo *git.Repository, sub string, opt Options) (_ *Snapshot, err error) {
 	repo, closer, err := reopen(repo)
 	if err != nil {
 		return nil, err
@@ -134,7 +136,7 @@ func readRepo(ctx context.Context, repo *git.Repository, rev, sub string) (_ *Sn
 			g.close()
 		}
 	}()
-	commit, err := resolve(repo, rev)
+	commit, err := resolve(repo, opt.Rev)
 	if err != nil {
 		return nil, err
 	}
@@ -150,11 +152,25 @@ func readRepo(ctx context.Context, repo *git.Repository, rev, sub string) (_ *Sn
 		}
 	}
 	s := &Snapshot{Commit: commit.Hash.String(), src: g}
+	if opt.NoList {
+		return s, nil
+	}
+	s.Tree = tree.Hash.String()
 	w := treeWalker{ctx: ctx, repo: repo, snap: s}
 	if sz, ok := repo.Storer.(objectSizer); ok {
 		w.sizer = sz
 	}
-	if err := w.walk(tree, ""); err != nil {
+	var base *object.Tree
+	if b := opt.Base; b != nil && b.Tree != "" {
+		if h, ok := parseHash(b.Tree); ok {
+			if base, err = repo.TreeObject(h); err == nil {
+				w.base = b
+			} else {
+				base = nil // not in this repository: walk it all
+			}
+		}
+	}
+	if err := w.walk(tree, "", base); err != nil {
 		return nil, err
 	}
 	sortSnapshot(s)
@@ -219,9 +235,13 @@ type treeWalker struct {
 	sizer objectSizer
 	snap  *Snapshot
 	n     int
+	base  *Listing // the listing of the base tree, when walking beside one
 }
 
-func (w *treeWalker) walk(t *object.Tree, prefix string) error {
+// walk lists tree t at prefix. base is the tree at the same prefix in the
+// base listing's tree (nil when there is none): a subtree with the same
+// hash in both is taken from the listing.
+func (w *treeWalker) walk(t *object.Tree, prefix string, base *object.Tree) error {
 	for _, e := range t.Entries {
 		p := e.Name
 		if prefix != "" {
@@ -229,11 +249,20 @@ func (w *treeWalker) walk(t *object.Tree, prefix string) error {
 		}
 		switch e.Mode {
 		case filemode.Dir:
+			var bsub *object.Tree
+			if base != nil {
+				if be, err := base.FindEntry(e.Name); err == nil && be.Mode == filemode.Dir {
+					if be.Hash == e.Hash && w.reuse(p) {
+						continue
+					}
+					bsub, _ = w.repo.TreeObject(be.Hash) // unreadable: walked without
+				}
+			}
 			sub, err := w.repo.TreeObject(e.Hash)
 			if err != nil {
 				return fmt.Errorf("tree %s: %w", p, err)
 			}
-			if err := w.walk(sub, p); err != nil {
+			if err := w.walk(sub, p, bsub); err != nil {
 				return err
 			}
 		case filemode.Submodule:
@@ -254,7 +283,49 @@ func (w *treeWalker) walk(t *object.Tree, prefix string) error {
 	return nil
 }
 
+// reuse appends the base listing's entries under dir, unless one of them
+// is a blob missing from the store (it may be there now): a subtree of the
+// same hash lists the same.
+func (w *treeWalker) reuse(dir string) bool {
+	lo, hi := w.base.under(dir)
+	slo, shi := w.base.skippedUnder(dir)
+	for _, s := range w.base.Skipped[slo:shi] {
+		if s.Reason == SkipMissingObject {
+			return false
+		}
+	}
+	w.snap.Files = append(w.snap.Files, w.base.Files[lo:hi]...)
+	w.snap.Skipped = append(w.snap.Skipped, w.base.Skipped[slo:shi]...)
+	return true
+}
+
+// under returns the range of l.Files under directory dir ("dir/..."):
+// with paths sorted, they are the paths in ["dir/", "dir0").
+func (l *Listing) under(dir string) (lo, hi int) {
+	from, to := dir+"/", dir+"0" // '0' follows '/'
+	lo = sort.Search(len(l.Files), func(i int) bool { return l.Files[i].Path >= from })
+	hi = lo + sort.Search(len(l.Files)-lo, func(i int) bool { return l.Files[lo+i].Path >= to })
+	return lo, hi
+}
+
+// skippedUnder is under for l.Skipped.
+func (l *Listing) skippedUnder(dir string) (lo, hi int) {
+	from, to := dir+"/", dir+"0"
+	lo = sort.Search(len(l.Skipped), func(i int) bool { return l.Skipped[i].Path >= from })
+	hi = lo + sort.Search(len(l.Skipped)-lo, func(i int) bool { return l.Skipped[lo+i].Path >= to })
+	return lo, hi
+}
+
+// file lists the blob h at p; a blob listed at p in the base listing keeps
+// its listed size (the same blob is the same content).
 func (w *treeWalker) file(p string, h plumbing.Hash) error {
+	if w.base != nil {
+		fs := w.base.Files
+		if i := sort.Search(len(fs), func(i int) bool { return fs[i].Path >= p }); i < len(fs) && fs[i].Path == p && fs[i].Blob == h.String() {
+			w.snap.Files = append(w.snap.Files, fs[i])
+			return nil
+		}
+	}
 	size, err := w.size(h)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		w.skip(p, SkipMissingObject)
@@ -349,13 +420,22 @@ func parseHash(s string) (plumbing.Hash, bool) {
 	return plumbing.NewHash(s), true
 }
 
-func (g *gitReader) history(ctx context.Context, limit int) ([]Commit, error) {
+func (g *gitReader) history(ctx context.Context, limit int, base *HistoryBase) ([]Commit, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if base != nil && !g.isRootOf(base) {
+		base = nil
+	}
 	var out []Commit
 	for c := g.commit; c != nil && (limit <= 0 || len(out) < limit); {
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+		if base != nil && c.Hash.String() == base.Commit {
+			if rest, ok := base.take(limit, len(out)); ok {
+				return append(out, rest...), nil
+			}
+			base = nil
 		}
 		var parent *object.Commit
 		if c.NumParents() > 0 {
@@ -381,6 +461,37 @@ func (g *gitReader) history(ctx context.Context, limit int) ([]Commit, error) {
 		c = parent
 	}
 	return out, nil
+}
+
+// isRootOf reports whether base can stand for the history of this
+// snapshot from base.Commit back: the snapshot is of the whole tree, and
+// base lists the whole tree of a commit of this repository.
+func (g *gitReader) isRootOf(base *HistoryBase) bool {
+	if g.sub != "" {
+		return false
+	}
+	h, ok := parseHash(base.Commit)
+	if !ok {
+		return false
+	}
+	c, err := g.repo.CommitObject(h)
+	return err == nil && c.TreeHash.String() == base.Tree
+}
+
+// take returns the commits of b that a history of limit commits (<= 0:
+// all) holding n already goes on with, and whether b has them all: b's
+// own history is complete (not cut at its limit), or it holds at least
+// the commits still wanted.
+func (b *HistoryBase) take(limit, n int) ([]Commit, bool) {
+	complete := b.Limit <= 0 || len(b.Commits) < b.Limit
+	if limit <= 0 {
+		return b.Commits, complete
+	}
+	want := limit - n
+	if want <= len(b.Commits) {
+		return b.Commits[:want], true
+	}
+	return b.Commits, complete
 }
 
 // changed lists the paths c changed against parent (nil: all its files).

@@ -60,6 +60,29 @@ type Options struct {
 	// address and after every redirect; ssh and git hosts are resolved
 	// and checked before the fetch. Nil: no limit (the command line).
 	Net *netguard.Policy
+	// NoList opens the snapshot for reading only: Files and Skipped stay
+	// empty (no tree walk, no directory walk) and Read reads the files it
+	// is given, by blob hash in git modes and by path in plain
+	// directories. For workers handed the files of a snapshot listed
+	// before (the parse stage); Commit is still resolved.
+	NoList bool
+	// Base is the listing of a tree listed before (an earlier snapshot of
+	// the repository): a subtree whose hash is unchanged takes its files
+	// and skipped entries from it instead of being walked, and an
+	// unchanged file keeps its listed size. The listing is the same as a
+	// full walk's: a tree's listing depends only on its content, except
+	// for blobs missing from the object store, so a subtree with a file
+	// skipped as missing is walked again. Git only; ignored when
+	// Base.Tree is empty.
+	Base *Listing
+}
+
+// Listing is the listing of one git tree: its hash and the files and
+// skipped entries a walk of it found (Snapshot.Tree, Files and Skipped).
+type Listing struct {
+	Tree    string
+	Files   []File    // sorted by Path
+	Skipped []Skipped // sorted by Path
 }
 
 // File is a regular file of the snapshot.
@@ -89,6 +112,7 @@ type Commit struct {
 type Snapshot struct {
 	Repo    string    // name: Options.Name, or derived from the URL or directory
 	Commit  string    // full hex commit hash; "" for a plain directory without git
+	Tree    string    // hash of the tree listed (git; "" for a plain directory or NoList)
 	Files   []File    // sorted by Path; regular files only
 	Skipped []Skipped // sorted by Path
 
@@ -103,7 +127,7 @@ func (s *Snapshot) OnClose(f func()) { s.onClose = f }
 // reader is how a snapshot reads contents and history.
 type reader interface {
 	read(f File) ([]byte, error)
-	history(ctx context.Context, limit int) ([]Commit, error)
+	history(ctx context.Context, limit int, base *HistoryBase) ([]Commit, error)
 	close() error
 }
 
@@ -154,7 +178,26 @@ func (s *Snapshot) Read(f File) ([]byte, error) {
 // files). For a subdirectory snapshot only commits touching it are listed,
 // with paths relative to it. It is empty for plain directories.
 func (s *Snapshot) History(ctx context.Context, limit int) ([]Commit, error) {
-	cs, err := s.src.history(ctx, limit)
+	return s.HistoryFrom(ctx, limit, nil)
+}
+
+// HistoryBase is the history of an earlier snapshot of the whole tree of
+// a repository: its commit, the tree it listed (Snapshot.Tree), the limit
+// its history was read with (<= 0: all) and the commits read.
+type HistoryBase struct {
+	Commit, Tree string
+	Limit        int
+	Commits      []Commit
+}
+
+// HistoryFrom is History taking the commits from base.Commit back from
+// base instead of diffing them again, when the first-parent log reaches
+// base.Commit and base holds as many commits as are still wanted (or all
+// there are). The result is History's: base is used only when it is the
+// history of the whole tree of base.Commit in this repository (its Tree is
+// that commit's tree) and s is not of a subdirectory.
+func (s *Snapshot) HistoryFrom(ctx context.Context, limit int, base *HistoryBase) ([]Commit, error) {
+	cs, err := s.src.history(ctx, limit, base)
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", s.Repo, err)
 	}
@@ -215,7 +258,7 @@ func openPath(ctx context.Context, dir string, opt Options) (*Snapshot, error) {
 	if err == nil || !errors.Is(err, errNotGit) {
 		return s, err
 	}
-	s, err = walkDir(ctx, abs)
+	s, err = walkDir(ctx, abs, opt.NoList)
 	if err != nil {
 		return nil, err
 	}
