@@ -6,8 +6,10 @@ import "os"
 
 // lockFile only opens name: without flock, compare-and-swap is atomic within
 // one process but not across processes.
-func lockFile(name string) (*os.File, error) {
-	return os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+func lockFile(name string) (unlock func(), err error) {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return func() { f.Close() }, nil
 }
-
-func unlockFile(f *os.File) { f.Close() }

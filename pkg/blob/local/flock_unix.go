@@ -3,31 +3,37 @@
 package local
 
 import (
-	"os"
 	"syscall"
 )
 
 // lockFile opens name and takes an exclusive flock on it, so two processes
-// sharing the directory serialise their compare-and-swap.
-func lockFile(name string) (*os.File, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, err
-	}
+// sharing the directory serialise their compare-and-swap. It works on the
+// descriptor directly: an os.File would cost a round of fcntl and epoll
+// calls on open and on Fd, as many again as the lock itself, and a lock
+// is taken on every write.
+func lockFile(name string) (unlock func(), err error) {
+	var fd int
 	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		fd, err = syscall.Open(name, syscall.O_RDWR|syscall.O_CREAT|syscall.O_CLOEXEC, 0o644)
 		if err != syscall.EINTR {
 			break
 		}
 	}
 	if err != nil {
-		f.Close()
-		return nil, err
+		return nil, &pathError{Op: "open", Path: name, Err: err}
 	}
-	return f, nil
-}
-
-func unlockFile(f *os.File) {
-	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	f.Close()
+	for {
+		err = syscall.Flock(fd, syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		syscall.Close(fd)
+		return nil, &pathError{Op: "flock", Path: name, Err: err}
+	}
+	return func() {
+		syscall.Flock(fd, syscall.LOCK_UN)
+		syscall.Close(fd)
+	}, nil
 }

@@ -43,9 +43,10 @@ func Open(dir string) (*blob.Bucket, error) {
 }
 
 type driver struct {
-	root string
-	tmp  string
-	lock string
+	root      string
+	tmp       string
+	lock      string
+	lockNames [stripes]string // the lock files, by stripe
 }
 
 func newDriver(dir string) (*driver, error) {
@@ -57,6 +58,9 @@ func newDriver(dir string) (*driver, error) {
 		root: root,
 		tmp:  filepath.Join(root, metaDir, "tmp"),
 		lock: filepath.Join(root, metaDir, "locks"),
+	}
+	for i := range d.lockNames {
+		d.lockNames[i] = filepath.Join(d.lock, fmt.Sprintf("%02x.lock", i))
 	}
 	for _, p := range []string{d.tmp, d.lock} {
 		if err := os.MkdirAll(p, 0o755); err != nil {
@@ -90,38 +94,24 @@ func (d *driver) path(key string) (string, error) {
 // writeTemp writes data to a new temp file, fsynced when durable, and
 // returns its name.
 func (d *driver) writeTemp(data []byte, durable bool) (string, error) {
-	f, err := os.CreateTemp(d.tmp, "put-*")
-	if err != nil {
-		return "", err
-	}
-	name := f.Name()
-	_, err = f.Write(data)
-	if err == nil && durable {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(name)
-		return "", err
-	}
-	return name, nil
+	return createTemp(d.tmp, data, durable)
 }
 
 // install moves the temp file tmp to path with place (rename or link),
 // creating parent directories, and fsyncs the directory when durable; it
 // retries when a concurrent Delete prunes a freshly created parent.
 func (d *driver) install(tmp, path string, place func(string, string) error, durable bool) error {
-	var err error
+	// The parent usually exists (a store has few directories and many
+	// objects): placed first, and the parents made only when missing.
+	err := place(tmp, path)
 	for range 5 {
+		if !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
 		if err = os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return parentErr(err)
 		}
 		err = place(tmp, path)
-		if !errors.Is(err, fs.ErrNotExist) {
-			break
-		}
 	}
 	if err != nil {
 		return parentErr(err)
@@ -161,14 +151,6 @@ func (d *driver) put(path string, data []byte, durable bool) error {
 		return err
 	}
 	return nil
-}
-
-// renameFile renames like os.Rename but refuses to replace a directory.
-func renameFile(tmp, path string) error {
-	if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
-		return &fs.PathError{Op: "rename", Path: path, Err: syscall.EISDIR}
-	}
-	return os.Rename(tmp, path)
 }
 
 // create places data at path only if path does not exist; a hard link is
@@ -392,17 +374,20 @@ var mus sync.Map // lock file path -> *sync.Mutex
 func (d *driver) lockKey(key string) (unlock func(), err error) {
 	h := fnv.New32a()
 	h.Write([]byte(key))
-	name := filepath.Join(d.lock, fmt.Sprintf("%02x.lock", h.Sum32()%stripes))
-	m, _ := mus.LoadOrStore(name, new(sync.Mutex))
+	name := d.lockNames[h.Sum32()%stripes]
+	m, ok := mus.Load(name)
+	if !ok {
+		m, _ = mus.LoadOrStore(name, new(sync.Mutex))
+	}
 	mu := m.(*sync.Mutex)
 	mu.Lock()
-	f, err := lockFile(name)
+	unlockFile, err := lockFile(name)
 	if err != nil {
 		mu.Unlock()
 		return nil, fmt.Errorf("lock: %w", err)
 	}
 	return func() {
-		unlockFile(f)
+		unlockFile()
 		mu.Unlock()
 	}, nil
 }
