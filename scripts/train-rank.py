@@ -62,6 +62,8 @@ GROUPS = {
     "graph": ["log_degree", "near_top", "same_dir_top"],
     "test pair": ["test_pair"],
     "definitions": ["def_share", "def_title", "def_best", "stem_ident", "stem_ident_title", "sym_cover"],
+    "propagation": ["prop_out", "prop_in", "prop_out_sum", "prop_in_sum", "links_top"],
+    "neighbours": ["def_calls", "def_called", "test_imports", "deg_rel", "dir_share"],
     "recency": ["hist_commits", "hist_recency"],
     "cochange": ["cochange", "cochange_title"],
     "query": ["code_share", "trig_symbol", "trig_temporal", "trig_implicit", "additive", "sym_x_code"],
@@ -258,7 +260,8 @@ CROSS_BY = ["trig_symbol", "trig_temporal", "code_share", "additive"]
 
 # The 36 features of the first learned model (before coverage, directory,
 # title co-change, test-pair and definition features).
-NEW = GROUPS["coverage"] + ["dir_first", "path_depth", "test_pair", "cochange_title"] + GROUPS["definitions"]
+NEW = GROUPS["coverage"] + ["dir_first", "path_depth", "test_pair", "cochange_title"] + GROUPS["definitions"] + \
+    GROUPS["propagation"] + GROUPS["neighbours"]
 
 
 def feature_sets():
@@ -268,6 +271,18 @@ def feature_sets():
     few = base + ["rr_symbol*trig_symbol", "rr_history*trig_temporal", "rr_bm25-path*trig_symbol",
                   "is_test*code_share", "stem_title*trig_symbol", "fused_rel*trig_temporal"]
     return {"base": base, "first": first, "few-crosses": few, "crosses": crosses}
+
+
+def feature_set(name):
+    """A named feature set, or NAME+ADD+...: the set plus feature groups
+    or single features ("first+propagation+def_calls")."""
+    head, *adds = name.split("+")
+    feats = list(feature_sets()[head])
+    for a in adds:
+        for f in GROUPS.get(a, [a]):
+            if f not in feats:
+                feats.append(f)
+    return feats
 
 
 FEATURE_SETS = ("base", "first")
@@ -287,13 +302,12 @@ def cv(qs, ngold, verbose=True, settings=None, extra=()):
     trained on the other repositories' tasks (of qs and of extra, which
     is training data only) is scored on its tasks of qs."""
     repos = sorted({q["repo"] for q in qs})
-    sets = feature_sets()
     results = {}
     base = rerank_eval(qs, [], 0, None, ngold).mean(0)
     if verbose:
         print("RRF order (in-candidate): " + METRICS % tuple(base))
     for fs, loss, l2, depth, clip in settings or SETTINGS:
-        feats = sets[fs]
+        feats = feature_set(fs)
         per = np.zeros((len(qs), 4))
         for r in repos:
             tr = [q for q in list(qs) + list(extra) if q["repo"] != r]
@@ -363,7 +377,7 @@ def main():
         best, r, base = cv(qs, ng, verbose=a.cmd == "fit", extra=extra)
     train_qs = qs + extra
     fs, loss, l2, depth, clip = best
-    feats = feature_sets()[fs]
+    feats = feature_set(fs)
     if a.cmd == "ablate":
         vq = load([a.val])
         vng = ngold_of(vq, gold_lists([a.val]))

@@ -220,6 +220,11 @@ type FeatureDump struct {
 	Pool      int              `json:"pool"`
 	GoldRanks []int            `json:"gold_ranks"`
 	Deep      map[string][]int `json:"deep"`
+	// GoldNear is, per gold file, the best rank (1-based, RRF order) of a
+	// file of the fused ranking's top 20 that the gold file is linked to
+	// in the code graph, either way (0: none): whether a missing gold
+	// file is a neighbour of the top files.
+	GoldNear []int `json:"gold_near"`
 }
 
 // FeatureFile is one candidate file of a FeatureDump, in RRF order.
@@ -227,6 +232,11 @@ type FeatureFile struct {
 	Path string    `json:"path"`
 	Gold bool      `json:"gold"`
 	X    []float64 `json:"x"`
+	// Out and In are the positions among the dump's files of the files
+	// this one links to and is linked from in the code graph (imports,
+	// calls, type references), so graph features can be tried offline.
+	Out []int `json:"out,omitempty"`
+	In  []int `json:"in,omitempty"`
 }
 
 // TaskResult is one task under one configuration.
@@ -388,7 +398,7 @@ func runTask(ctx context.Context, t Task, opt Options) (map[string]TaskResult, i
 			return nil, 0, fmt.Errorf("%s: %w", c.Name, err)
 		}
 		if opt.Features != nil {
-			if err := dumpFeatures(opt.Features, t, c, r.Trigger, rk); err != nil {
+			if err := dumpFeatures(opt.Features, seg, t, c, r.Trigger, rk); err != nil {
 				return nil, 0, err
 			}
 		}
@@ -428,7 +438,7 @@ func goldRanks(gold, ranked []string) []int {
 	return out
 }
 
-func dumpFeatures(w io.Writer, t Task, c Config, trigger string, rk *query.Ranking) error {
+func dumpFeatures(w io.Writer, seg *segment.Segment, t Task, c Config, trigger string, rk *query.Ranking) error {
 	cands := rk.Candidates
 	gold := map[string]bool{}
 	for _, g := range t.GoldFiles {
@@ -444,6 +454,8 @@ func dumpFeatures(w io.Writer, t Task, c Config, trigger string, rk *query.Ranki
 	}
 	d.Missing = len(gold) - found
 	d.Pool, d.GoldRanks = len(rk.Pool), goldRanks(t.GoldFiles, rk.Pool)
+	links(seg, d.Files)
+	d.GoldNear = goldNear(seg, t.GoldFiles, rk.Pool)
 	d.Deep = map[string][]int{}
 	for name, l := range rk.Deep {
 		d.Deep[name] = goldRanks(t.GoldFiles, l)
@@ -456,6 +468,53 @@ func dumpFeatures(w io.Writer, t Task, c Config, trigger string, rk *query.Ranki
 		return fmt.Errorf("eval: features: %w", err)
 	}
 	return nil
+}
+
+// links sets each dumped file's graph links to the other dumped files.
+func links(seg *segment.Segment, files []FeatureFile) {
+	if seg.Graph == nil {
+		return
+	}
+	at := make(map[string]int, len(files))
+	for i, f := range files {
+		at[f.Path] = i
+	}
+	for i := range files {
+		out, in := map[int]bool{}, map[int]bool{}
+		for _, nb := range seg.Graph.FileNeighbors(files[i].Path) {
+			j, ok := at[nb.Path]
+			if !ok || j == i {
+				continue
+			}
+			if nb.Out && !out[j] {
+				out[j] = true
+				files[i].Out = append(files[i].Out, j)
+			} else if !nb.Out && !in[j] {
+				in[j] = true
+				files[i].In = append(files[i].In, j)
+			}
+		}
+	}
+}
+
+// goldNear is FeatureDump.GoldNear.
+func goldNear(seg *segment.Segment, gold, pool []string) []int {
+	out := make([]int, len(gold))
+	if seg.Graph == nil {
+		return out
+	}
+	rank := map[string]int{}
+	for i, p := range pool[:min(20, len(pool))] {
+		rank[p] = i + 1
+	}
+	for gi, g := range gold {
+		for _, nb := range seg.Graph.FileNeighbors(g) {
+			if r, ok := rank[nb.Path]; ok && nb.Path != g && (out[gi] == 0 || r < out[gi]) {
+				out[gi] = r
+			}
+		}
+	}
+	return out
 }
 
 func runQuery(ctx context.Context, seg *segment.Segment, dn query.Dense, t Task, c Config, budgets []int, features bool) (TaskResult, *query.Ranking, error) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -237,5 +238,31 @@ func TestConfigModel(t *testing.T) {
 	}
 	if r := d.Deep["bm25-file"]; len(r) == 1 && r[0] < 1 {
 		t.Errorf("cart/cart.go absent from the deep whole-file BM25 list: %v", r)
+	}
+	// Graph links among the dumped files: cart/cart.go imports
+	// price/price.go, and every link is seen from both ends.
+	at := map[string]int{}
+	for i, f := range d.Files {
+		at[f.Path] = i
+	}
+	c, okc := at["cart/cart.go"]
+	p, okp := at["price/price.go"]
+	if !okc || !okp {
+		t.Fatalf("cart.go and price.go not both dumped: %v", at)
+	}
+	if !slices.Contains(d.Files[c].Out, p) || !slices.Contains(d.Files[p].In, c) {
+		t.Errorf("cart.go out %v, price.go in %v: want the import edge cart -> price", d.Files[c].Out, d.Files[p].In)
+	}
+	for i, f := range d.Files {
+		for _, j := range f.Out {
+			if j == i || j < 0 || j >= len(d.Files) || !slices.Contains(d.Files[j].In, i) {
+				t.Errorf("%s links to %d, which does not link back", f.Path, j)
+			}
+		}
+	}
+	// The gold file is itself the top file; its best-ranked neighbour
+	// among the top files is price.go.
+	if len(d.GoldNear) != 1 || d.GoldNear[0] != p+1 {
+		t.Errorf("gold near %v, want [%d] (price.go's rank)", d.GoldNear, p+1)
 	}
 }

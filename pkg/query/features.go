@@ -74,6 +74,18 @@ var FeatureNames = func() []string {
 		"stem_ident",       // the file's name, separators dropped, is a word of the query (Foo.java, "FooBar" and foo_bar.py)
 		"stem_ident_title", // stem_ident in the title
 		"sym_cover",        // idf-weighted share of the query's words (first 48) among the tokens of the file's symbol names
+		// Where a change lands: the first pass's scores (fused_rel) of the
+		// file's graph neighbours among the top propDepth files.
+		"prop_out",     // best fused_rel of a top file this file links to (imports, calls, uses a type of)
+		"prop_in",      // best fused_rel of a top file linking to this one
+		"prop_out_sum", // sum of fused_rel over the top files it links to
+		"prop_in_sum",  // sum of fused_rel over the top files linking to it
+		"def_calls",    // links to a file defining the query's most specific symbol (not itself)
+		"def_called",   // linked to by a file defining the query's most specific symbol
+		"test_imports", // 10/(10+rank) of the best-ranked top test file linking to this non-test file
+		"deg_rel",      // log1p(graph degree) / the highest among the top files
+		"dir_share",    // share of the top ten files (others) in the file's directory
+		"links_top",    // log1p(top files linked either way)
 	)
 }()
 
@@ -82,7 +94,13 @@ var FeatureNames = func() []string {
 // (docs/benchmarks.md), and the coverage features scan a posting list per
 // query word.
 var costlyFeatures = []string{"title_cover", "title_cover_rel", "query_cover", "cochange_title", "test_pair", "dir_first", "path_depth",
-	"def_share", "def_title", "def_best", "stem_ident", "stem_ident_title", "sym_cover"}
+	"def_share", "def_title", "def_best", "stem_ident", "stem_ident_title", "sym_cover",
+	"prop_out", "prop_in", "prop_out_sum", "prop_in_sum", "def_calls", "def_called", "test_imports", "deg_rel", "dir_share", "links_top"}
+
+// propDepth is how many top files of the RRF ranking the graph features
+// propagate from: fixed, so a file's features do not depend on how many
+// candidates are scored (20 by the model, 100 in a dump).
+const propDepth = 20
 
 // Candidate is one file the learned ranker scores, with its features.
 type Candidate struct {
@@ -358,6 +376,84 @@ func (e *Engine) costlyFeatures(in featureInput, cands []Candidate, set func(int
 			set(i, "test_pair", rr(r))
 		}
 	}
+	graphFeatures(seg, in.files, cands, set, defs.top(qw))
+}
+
+// graphFeatures sets the features of where a change lands: the first
+// pass's scores of each candidate's graph neighbours among the top
+// propDepth files, its links to the files defining the query's most
+// specific symbol (def), to top test files, its degree and directory.
+func graphFeatures(seg *segment.Segment, files []File, cands []Candidate, set func(int, string, float64), def map[string]bool) {
+	top := min(propDepth, len(files))
+	dirN := map[string]int{}
+	for _, f := range files[:min(10, len(files))] {
+		dirN[path.Dir(f.Path)]++
+	}
+	for i, c := range cands {
+		d := dirN[path.Dir(c.Path)]
+		if i < 10 {
+			d-- // itself
+		}
+		set(i, "dir_share", float64(d)/float64(max(1, min(10, len(files))-1)))
+	}
+	if seg.Graph == nil || top == 0 || files[0].Score <= 0 {
+		return
+	}
+	rel := make(map[string]float64, top)
+	rank := make(map[string]int, top)
+	var degTop float64
+	for r, f := range files[:top] {
+		rel[f.Path] = f.Score / files[0].Score
+		rank[f.Path] = r + 1
+		degTop = math.Max(degTop, math.Log1p(float64(seg.Graph.FileDegree(f.Path))))
+	}
+	rr := func(rank int) float64 { return 10 / (10 + float64(rank)) }
+	for i, c := range cands {
+		var out, in, outSum, inSum, testBest float64
+		var calls, called bool
+		linked := map[string]bool{}
+		seenOut, seenIn := map[string]bool{}, map[string]bool{}
+		for _, nb := range seg.Graph.FileNeighbors(c.Path) {
+			if nb.Path == c.Path {
+				continue
+			}
+			if nb.Out {
+				calls = calls || def[nb.Path]
+			} else {
+				called = called || def[nb.Path]
+			}
+			v, ok := rel[nb.Path]
+			if !ok {
+				continue
+			}
+			linked[nb.Path] = true
+			if nb.Out {
+				if !seenOut[nb.Path] {
+					seenOut[nb.Path] = true
+					out, outSum = math.Max(out, v), outSum+v
+				}
+				continue
+			}
+			if !seenIn[nb.Path] {
+				seenIn[nb.Path] = true
+				in, inSum = math.Max(in, v), inSum+v
+			}
+			if IsTestPath(nb.Path) && !IsTestPath(c.Path) {
+				testBest = math.Max(testBest, rr(rank[nb.Path]))
+			}
+		}
+		set(i, "prop_out", out)
+		set(i, "prop_in", in)
+		set(i, "prop_out_sum", outSum)
+		set(i, "prop_in_sum", inSum)
+		set(i, "def_calls", b2f(calls && !def[c.Path]))
+		set(i, "def_called", b2f(called && !def[c.Path]))
+		set(i, "test_imports", testBest)
+		set(i, "links_top", math.Log1p(float64(len(linked))))
+		if degTop > 0 {
+			set(i, "deg_rel", math.Log1p(float64(seg.Graph.FileDegree(c.Path)))/degTop)
+		}
+	}
 }
 
 // identWords are the distinct words of q written as identifiers could be
@@ -450,6 +546,22 @@ func (d defIndex) best(ws []string, p string) float64 {
 		return 0
 	}
 	return mine / top
+}
+
+// top is the set of files defining the most specific of ws's words
+// (the highest weight; nil when none names a symbol).
+func (d defIndex) top(ws []string) map[string]bool {
+	var best string
+	var bw float64
+	for _, w := range ws {
+		if fs, ok := d.files[w]; ok && len(fs) > 0 && d.weight[w] > bw {
+			best, bw = w, d.weight[w]
+		}
+	}
+	if best == "" {
+		return nil
+	}
+	return d.files[best]
 }
 
 // symTokens maps each file to the distinct tokens of its symbols' names,

@@ -182,3 +182,66 @@ func TestDepths(t *testing.T) {
 		t.Errorf("pool and deep lists without Features: %v %v", short.Pool, short.Deep)
 	}
 }
+
+// TestGraphFeatures checks the features of where a change lands on a
+// repository made for it: zone/date_zone.go defines the query's symbol,
+// zone/formatter.go calls it, cmd/main.go calls the formatter, and the
+// formatter's test calls the formatter.
+func TestGraphFeatures(t *testing.T) {
+	seg := buildSeg(t, map[string]string{
+		"go.mod":                 "module example.com/m\n\ngo 1.22\n",
+		"zone/date_zone.go":      "package zone\n\n// DateZone is a time zone of a date.\ntype DateZone struct{ name string }\n\n// Offset of the date zone.\nfunc (z DateZone) Offset() int { return len(z.name) }\n\nfunc NewDateZone(s string) DateZone { return DateZone{s} }\n",
+		"zone/formatter.go":      "package zone\n\n// Format prints a date zone offset.\nfunc Format(s string) string { return pad(NewDateZone(s).Offset()) }\n\nfunc pad(n int) string { return \"\" }\n",
+		"zone/formatter_test.go": "package zone\n\nimport \"testing\"\n\n// date zone offset format\nfunc TestFormat(t *testing.T) { Format(\"utc\") }\n",
+		"cmd/main.go":            "package main\n\nimport \"example.com/m/zone\"\n\n// main prints a date zone.\nfunc main() { println(zone.Format(\"utc\")) }\n",
+		"other/unrelated.go":     "package other\n\n// Unrelated date work.\nfunc Unrelated() int { return 1 }\n",
+	})
+	eng := &Engine{Seg: seg}
+	q := "Fix DateZone offset\n\nThe date zone offset of NewDateZone is printed wrongly"
+	rk, err := eng.Search(context.Background(), Request{Query: q, Route: true, Ranker: RankRRF, Features: true, FeatureDepth: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	feat := func(p, name string) float64 {
+		t.Helper()
+		col := slices.Index(FeatureNames, name)
+		for _, c := range rk.Candidates {
+			if c.Path == p {
+				return c.X[col]
+			}
+		}
+		t.Fatalf("%s is not a candidate: %+v", p, rk.Candidates)
+		return 0
+	}
+	for _, tt := range []struct {
+		file, name string
+		want       func(float64) bool
+		says       string
+	}{
+		{"zone/formatter.go", "def_calls", func(v float64) bool { return v == 1 }, "1: it calls NewDateZone"},
+		{"zone/date_zone.go", "def_calls", func(v float64) bool { return v == 0 }, "0: it defines the symbol itself"},
+		{"zone/date_zone.go", "def_called", func(v float64) bool { return v == 0 }, "0: it defines the symbol itself"},
+		{"other/unrelated.go", "def_calls", func(v float64) bool { return v == 0 }, "0"},
+		{"zone/formatter.go", "prop_out", func(v float64) bool { return v > 0 && v <= 1 }, "in (0, 1]: it calls a top file"},
+		{"zone/date_zone.go", "prop_in", func(v float64) bool { return v > 0 && v <= 1 }, "in (0, 1]: a top file calls it"},
+		{"zone/formatter.go", "test_imports", func(v float64) bool { return v > 0 }, "above 0: its test calls it"},
+		{"zone/date_zone.go", "test_imports", func(v float64) bool { return v == 0 }, "0: no test calls it"},
+		{"zone/formatter_test.go", "test_imports", func(v float64) bool { return v == 0 }, "0: a test file"},
+		{"other/unrelated.go", "links_top", func(v float64) bool { return v == 0 }, "0: linked to nothing"},
+		{"other/unrelated.go", "prop_in_sum", func(v float64) bool { return v == 0 }, "0"},
+		{"zone/formatter.go", "links_top", func(v float64) bool { return v >= math.Log1p(2) }, "at least log1p(2): date_zone.go, main.go, its test"},
+		{"zone/formatter.go", "deg_rel", func(v float64) bool { return v == 1 }, "1: the most linked file"},
+		{"other/unrelated.go", "deg_rel", func(v float64) bool { return v == 0 }, "0"},
+	} {
+		if v := feat(tt.file, tt.name); !tt.want(v) {
+			t.Errorf("%s %s = %v, want %s", tt.file, tt.name, v, tt.says)
+		}
+	}
+	if a, b := feat("zone/formatter.go", "prop_in_sum"), feat("zone/formatter.go", "prop_in"); !(a >= b) {
+		t.Errorf("formatter.go prop_in_sum %v below its prop_in %v", a, b)
+	}
+	// Three of the zone files and their test are in one directory.
+	if a, b := feat("zone/formatter.go", "dir_share"), feat("other/unrelated.go", "dir_share"); !(a > b && b == 0) {
+		t.Errorf("dir_share of formatter.go %v, unrelated.go %v: want the first above 0, the second 0", a, b)
+	}
+}
