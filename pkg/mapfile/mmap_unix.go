@@ -7,6 +7,8 @@ import (
 	"os"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 func identity(fi fs.FileInfo) (fileID, bool) {
@@ -24,14 +26,14 @@ func mapFile(fd *os.File, size int64) (*File, error) {
 	if int64(int(size)) != size {
 		return nil, syscall.EFBIG
 	}
-	data, err := syscall.Mmap(int(fd.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	data, err := unix.Mmap(int(fd.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return nil, err
 	}
 	return &File{data: data[:size:size], mapped: true}, nil
 }
 
-func dontNeed(b []byte) { _ = syscall.Madvise(b, syscall.MADV_DONTNEED) }
+func dontNeed(b []byte) { _ = unix.Madvise(b, unix.MADV_DONTNEED) }
 
 func resident(b []byte) int64 {
 	if len(b) == 0 {
@@ -42,7 +44,7 @@ func resident(b []byte) int64 {
 	}
 	page := os.Getpagesize()
 	vec := make([]byte, (len(b)+page-1)/page)
-	_, _, e := syscall.Syscall(syscall.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0])))
+	_, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0])))
 	if e != 0 {
 		return int64(len(b))
 	}
