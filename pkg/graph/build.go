@@ -2,8 +2,11 @@ package graph
 
 import (
 	"path"
+	"runtime"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"codectx/pkg/codectx"
 )
@@ -29,10 +32,19 @@ type builder struct {
 	topAll       map[string][]int32   // short name -> top-level functions and types, repo-wide
 	typesAll     map[string][]int32   // short name -> types, repo-wide
 	methAll      map[string][]int32   // short name -> methods, repo-wide
-	fedges       map[rawEdge]struct{} //
-	sedges       map[rawEdge]struct{} //
+	fedges       map[rawEdge]struct{} // import edges
 	stats        Stats                //
-	names        []string             // scratch for resolveRefs
+	refs         []resolver           // the call and type edges, by part of the symbols
+}
+
+// resolver resolves the references of a part of the symbols: the
+// builder's indexes are read-only by then, so parts run concurrently, each
+// gathering its own edges and counts.
+type resolver struct {
+	b                         *builder
+	fedges, sedges            []rawEdge // with repeats
+	ambiguous, ambiguousTypes int
+	names                     []string // scratch
 }
 
 type goModule struct{ dir, path string }
@@ -77,16 +89,49 @@ func Build(in Input) *Graph {
 		typesAll: map[string][]int32{},
 		methAll:  map[string][]int32{},
 		fedges:   map[rawEdge]struct{}{},
-		sedges:   map[rawEdge]struct{}{},
 	}
 	b.index(in)
 	for _, f := range b.files {
 		b.resolveImports(f)
 	}
-	for _, s := range b.syms {
-		b.resolveRefs(s)
-	}
+	b.resolveAll()
 	return b.graph()
+}
+
+// Symbols a part of resolveAll holds at least, and the most parts.
+const (
+	minPartSymbols = 4096
+	maxParts       = 4
+)
+
+// testParts, when positive, is the number of parts (tests).
+var testParts int
+
+// resolveAll resolves the references of every symbol, in parts over up to
+// one goroutine per CPU. The graph does not depend on the split: the edges
+// of all parts are sorted and deduplicated together, the counts summed.
+func (b *builder) resolveAll() {
+	n := max(1, min(runtime.GOMAXPROCS(0), maxParts, len(b.syms)/minPartSymbols))
+	if testParts > 0 {
+		n = testParts
+	}
+	b.refs = make([]resolver, n)
+	var wg sync.WaitGroup
+	for i := range b.refs {
+		r := &b.refs[i]
+		r.b = b
+		part := b.syms[i*len(b.syms)/n : (i+1)*len(b.syms)/n]
+		wg.Go(func() {
+			for _, s := range part {
+				r.resolveRefs(s)
+			}
+		})
+	}
+	wg.Wait()
+	for _, r := range b.refs {
+		b.stats.Ambiguous += r.ambiguous
+		b.stats.AmbiguousTypes += r.ambiguousTypes
+	}
 }
 
 func (b *builder) index(in Input) {
@@ -219,13 +264,14 @@ func (b *builder) addFileEdge(from, to int32, k EdgeKind) {
 	}
 }
 
-func (b *builder) addSymEdge(from, to int32, k EdgeKind) {
+func (r *resolver) addSymEdge(from, to int32, k EdgeKind) {
 	if from == to {
 		return
 	}
-	b.sedges[rawEdge{from, to, k}] = struct{}{}
-	ff, tf := b.syms[from].file, b.syms[to].file
-	b.addFileEdge(ff, tf, k)
+	r.sedges = append(r.sedges, rawEdge{from, to, k})
+	if ff, tf := r.b.syms[from].file, r.b.syms[to].file; ff != tf {
+		r.fedges = append(r.fedges, rawEdge{ff, tf, k})
+	}
 }
 
 func (b *builder) graph() *Graph {
@@ -241,15 +287,30 @@ func (b *builder) graph() *Graph {
 		g.symIDs[i] = s.id
 		g.symFile[i] = s.file
 	}
+	nf, ns := len(b.fedges), 0
+	for _, r := range b.refs {
+		nf += len(r.fedges)
+		ns += len(r.sedges)
+	}
+	g.fedges = make([]rawEdge, 0, nf)
 	for e := range b.fedges {
 		g.fedges = append(g.fedges, e)
 	}
-	for e := range b.sedges {
-		g.sedges = append(g.sedges, e)
+	g.sedges = make([]rawEdge, 0, ns)
+	for _, r := range b.refs {
+		g.fedges = append(g.fedges, r.fedges...)
+		g.sedges = append(g.sedges, r.sedges...)
 	}
+	g.fedges, g.sedges = sortedSet(g.fedges), sortedSet(g.sedges)
 	g.stats = b.stats
 	g.finish()
 	return g
+}
+
+// sortedSet sorts edges and drops repeats, in place.
+func sortedSet(edges []rawEdge) []rawEdge {
+	slices.SortFunc(edges, cmpEdge)
+	return slices.Compact(edges)
 }
 
 // targetKind reports whether a symbol of kind k can be the target of a call

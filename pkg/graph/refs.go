@@ -102,8 +102,9 @@ func (b *builder) sameDecl(x, y *symInfo) bool {
 	return g != "" && g == b.files[y.file].group
 }
 
-func (b *builder) resolveRefs(s *symInfo) {
-	names := b.names[:0]
+func (r *resolver) resolveRefs(s *symInfo) {
+	b := r.b
+	names := r.names[:0]
 	for _, c := range s.calls {
 		if n := cleanCallee(c); n != "" {
 			names = append(names, n)
@@ -113,9 +114,9 @@ func (b *builder) resolveRefs(s *symInfo) {
 		t, o := b.resolveCall(s, name)
 		switch o {
 		case found:
-			b.addSymEdge(s.idx, t, EdgeCall)
+			r.addSymEdge(s.idx, t, EdgeCall)
 		case ambiguous:
-			b.stats.Ambiguous++
+			r.ambiguous++
 		}
 	}
 	names = names[:0]
@@ -126,12 +127,12 @@ func (b *builder) resolveRefs(s *symInfo) {
 		t, o := b.resolveType(s, name)
 		switch o {
 		case found:
-			b.addSymEdge(s.idx, t, EdgeType)
+			r.addSymEdge(s.idx, t, EdgeType)
 		case ambiguous:
-			b.stats.AmbiguousTypes++
+			r.ambiguousTypes++
 		}
 	}
-	b.names = names
+	r.names = names
 }
 
 // uniq sorts and dedups names in place.
