@@ -547,11 +547,22 @@ func (p Previous) splice(ctx context.Context, store *blob.Bucket, g group, files
 	if oldFiles == nil {
 		return nil, nil, errNoSplice
 	}
-	data, err := store.Get(ctx, p.Shards[g.prev].Key)
+	key := p.Shards[g.prev].Key
+	data, err := store.Get(ctx, key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", errNoSplice, err)
 	}
-	old, err := segment.LoadShard(data, true)
+	// The graph input kept from the build that wrote or reused the shard
+	// (the previous one, mostly) is not decoded again.
+	var old *segment.Shard
+	if in := inputs.get(store, key); in != nil && len(data) == in.size {
+		if sum, cerr := segment.CheckShard(data); cerr == nil && sum == in.sum {
+			old, err = segment.LoadShardGraphIn(data, cloneGraphIn(in.graphIn))
+		}
+	}
+	if old == nil {
+		old, err = segment.LoadShard(data, true)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", errNoSplice, err)
 	}

@@ -143,6 +143,17 @@ func walkShard(data []byte, fn func(tag int, payload []byte) error) error {
 // full in-place shard's chunk strings and BM25 arrays alias data, which
 // must then not change.
 func LoadShard(data []byte, full bool) (*Shard, error) {
+	return loadShard(data, full, nil)
+}
+
+// LoadShardGraphIn is LoadShard(data, true) with the shard's graph input
+// given instead of decoded from data: the input a build kept of this
+// shard (the caller checks it is this shard's, by its checksum).
+func LoadShardGraphIn(data []byte, graphIn []graph.FileInput) (*Shard, error) {
+	return loadShard(data, true, graphIn)
+}
+
+func loadShard(data []byte, full bool, graphIn []graph.FileInput) (*Shard, error) {
 	s := &Shard{}
 	err := walkShard(data, func(tag int, p []byte) error {
 		var err error
@@ -154,7 +165,11 @@ func LoadShard(data []byte, full bool) (*Shard, error) {
 		case tagStats:
 			err = gunzipJSON(p, &s.Stats)
 		case tagGraphIn:
-			s.GraphIn, err = gunzipJSONList[graph.FileInput](p)
+			if graphIn != nil {
+				s.GraphIn = graphIn
+			} else {
+				s.GraphIn, err = gunzipJSONList[graph.FileInput](p)
+			}
 		case tagFiles:
 			s.Files, err = gunzipJSONList[File](p)
 		case tagChunks:
