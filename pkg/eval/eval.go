@@ -83,6 +83,10 @@ type Config struct {
 	// the BM25 chunk list and the whole-file and file-name lists reach.
 	Depth     int `json:"depth,omitempty"`
 	FileDepth int `json:"file_depth,omitempty"`
+	// ClassNames and Supertypes are query.Request.ClassNames and
+	// Supertypes: first-stage candidate lists measured for recall.
+	ClassNames bool `json:"class_names,omitempty"`
+	Supertypes bool `json:"supertypes,omitempty"`
 
 	model *rank.Model
 }
@@ -522,7 +526,7 @@ func runQuery(ctx context.Context, seg *segment.Segment, dn query.Dense, t Task,
 	res := TaskResult{Task: t.ID, Repo: t.Repo, Language: t.Language, Recall: map[int]float64{}, Tokens: map[int]int{}, PackFiles: map[int]int{}}
 	start := time.Now()
 	req := query.Request{Query: t.Query, Arms: c.Arms, Route: c.Route, Languages: Languages(t.Language), Scale: c.Scale, Paths: Candidate(t.Language), Ranker: c.Ranker, Features: features,
-		Depth: c.Depth, FileDepth: c.FileDepth}
+		Depth: c.Depth, FileDepth: c.FileDepth, ClassNames: c.ClassNames, Supertypes: c.Supertypes}
 	if features {
 		req.FeatureDepth = FeatureDepth
 	}

@@ -119,14 +119,22 @@ func (a abbr) abbreviates(t string) bool {
 }
 
 // fileNames returns the segment's name index, built once per segment.
-func fileNames(seg *segment.Segment) *nameIndex {
-	return seg.Memo("query.fileNames", func() any {
+func fileNames(seg *segment.Segment) *nameIndex { return fileNamesOf(seg, false) }
+
+// fileNamesOf is fileNames, with the files of classNamed languages too
+// when classes is set.
+func fileNamesOf(seg *segment.Segment, classes bool) *nameIndex {
+	key := "query.fileNames"
+	if classes {
+		key = "query.fileNamesClasses"
+	}
+	return seg.Memo(key, func() any {
 		ix := &nameIndex{files: map[string][]int{}, parts: make([]int, len(seg.Files))}
 		for i, f := range seg.Files {
 			// A test is named after what it tests: the name points at
 			// the code, not at its test (which the path prior ranks
 			// lower anyway).
-			if classNamed[f.Language] || IsTestPath(f.Path) {
+			if classNamed[f.Language] && !classes || IsTestPath(f.Path) {
 				continue
 			}
 			stem := fileStem(f.Path)
@@ -166,6 +174,12 @@ func title(q string) string {
 // Terms of the query's scope count double. Each file is represented by its
 // best chunk of the chunk ranking, else its module chunk.
 func (e *Engine) pathArm(q, scope string, chunks []int, k int, keep func(int) bool) []int {
+	return e.namesArm(q, scope, chunks, k, keep, false)
+}
+
+// namesArm is pathArm, over the file names of classNamed languages too
+// when classes is set (Request.ClassNames).
+func (e *Engine) namesArm(q, scope string, chunks []int, k int, keep func(int) bool, classes bool) []int {
 	seg := e.Seg
 	terms := nameTerms(title(q))
 	if len(terms) == 0 {
@@ -178,7 +192,7 @@ func (e *Engine) pathArm(q, scope string, chunks []int, k int, keep func(int) bo
 	for _, t := range tokenize.QueryTokens(scope) {
 		weight[t] = 2
 	}
-	names := fileNames(seg)
+	names := fileNamesOf(seg, classes)
 	type fileHit struct {
 		file  int
 		terms []string

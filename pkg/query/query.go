@@ -47,7 +47,7 @@ const armBM25File = "bm25-file"
 // subLists are the rankings fused as part of an arm, by the arm they
 // belong to: they share its fusion weight (scaled) and its name in
 // signals.
-var subLists = map[string]string{armBM25File: ArmBM25, armBM25Path: ArmBM25, armBM25Literal: ArmBM25, armGraphIndex: ArmGraph}
+var subLists = map[string]string{armBM25File: ArmBM25, armBM25Path: ArmBM25, armBM25Literal: ArmBM25, armGraphIndex: ArmGraph, armSymbolSuper: ArmSymbol}
 
 // IsList reports whether name is a ranking that Request.Scale can weigh:
 // an arm or a sub-list of one.
@@ -151,6 +151,13 @@ type Request struct {
 	// longer lists. They exist to measure first-stage recall (codectx eval
 	// --configs "depth", "file_depth").
 	Depth, FileDepth int
+	// ClassNames lets the file names of languages whose files are named
+	// after their class (Java) into the file-name list, and Supertypes
+	// adds the type-hierarchy list (the supertypes and subtypes of the
+	// classes the query names). Both are off by default; they exist to
+	// measure first-stage recall (codectx eval --configs "class_names",
+	// "supertypes"; docs/benchmarks.md, fifth round).
+	ClassNames, Supertypes bool
 }
 
 // Sent is a chunk an earlier pack of a session emitted.
@@ -324,6 +331,9 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 	if want[ArmSymbol] {
 		t := time.Now()
 		add(ArmSymbol, e.symbolArm(cls, keep))
+		if req.Supertypes {
+			add(armSymbolSuper, e.superArm(cls.Symbols, keep))
+		}
 		tm[ArmSymbol] = int(time.Since(t).Microseconds())
 	}
 	if want[ArmBM25] {
@@ -334,7 +344,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 		var fileIDs []int
 		fileIDs, fileBM = e.fileBM25Arm(q, chunks, fileDepth, keep)
 		add(armBM25File, fileIDs)
-		add(armBM25Path, e.pathArm(q, cls.Scope, chunks, fileDepth, keep))
+		add(armBM25Path, e.namesArm(q, cls.Scope, chunks, fileDepth, keep, req.ClassNames))
 		lits, err := e.literalArm(ctx, q, keep)
 		if err != nil {
 			return nil, fmt.Errorf("query: %w", err)
@@ -383,6 +393,11 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 	weights[armBM25Path] = bw * pathWeight
 	weights[armBM25Literal] = bw
 	weights[armGraphIndex] = bw * indexWeight
+	sw := 1.0
+	if w, ok := weights[ArmSymbol]; ok {
+		sw = w
+	}
+	weights[armSymbolSuper] = sw * superWeight
 	for name, f := range req.Scale {
 		w, ok := weights[name]
 		if !ok {
