@@ -213,7 +213,8 @@ type Cacher interface {
 // so a crash of the machine (not of the process: the object is replaced
 // atomically either way) can lose it or leave it torn. Readers of such
 // objects must detect a torn one; Sync before writing anything that names
-// them.
+// them. A key written by PutCache is not one to Swap: the store need not
+// order its writes against a Swap's compare.
 func (b *Bucket) PutCache(ctx context.Context, key string, data []byte) error {
 	if err := ValidKey(key); err != nil {
 		return wrap("put", key, err)

@@ -178,9 +178,19 @@ func (d *driver) Put(ctx context.Context, key string, data []byte) error {
 // PutCache is Put without the fsyncs of the file and its directory (two of
 // the four system calls that cost most of a small Put): the rename is still
 // atomic for every process, but a crash of the machine can lose or tear the
-// object until Sync.
+// object until Sync. It takes no lock either (four more system calls): the
+// lock orders writes against Swap's read-compare-write, and a cache object
+// is never swapped (blob.Bucket.PutCache); against another write or a
+// Delete, the rename alone decides which lands last, as the lock would.
 func (d *driver) PutCache(ctx context.Context, key string, data []byte) error {
-	return d.store(ctx, key, data, !writeBack)
+	path, err := d.path(key)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return d.put(path, data, !writeBack)
 }
 
 // Sync flushes the file system of the store (syncfs; without it PutCache
