@@ -142,13 +142,19 @@ func (b *Builder) AddIDs(fields *[NumFields][]uint32) int {
 	return doc
 }
 
-// grow sizes the per-term arrays for n term ids.
+// grow sizes the per-term arrays for n term ids, doubling their capacity
+// when they must move (a shard adds terms on most of its documents).
 func (b *Builder) grow(n int) {
 	old := len(b.post)
-	b.post = append(b.post, make([][]byte, n-old)...)
-	b.df = append(b.df, make([]uint32, n-old)...)
-	b.cur = append(b.cur, make([][NumFields]uint32, n-old)...)
-	b.last = append(b.last, make([]int32, n-old)...)
+	if n > cap(b.post) {
+		c := max(n, 2*cap(b.post), 1024)
+		b.post = append(make([][]byte, 0, c), b.post...)
+		b.df = append(make([]uint32, 0, c), b.df...)
+		b.cur = append(make([][NumFields]uint32, 0, c), b.cur...)
+		b.last = append(make([]int32, 0, c), b.last...)
+	}
+	// Within capacity the arrays were never used: zero.
+	b.post, b.df, b.cur, b.last = b.post[:n], b.df[:n], b.cur[:n], b.last[:n]
 	for i := old; i < n; i++ {
 		b.last[i] = -1
 	}

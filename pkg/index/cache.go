@@ -34,7 +34,20 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 var errTorn = errors.New("torn parse-cache entry")
 
 func encodeParsed(res chunk.Result) ([]byte, error) {
+	// Sized once for the chunks' text (JSON escapes newlines, tabs and
+	// quotes: a little more than the text), not grown by doubling.
+	n := 512
+	for i := range res.Chunks {
+		c := &res.Chunks[i]
+		n += 256 + len(c.Body) + len(c.Doc) + len(c.Signature) + len(c.Name)
+		for _, ss := range [...][]string{c.Calls, c.Types, c.Imports} {
+			for _, s := range ss {
+				n += len(s) + 3
+			}
+		}
+	}
 	var b bytes.Buffer
+	b.Grow(n + n/8)
 	b.WriteString(parsedMagic)
 	b.Write(make([]byte, 4))
 	if err := json.NewEncoder(&b).Encode(res); err != nil {
