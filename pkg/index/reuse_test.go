@@ -45,6 +45,8 @@ func TestReuseEqualsFresh(t *testing.T) {
 				return string(data)
 			}
 			hex, csv := read("encoding/hex/hex.go"), read("encoding/csv/reader.go")
+			decl := "package hex\n\n// DecoderOne is a decoder state.\ntype DecoderOne struct{}\n\n// DecoderTwo is a decoder state.\ntype DecoderTwo struct{}\n\n// DecoderThree is a decoder state.\ntype DecoderThree struct{}\n"
+			code := "package hex\n\n// Alpha runs the decoder.\nfunc Alpha() {}\n\n// Beta runs the decoder.\nfunc Beta() {}\n\n// Gamma runs the decoder state.\nfunc Gamma() {}\n"
 			steps := []struct {
 				name    string
 				files   map[string]string
@@ -62,6 +64,12 @@ func TestReuseEqualsFresh(t *testing.T) {
 				}},
 				{name: "back", files: map[string]string{"encoding/hex/hex.go": hex, "encoding/gob/new.go": ""}, release: true},
 				{name: "history only", files: map[string]string{"README.md": "# std\n\nChanged again.\n"}, shared: 7},
+				// A declaration-only file whose name abbreviates its
+				// symbols' word, then code with other names: its entries
+				// of every table the searchers derive change.
+				{name: "declarations", files: map[string]string{"encoding/hex/dec.go": decl}, shared: 5},
+				{name: "code", files: map[string]string{"encoding/hex/dec.go": code}, shared: 7},
+				{name: "unchanged file", files: map[string]string{"encoding/hex/hex.go": hex + "\n// Touched.\n"}, shared: 7},
 			}
 			var prev *segment.Segment
 			for i, st := range steps {
@@ -108,6 +116,7 @@ func TestReuseEqualsFresh(t *testing.T) {
 					t.Fatalf("%s: Lookup(decode) = %v", st.name, ids)
 				}
 				sameAnswers(t, got, want)
+				sameAnswersTo(t, got, want, []string{"hex decoder state", "dec", "decoder", "hex Alpha"})
 				if prev != nil {
 					prev.Release()
 				}

@@ -163,8 +163,14 @@ func mustJSON(v any) string {
 // features, and the packed context.
 func sameAnswers(t *testing.T, got, want *segment.Segment) {
 	t.Helper()
+	sameAnswersTo(t, got, want, shardQueries)
+}
+
+// sameAnswersTo is sameAnswers for the queries given.
+func sameAnswersTo(t *testing.T, got, want *segment.Segment, queries []string) {
+	t.Helper()
 	ctx := context.Background()
-	for _, q := range shardQueries {
+	for _, q := range queries {
 		for _, ranker := range []string{query.RankLearned, query.RankRRF} {
 			req := query.Request{Query: q, Route: true}
 			req.Budget, req.Ranker, req.Features = 4000, ranker, true

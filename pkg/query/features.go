@@ -567,9 +567,16 @@ func (d defIndex) top(ws []string) map[string]bool {
 // symTokens maps each file to the distinct tokens of its symbols' names,
 // built once per segment.
 func symTokens(seg *segment.Segment) map[string]map[string]bool {
-	return seg.Memo("query.symTokens", func() any {
+	return seg.MemoFrom("query.symTokens", func(old any, same func(string) bool) any {
+		prev, _ := old.(map[string]map[string]bool)
 		m := make(map[string]map[string]bool, len(seg.Files))
 		for _, f := range seg.Files {
+			if prev != nil && same(f.Path) {
+				if set, ok := prev[f.Path]; ok {
+					m[f.Path] = set
+				}
+				continue
+			}
 			var set map[string]bool
 			for _, id := range f.Chunks {
 				c := seg.Chunks[id]
@@ -843,9 +850,14 @@ type words3 struct{ path, dir, stem []string }
 // table built once per segment for its files (tokenized on the spot for a
 // path that is not one).
 func pathWords(seg *segment.Segment, p string) words3 {
-	m := seg.Memo("query.pathWords", func() any {
+	m := seg.MemoFrom("query.pathWords", func(old any, _ func(string) bool) any {
+		prev, _ := old.(map[string]words3) // a path's words are the path's alone
 		m := make(map[string]words3, len(seg.Files))
 		for _, f := range seg.Files {
+			if w, ok := prev[f.Path]; ok {
+				m[f.Path] = w
+				continue
+			}
 			m[f.Path] = words3{tokenize.Tokens(f.Path), tokenize.Tokens(path.Dir(f.Path)), tokenize.Tokens(fileStem(f.Path))}
 		}
 		return m

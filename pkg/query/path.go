@@ -57,9 +57,10 @@ var classNamed = map[codectx.Language]bool{codectx.Java: true}
 // nameIndex maps each term of a file name to the files (positions in
 // Segment.Files) whose name has it, and holds each name's part count.
 type nameIndex struct {
-	files map[string][]int
-	parts []int
-	abbrs []abbr
+	files  map[string][]int
+	parts  []int
+	abbrs  []abbr
+	byPath map[string]fileName // each file's entry, for the next snapshot's index
 }
 
 // abbr is a file-name part that abbreviates a word the file's symbols
@@ -118,42 +119,70 @@ func (a abbr) abbreviates(t string) bool {
 	return n >= len(a.short)+minExpand && n >= len(a.long)-2
 }
 
+// fileName is what a file adds to the name index: the parts of its name
+// (0: not indexed), its distinct name tokens and, for each, the word it
+// abbreviates ("" if none).
+type fileName struct {
+	parts       int
+	toks, longs []string
+}
+
 // fileNames returns the segment's name index, built once per segment.
 func fileNames(seg *segment.Segment) *nameIndex { return fileNamesOf(seg, false) }
 
 // fileNamesOf is fileNames, with the files of classNamed languages too
-// when classes is set.
+// when classes is set. A file that came from a shard the segment it was
+// joined from holds has its entry taken from that one's index.
 func fileNamesOf(seg *segment.Segment, classes bool) *nameIndex {
 	key := "query.fileNames"
 	if classes {
 		key = "query.fileNamesClasses"
 	}
-	return seg.Memo(key, func() any {
-		ix := &nameIndex{files: map[string][]int{}, parts: make([]int, len(seg.Files))}
+	return seg.MemoFrom(key, func(old any, same func(string) bool) any {
+		prev, _ := old.(*nameIndex)
+		ix := &nameIndex{files: map[string][]int{}, parts: make([]int, len(seg.Files)), byPath: make(map[string]fileName, len(seg.Files))}
 		for i, f := range seg.Files {
-			// A test is named after what it tests: the name points at
-			// the code, not at its test (which the path prior ranks
-			// lower anyway).
-			if classNamed[f.Language] && !classes || IsTestPath(f.Path) {
-				continue
+			e, ok := fileName{}, false
+			if prev != nil && same(f.Path) {
+				e, ok = prev.byPath[f.Path]
 			}
-			stem := fileStem(f.Path)
-			ix.parts[i] = max(1, len(tokenize.Split(stem)))
-			var seen []string
-			for _, t := range tokenize.Tokens(stem) {
-				if !slices.Contains(seen, t) {
-					seen = append(seen, t)
-					ix.files[t] = append(ix.files[t], i)
-					if len(t) <= maxAbbr {
-						if long := expand(seg, f, t); long != "" {
-							ix.abbrs = append(ix.abbrs, abbr{file: i, short: t, long: long})
-						}
-					}
+			if !ok {
+				e = nameOf(seg, f, classes)
+			}
+			ix.byPath[f.Path] = e
+			ix.parts[i] = e.parts
+			for k, t := range e.toks {
+				ix.files[t] = append(ix.files[t], i)
+				if e.longs[k] != "" {
+					ix.abbrs = append(ix.abbrs, abbr{file: i, short: t, long: e.longs[k]})
 				}
 			}
 		}
 		return ix
 	}).(*nameIndex)
+}
+
+// nameOf is file f's entry of the name index (with classNamed languages
+// when classes is set).
+func nameOf(seg *segment.Segment, f segment.File, classes bool) fileName {
+	// A test is named after what it tests: the name points at the code,
+	// not at its test (which the path prior ranks lower anyway).
+	if classNamed[f.Language] && !classes || IsTestPath(f.Path) {
+		return fileName{}
+	}
+	stem := fileStem(f.Path)
+	e := fileName{parts: max(1, len(tokenize.Split(stem)))}
+	for _, t := range tokenize.Tokens(stem) {
+		if !slices.Contains(e.toks, t) {
+			long := ""
+			if len(t) <= maxAbbr {
+				long = expand(seg, f, t)
+			}
+			e.toks = append(e.toks, t)
+			e.longs = append(e.longs, long)
+		}
+	}
+	return e
 }
 
 // title is the first non-empty line of q. A task's or commit's title names

@@ -32,9 +32,16 @@ const (
 // runs, not by the file that types its options (source/types/hooks.ts),
 // though the type file repeats the same words in its field names and docs.
 func declOnly(seg *segment.Segment) map[string]bool {
-	return seg.Memo("query.declOnly", func() any {
+	return seg.MemoFrom("query.declOnly", func(old any, same func(string) bool) any {
+		prev, _ := old.(map[string]bool)
 		m := map[string]bool{}
 		for _, f := range seg.Files {
+			if prev != nil && same(f.Path) {
+				if prev[f.Path] {
+					m[f.Path] = true
+				}
+				continue
+			}
 			decl, code := false, false
 			for _, id := range f.Chunks {
 				switch seg.Chunks[id].Kind {

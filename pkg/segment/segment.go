@@ -97,6 +97,7 @@ type Segment struct {
 	memoMu    sync.Mutex
 	memo      map[string]any
 	memoBytes atomic.Int64 // heapOf the memo values
+	lent      *lent        // of a segment joined with shards of another (Joiner.Reuse): for MemoFrom
 
 	heapOnce sync.Once
 	heapBase int64 // HeapSize without what searchers derive later
@@ -122,6 +123,9 @@ func (s *Segment) Release() {
 		for _, f := range s.maps {
 			f.Release()
 		}
+		s.memoMu.Lock()
+		s.lent = nil // an evicted segment lends no more
+		s.memoMu.Unlock()
 	})
 }
 
@@ -181,10 +185,68 @@ func (s *Segment) Memo(key string, build func() any) any {
 	if s.memo == nil {
 		s.memo = map[string]any{}
 	}
+	s.unlend(key)
 	v := build()
 	s.memo[key] = v
 	s.memoBytes.Add(s.heapOf(v))
 	return v
+}
+
+// lent is what a segment joined with shards taken from another (Joiner.Reuse)
+// keeps of that one for MemoFrom: its memo values when the join ran, and
+// the ranges of this segment's files that came from its shards. Each value
+// is dropped once its key is built here, so no chain of snapshots is kept.
+type lent struct {
+	memo  map[string]any
+	files [][2]int // ranges of Files taken from the other segment's shards
+}
+
+// MemoFrom is Memo for a table that can be built in part from the same
+// table of the segment this one was joined from, when it was joined with
+// shards of another (Joiner.Reuse) that had built it: build gets that
+// value (nil if none) and same, which reports whether the file at a path
+// came from a shard the two share, so that its entries of the old table
+// are its entries of the new one (the same bytes: the same path, content,
+// chunks and names). build must give what it gives with old nil.
+func (s *Segment) MemoFrom(key string, build func(old any, same func(path string) bool) any) any {
+	s.memoMu.Lock()
+	defer s.memoMu.Unlock()
+	if v, ok := s.memo[key]; ok {
+		return v
+	}
+	if s.memo == nil {
+		s.memo = map[string]any{}
+	}
+	var old any
+	same := func(string) bool { return false }
+	if l := s.lent; l != nil {
+		old = l.memo[key]
+		s.unlend(key)
+		same = func(p string) bool {
+			i, ok := s.byPath[p]
+			for _, r := range l.files {
+				if ok && i >= r[0] && i < r[1] {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	v := build(old, same)
+	s.memo[key] = v
+	s.memoBytes.Add(s.heapOf(v))
+	return v
+}
+
+// unlend drops the lent value of key (built here now). Called with
+// s.memoMu held.
+func (s *Segment) unlend(key string) {
+	if s.lent != nil {
+		delete(s.lent.memo, key)
+		if len(s.lent.memo) == 0 {
+			s.lent = nil
+		}
+	}
 }
 
 // New assembles a segment from its parts and derives the symbol table.

@@ -313,6 +313,8 @@ type Joiner struct {
 	fresh   []*mapfile.File // the mappings this join read (checked), not taken from prev
 	prev    *Segment
 	reuse   map[string]*shardPart // of prev, by shard key
+	// lentFiles are the ranges of the joined Files taken from prev.
+	lentFiles [][2]int
 }
 
 // shardPart is where one shard lies in a joined segment, and what of it a
@@ -407,6 +409,7 @@ func (j *Joiner) AddReused() bool {
 	}
 	j.s.heldHeap += q.held
 	j.s.parts = append(j.s.parts, q)
+	j.lentFiles = append(j.lentFiles, [2]int{fbase, len(j.s.Files)})
 	j.next++
 	return true
 }
@@ -547,7 +550,18 @@ func (j *Joiner) Segment() (*Segment, error) {
 	for _, f := range j.fresh {
 		f.Drop()
 	}
-	j.prev, j.reuse = nil, nil
+	if len(j.lentFiles) > 0 {
+		j.prev.memoMu.Lock()
+		memo := make(map[string]any, len(j.prev.memo))
+		for k, v := range j.prev.memo {
+			memo[k] = v
+		}
+		j.prev.memoMu.Unlock()
+		if len(memo) > 0 {
+			s.lent = &lent{memo: memo, files: j.lentFiles}
+		}
+	}
+	j.prev, j.reuse, j.lentFiles = nil, nil, nil
 	return s, nil
 }
 
