@@ -548,10 +548,11 @@ func (p Previous) splice(ctx context.Context, store *blob.Bucket, g group, files
 		return nil, nil, errNoSplice
 	}
 	key := p.Shards[g.prev].Key
-	data, err := store.Get(ctx, key)
+	data, release, err := readShard(ctx, store, key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", errNoSplice, err)
 	}
+	defer release()
 	// The graph input kept from the build that wrote or reused the shard
 	// (the previous one, mostly) is not decoded again.
 	var old *segment.Shard
@@ -567,6 +568,23 @@ func (p Previous) splice(ctx context.Context, store *blob.Bucket, g group, files
 		return nil, nil, fmt.Errorf("%w: %v", errNoSplice, err)
 	}
 	return spliceShard(ctx, old, oldFiles, files, parse, p.Load)
+}
+
+// readShard returns the stored shard at key and the end of its use: the
+// pages this process maps already when the store keeps the shard as a
+// local file that the query side maps (`codectx up`), so that checking an
+// unchanged shard copies nothing into the heap; otherwise the shard read
+// (a file mapped for the first time would be held until the process
+// exits, deleted or not). Mapped data stays readable (mapfile): what
+// aliases it may outlive release.
+func readShard(ctx context.Context, store *blob.Bucket, key string) ([]byte, func(), error) {
+	if p, ok, _ := store.LocalPath(key); ok && mapfile.IsMapped(p) {
+		if f, err := mapfile.Open(p); err == nil {
+			return f.Data(), f.Release, nil
+		}
+	}
+	data, err := store.Get(ctx, key)
+	return data, func() {}, err
 }
 
 // BuildShardsFrom is BuildShards starting from prev: a shard whose files
@@ -625,7 +643,7 @@ func BuildShardsFrom(ctx context.Context, store *blob.Bucket, m *Manifest, prevI
 		base := st.Chunks
 		var sh *segment.Shard
 		var size int
-		data, err := store.Get(ctx, key)
+		data, release, err := readShard(ctx, store, key)
 		if err == nil {
 			// Kept from an earlier build: checked, not decoded again.
 			if in := inputs.get(store, key); in != nil && len(data) == in.size {
@@ -639,6 +657,7 @@ func BuildShardsFrom(ctx context.Context, store *blob.Bucket, m *Manifest, prevI
 					inputs.put(store, key, newShardInput(sh, data))
 				}
 			}
+			release()
 		}
 		if err == nil {
 			st.Reused += len(files)

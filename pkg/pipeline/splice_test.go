@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,7 +14,9 @@ import (
 	"testing"
 
 	"codectx/pkg/blob"
+	"codectx/pkg/blob/local"
 	"codectx/pkg/index"
+	"codectx/pkg/mapfile"
 	"codectx/pkg/queue"
 	"codectx/pkg/segment"
 	"codectx/pkg/source"
@@ -41,7 +44,45 @@ func (c *counting) Get(ctx context.Context, key string) ([]byte, error) {
 // files' parse results. The shard lists, their graphs and every shard are
 // the same bytes; a one-file change reads two parse results (the file's
 // old and new ones), not its shard's.
+//
+// It runs with the shards read from a store in memory, and from a local
+// store whose shards the process maps already (as `codectx up`'s query
+// side does), which the graph stage then reads where they are mapped.
 func TestSpliceEqualsRebuild(t *testing.T) {
+	t.Run("read", func(t *testing.T) { spliceEqualsRebuild(t, false) })
+	t.Run("mapped", func(t *testing.T) { spliceEqualsRebuild(t, true) })
+}
+
+// countingLocal is counting over a local store, with its files.
+type countingLocal struct{ *counting }
+
+func (c countingLocal) FilePath(key string) (string, error) {
+	p, ok, err := c.Bucket.LocalPath(key)
+	if err == nil && !ok {
+		err = errors.New("not a local store")
+	}
+	return p, err
+}
+
+// mapShards maps every shard of store, as the query side does.
+func mapShards(t *testing.T, store *blob.Bucket) int {
+	keys, err := store.List(context.Background(), "shards/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		p, ok, err := store.LocalPath(k)
+		if err != nil || !ok {
+			t.Fatalf("shard %s: no local path (%v)", k, err)
+		}
+		if _, err := mapfile.Open(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return len(keys)
+}
+
+func spliceEqualsRebuild(t *testing.T, mapped bool) {
 	ctx := context.Background()
 	files := map[string]string{"go.mod": "module std\n"}
 	for _, pkg := range []string{"encoding/hex", "encoding/csv", "encoding/base64", "bufio"} {
@@ -88,8 +129,18 @@ func TestSpliceEqualsRebuild(t *testing.T) {
 		}, false},
 		{"generated deleted, a package emptied", map[string]string{"encoding/hex/gen.go": "", "encoding/hex/extra.go": "", "encoding/hex/hex.go": ""}, false},
 	}
-	spliced := &counting{Bucket: blob.NewMem()}
+	under := blob.NewMem()
+	if mapped {
+		var err error
+		if under, err = local.Open(t.TempDir()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spliced := &counting{Bucket: under}
 	splicedStore := blob.NewBucket(spliced)
+	if mapped {
+		splicedStore = blob.NewBucket(countingLocal{spliced})
+	}
 	rebuilt := blob.NewMem()
 	const shardBytes = 8 << 10
 	// snapshot parses the work tree's files into store and writes its
@@ -147,6 +198,9 @@ func TestSpliceEqualsRebuild(t *testing.T) {
 			r.Commit(name, steps[i].files)
 		}
 		j, _ := snapshot(splicedStore)
+		if mapped && i >= 0 && mapShards(t, splicedStore) == 0 {
+			t.Fatal("no shard to map")
+		}
 		before := spliced.parseGets.Load()
 		key, err := BuildSegment(ctx, splicedStore, j)
 		if err != nil {
