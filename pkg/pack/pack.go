@@ -63,6 +63,39 @@ type Candidate struct {
 	// neither contains nor is contained by other chunks of its file, so a
 	// method is never folded into its class outline.
 	Outline bool
+	// Prep, when set, is NewPrep of this candidate, kept by the caller
+	// across queries: the renderings are cut from it and counted through
+	// it. nil: they are made afresh.
+	Prep *Prep
+}
+
+// Prep is what the renderings of one candidate share from query to query:
+// its body as emitted and the stubs' texts below the header line, each a
+// tokens.Tail, which remembers what counting it below a header learns
+// (the header alone changes with the query's signals). A query engine
+// keeps one per chunk; it must only be given with the candidate it was
+// made from.
+type Prep struct {
+	body     *tokens.Tail // the body as emitted: "" when blank
+	doc, sig *tokens.Tail // a stub's text below its header: with the doc, signature alone
+}
+
+// NewPrep returns the Prep of c (Body, Doc and Signature are read).
+func NewPrep(c Candidate) *Prep {
+	body := strings.TrimRight(c.Body, " \t\r\n")
+	if strings.TrimSpace(body) == "" {
+		body = ""
+	}
+	return &Prep{
+		body: tokens.NewTail(body),
+		doc:  tokens.NewTail(string(appendStubRest(nil, c, true))),
+		sig:  tokens.NewTail(string(appendStubRest(nil, c, false))),
+	}
+}
+
+// Size estimates the heap bytes p holds beyond the candidate's body.
+func (p *Prep) Size() int64 {
+	return 512 + int64(len(p.doc.Text())+len(p.sig.Text()))
 }
 
 // Granularity is how much of a chunk was emitted.
@@ -188,6 +221,7 @@ func Pack(cands []Candidate, opt Options) Result {
 	}
 	var picks []pick
 	perFile := make([]int, nfiles)
+	var hdr []byte // headers of renderings cut from Preps, appended and never written again
 	tryItem := func(it *item) {
 		if opt.MaxPerFile > 0 && perFile[it.file] >= opt.MaxPerFile {
 			res.Dropped++
@@ -199,9 +233,15 @@ func Pack(cands []Candidate, opt Options) Result {
 		}
 		// The renderings are made one at a time: most candidates of a
 		// long ranking fit as a stub or not at all.
-		l := ladder{it: it}
+		l := ladder{it: it, hdr: hdr}
 		for r, ok := l.next(); ok; r, ok = l.next() {
-			if n, ok := atMost(r.head, r.body, left-sepCost); ok {
+			var n int
+			if r.tail != nil && opt.Count == nil {
+				n, ok = r.tail.CountJoinAtMost(r.head, left-sepCost)
+			} else {
+				n, ok = atMost(r.head, r.body, left-sepCost)
+			}
+			if ok {
 				p := r.p
 				if p.Text = r.text; p.Text == "" {
 					p.Text = r.head + r.body
@@ -210,9 +250,11 @@ func Pack(cands []Candidate, opt Options) Result {
 				left -= n + sepCost
 				perFile[it.file]++
 				picks = append(picks, pick{it, p})
+				hdr = l.hdr
 				return
 			}
 		}
+		hdr = l.hdr
 		res.Dropped++
 	}
 	if opt.FileFirst {
@@ -308,6 +350,8 @@ type ladder struct {
 	step  int
 	seen  [6]rendering // the texts yielded so far
 	nseen int
+	hdr   []byte    // where headers of Prep renderings are appended (see cut)
+	stub  [2]string // the stub header of main and best, once made
 }
 
 // rendering is one way to emit a candidate: p with the text head+body,
@@ -316,7 +360,8 @@ type ladder struct {
 type rendering struct {
 	p          Packed
 	head, body string
-	text       string // head+body when they are one string already (a stub), else ""
+	text       string       // head+body when they are one string already (a stub), else ""
+	tail       *tokens.Tail // of body, when cut from a Prep
 }
 
 // same reports whether r and o emit the same text.
@@ -345,14 +390,33 @@ func (l *ladder) next() (rendering, bool) {
 		var r rendering
 		switch l.step / 2 {
 		case 0:
+			if c.Prep != nil {
+				r.p = Packed{Candidate: c, Granularity: Full}
+				r.tail = c.Prep.body
+				if r.body = r.tail.Text(); r.body == "" {
+					r.head = l.header(c, Full, "")
+				} else {
+					r.head = l.header(c, Full, "\n")
+				}
+				break
+			}
 			r.p = Packed{Candidate: c, Granularity: Full}
 			r.head, r.body = fullText(c, it.signals)
-		case 1:
+		case 1, 2:
 			r.p = Packed{Candidate: c, Granularity: Stub}
-			r.text, r.head, r.body = stubText(c, it.signals, true)
-		default:
-			r.p = Packed{Candidate: c, Granularity: Stub}
-			r.text, r.head, r.body = stubText(c, it.signals, false)
+			withDoc := l.step/2 == 1
+			if c.Prep == nil {
+				r.text, r.head, r.body = stubText(c, it.signals, withDoc)
+				break
+			}
+			if r.tail = c.Prep.sig; withDoc {
+				r.tail = c.Prep.doc
+			}
+			if r.head = l.stub[l.step%2]; r.head == "" {
+				r.head = l.header(c, Stub, "")
+				l.stub[l.step%2] = r.head
+			}
+			r.body = r.tail.Text()
 		}
 		if slices.ContainsFunc(l.seen[:l.nseen], r.same) {
 			continue
@@ -364,6 +428,17 @@ func (l *ladder) next() (rendering, bool) {
 		return r, true
 	}
 	return rendering{}, false
+}
+
+// header appends c's header line of granularity g and then end to l.hdr
+// and returns them as a string of l.hdr's bytes: l.hdr is only appended
+// to, so bytes once returned are never written again (when it grows, the
+// strings keep the old array).
+func (l *ladder) header(c Candidate, g Granularity, end string) string {
+	start := len(l.hdr)
+	l.hdr = appendHeader(l.hdr, c, l.it.signals, g)
+	l.hdr = append(l.hdr, end...)
+	return unsafe.String(&l.hdr[start], len(l.hdr)-start)
 }
 
 // Header returns the header line of a chunk:
@@ -481,6 +556,15 @@ func stubText(c Candidate, signals []string, withDoc bool) (text, head, rest str
 	b := make([]byte, 0, 128+len(c.Signature)+len(c.Doc))
 	b = appendHeader(b, c, signals, Stub)
 	n := len(b)
+	b = appendStubRest(b, c, withDoc)
+	text = owned(b)
+	return text, text[:n], text[n:]
+}
+
+// appendStubRest appends a stub's text below its header line: the doc as
+// "// " comment lines (if withDoc) and the signature, or the first
+// non-blank line of the body when there is no signature.
+func appendStubRest(b []byte, c Candidate, withDoc bool) []byte {
 	if withDoc {
 		if doc := strings.Trim(c.Doc, " \t\r\n"); doc != "" {
 			for rest, more := doc, true; more; {
@@ -507,8 +591,7 @@ func stubText(c Candidate, signals []string, withDoc bool) (text, head, rest str
 		b = append(b, '\n')
 		b = append(b, sig...)
 	}
-	text = owned(b)
-	return text, text[:n], text[n:]
+	return b
 }
 
 // dedup sorts cands strongest first and folds overlapping chunks of one

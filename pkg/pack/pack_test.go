@@ -486,3 +486,33 @@ func TestRenderingSame(t *testing.T) {
 		}
 	}
 }
+
+// TestPackPrep checks that candidates carrying a Prep pack exactly as
+// those without: the same chunks, texts, counts and drops, for Preps
+// shared across many packs (their tails remember counts from earlier
+// budgets).
+func TestPackPrep(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	for i := range 300 {
+		cs := randCands(r)
+		with := make([]Candidate, len(cs))
+		for j, c := range cs {
+			c.Prep = NewPrep(c)
+			with[j] = c
+		}
+		for range 4 {
+			opt := Options{Budget: r.Intn(3000), MaxPerFile: r.Intn(3), FileFirst: r.Intn(2) == 0, Ranked: r.Intn(2) == 0}
+			if r.Intn(4) == 0 {
+				opt.Budget = r.Intn(60)
+			}
+			want, got := Pack(cs, opt), Pack(with, opt)
+			for j := range got.Chunks {
+				got.Chunks[j].Prep = nil
+			}
+			// Printed, not DeepEqual: NaN scores are equal as text.
+			if g, w := fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", want); g != w {
+				t.Fatalf("case %d, %+v: with Preps\n%s\nwithout\n%s", i, opt, g, w)
+			}
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"codectx/pkg/classify"
@@ -521,6 +522,8 @@ func PackAll(parts []Part, req Request, count func(string) int) *Response {
 		if len(fused) > limit {
 			fused = fused[:limit]
 		}
+		preps := packPreps(seg)
+		all = slices.Grow(all, len(fused))
 		for _, s := range fused {
 			id, _ := strconv.Atoi(s.ID)
 			c := seg.Chunks[id]
@@ -530,6 +533,9 @@ func PackAll(parts []Part, req Request, count func(string) int) *Response {
 				Signature: c.Signature, Doc: c.Doc, Body: c.Body, Score: s.Score, Signals: s.Arms,
 				Outline: c.EndByte-c.StartByte != len(c.Body),
 			})
+			if count == nil {
+				all[len(all)-1].Prep = preps.get(seg, id, &all[len(all)-1])
+			}
 		}
 		for _, f := range rk.Files {
 			if len(parts) > 1 {
@@ -583,6 +589,45 @@ func PackAll(parts []Part, req Request, count func(string) int) *Response {
 		})
 	}
 	return out
+}
+
+// prepTable holds the packer's Prep of each chunk of a segment asked for
+// so far (pack.Prep: a chunk's renderings and what counting them learnt),
+// up to maxPreps of them; its bytes are counted in the segment's heap.
+type prepTable struct {
+	preps []atomic.Pointer[pack.Prep] // by chunk id
+	n     atomic.Int64
+}
+
+// maxPreps bounds the Preps of one segment (a segment's first 16,384
+// chunks to reach the packer keep theirs).
+const maxPreps = 1 << 14
+
+func packPreps(seg *segment.Segment) *prepTable {
+	return seg.Memo("query.packPreps", func() any {
+		return &prepTable{preps: make([]atomic.Pointer[pack.Prep], len(seg.Chunks))}
+	}).(*prepTable)
+}
+
+// get returns the Prep of chunk id (c is its candidate), made on first
+// use; nil once the table is full.
+func (t *prepTable) get(seg *segment.Segment, id int, c *pack.Candidate) *pack.Prep {
+	if id < 0 || id >= len(t.preps) {
+		return nil
+	}
+	if p := t.preps[id].Load(); p != nil {
+		return p
+	}
+	if t.n.Load() >= maxPreps {
+		return nil
+	}
+	p := pack.NewPrep(*c)
+	if !t.preps[id].CompareAndSwap(nil, p) {
+		return t.preps[id].Load()
+	}
+	t.n.Add(1)
+	seg.MemoGrew(p.Size())
+	return p
 }
 
 // leaveOutSent drops the candidates that overlap a chunk already sent (same

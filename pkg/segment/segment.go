@@ -249,6 +249,10 @@ func (s *Segment) unlend(key string) {
 	}
 }
 
+// MemoGrew counts n more bytes in HeapSize for a memo value that grows
+// after it was built (a table filled as queries ask for its entries).
+func (s *Segment) MemoGrew(n int64) { s.memoBytes.Add(n) }
+
 // New assembles a segment from its parts and derives the symbol table.
 func New(meta Meta, files []File, chunks []codectx.Chunk, ix, fileIx *bm25.Index, g *graph.Graph, hist []Commit) *Segment {
 	s := &Segment{Meta: meta, Files: files, Chunks: chunks, BM25: ix, FileBM25: fileIx, Graph: g, History: hist}

@@ -1,0 +1,124 @@
+package tokens
+
+import (
+	"fmt"
+	"math/rand"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestTail checks Tail.CountJoinAtMost against CountJoinAtMost: texts
+// counted under many heads, at limits in random order (so that what a
+// Tail keeps, exact counts and bounds, is read back at other limits),
+// from several goroutines.
+func TestTail(t *testing.T) {
+	r := rand.New(rand.NewSource(9))
+	heads := []string{
+		"", "x", "é\n", " \n", "// h\n",
+		"// compile@worktree-bcd1:ssa/rewrite.go#L10-42 (*Func).newValue (method) [bm25,graph]\n",
+		"// compile@worktree-bcd1:ssa/rewrite.go#L10-42 (*Func).newValue (method, stub) [bm25,graph]",
+		"// r@c:a.go#L1-1 F (function, stub)", "// r@c:a.go#L1-1 (stub) [symbol]", "// r@c:a.go#L3-4 x's (stub) [bm25]",
+		"// r@c:a.go#L1-1 F (function, stub) [bm25,symbol,graph]", "abc'l", "abc'", "x  ", "]",
+	}
+	texts := []string{"\n// Doc says.\nfunc F()", "\n//\n// two\n//\nfunc F(x int) error", "\nfunc F()", "\n'll go", "\n", "",
+		"\n  \n\t", "\n/x", "l", "s", "ve", "  y", "func F() {\n\treturn\n}", "/ comment\nx", "\tindented", "é body"}
+	for range 60 {
+		b := randText(r, r.Intn(1500))
+		switch r.Intn(6) {
+		case 1:
+			b = "\n// " + b
+		case 2:
+			b = strings.Repeat(" \n", LongRun) + b
+		case 3:
+			b = strings.Repeat("x", 2*pieceMin) + "\n" + b
+		}
+		texts = append(texts, b)
+	}
+	type q struct {
+		head  string
+		limit int
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 1)
+	for ti, text := range texts {
+		tail := NewTail(text)
+		if tail.Text() != text {
+			t.Fatalf("Text() = %q, want %q", tail.Text(), text)
+		}
+		var qs []q
+		for _, h := range heads {
+			if r.Intn(3) == 0 {
+				h = randText(r, r.Intn(30))
+			}
+			want := Count(h + text)
+			for _, l := range []int{0, want / 3, want / 2, want - 1, want, want + 5, -1} {
+				qs = append(qs, q{h, l})
+			}
+		}
+		r.Shuffle(len(qs), func(i, j int) { qs[i], qs[j] = qs[j], qs[i] })
+		for g := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := g; i < len(qs); i += 2 { // overlapping thirds
+					h, l := qs[i].head, qs[i].limit
+					want := Count(h + text)
+					got, ok := tail.CountJoinAtMost(h, l)
+					if (ok && (got != want || got > l)) || (!ok && (got <= l || want <= l)) {
+						select {
+						case errs <- fmt.Sprintf("text %d: Tail(%.60q).CountJoinAtMost(%q, %d) = %d, %v; Count %d", ti, text, h, l, got, ok, want):
+						default:
+						}
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	select {
+	case e := <-errs:
+		t.Fatal(e)
+	default:
+	}
+}
+
+// TestSettle checks what settle keeps: exact counts over bounds, the
+// higher bound over the lower, and a bound above the limit answers
+// without counting.
+func TestSettle(t *testing.T) {
+	calls := 0
+	count := func(n int) func(int) (int, bool) {
+		return func(limit int) (int, bool) {
+			calls++
+			if n <= limit {
+				return n, true
+			}
+			return limit + 1, false
+		}
+	}
+	tests := []struct {
+		v     int64
+		limit int
+		n     int // the text's count
+		want  int64
+		fits  bool
+		calls int
+	}{
+		{0, 10, 5, 6, true, 1},
+		{0, 3, 5, -4, false, 1},
+		{-4, 3, 5, -4, false, 0},
+		{-4, 4, 5, -5, false, 1},
+		{-4, 9, 5, 6, true, 1},
+		{6, 2, 5, 6, false, 0},
+		{6, 9, 5, 6, true, 0},
+	}
+	for _, tc := range tests {
+		calls = 0
+		_, ok, w := settle(tc.v, tc.limit, count(tc.n))
+		if ok != tc.fits || w != tc.want || calls != tc.calls {
+			t.Errorf("settle(%d, %d) of %d: fits %v, keeps %d, %d calls; want %v, %d, %d calls", tc.v, tc.limit, tc.n, ok, w, calls, tc.fits, tc.want, tc.calls)
+		}
+	}
+}
