@@ -237,7 +237,7 @@ func Pack(cands []Candidate, opt Options) Result {
 		for r, ok := l.next(); ok; r, ok = l.next() {
 			var n int
 			if r.tail != nil && opt.Count == nil {
-				n, ok = r.tail.CountJoinAtMost(r.head, left-sepCost)
+				n, ok = r.tail.CountJoinAtMost(r.head, r.fixed, left-sepCost)
 			} else {
 				n, ok = atMost(r.head, r.body, left-sepCost)
 			}
@@ -346,12 +346,13 @@ func layout(chosen []Packed, files []int, ranked bool) []Packed {
 // full body of the emitted candidate and of its fallback, their stubs with
 // doc, then their bare signatures, each distinct text once.
 type ladder struct {
-	it    *item
-	step  int
-	seen  [6]rendering // the texts yielded so far
-	nseen int
-	hdr   []byte    // where headers of Prep renderings are appended (see cut)
-	stub  [2]string // the stub header of main and best, once made
+	it        *item
+	step      int
+	seen      [6]rendering // the texts yielded so far
+	nseen     int
+	hdr       []byte    // where headers of Prep renderings are appended (see cut)
+	stub      [2]string // the stub header of main and best, once made
+	stubFixed [2]int
 }
 
 // rendering is one way to emit a candidate: p with the text head+body,
@@ -362,6 +363,7 @@ type rendering struct {
 	head, body string
 	text       string       // head+body when they are one string already (a stub), else ""
 	tail       *tokens.Tail // of body, when cut from a Prep
+	fixed      int          // of head: the part that is the same for every query (see appendHeader)
 }
 
 // same reports whether r and o emit the same text.
@@ -394,9 +396,9 @@ func (l *ladder) next() (rendering, bool) {
 				r.p = Packed{Candidate: c, Granularity: Full}
 				r.tail = c.Prep.body
 				if r.body = r.tail.Text(); r.body == "" {
-					r.head = l.header(c, Full, "")
+					r.head, r.fixed = l.header(c, Full, "")
 				} else {
-					r.head = l.header(c, Full, "\n")
+					r.head, r.fixed = l.header(c, Full, "\n")
 				}
 				break
 			}
@@ -412,9 +414,9 @@ func (l *ladder) next() (rendering, bool) {
 			if r.tail = c.Prep.sig; withDoc {
 				r.tail = c.Prep.doc
 			}
-			if r.head = l.stub[l.step%2]; r.head == "" {
-				r.head = l.header(c, Stub, "")
-				l.stub[l.step%2] = r.head
+			if r.head, r.fixed = l.stub[l.step%2], l.stubFixed[l.step%2]; r.head == "" {
+				r.head, r.fixed = l.header(c, Stub, "")
+				l.stub[l.step%2], l.stubFixed[l.step%2] = r.head, r.fixed
 			}
 			r.body = r.tail.Text()
 		}
@@ -431,14 +433,16 @@ func (l *ladder) next() (rendering, bool) {
 }
 
 // header appends c's header line of granularity g and then end to l.hdr
-// and returns them as a string of l.hdr's bytes: l.hdr is only appended
+// and returns them as a string of l.hdr's bytes, with the length of the
+// part that is the same for every query (see appendHeader): l.hdr is only appended
 // to, so bytes once returned are never written again (when it grows, the
 // strings keep the old array).
-func (l *ladder) header(c Candidate, g Granularity, end string) string {
+func (l *ladder) header(c Candidate, g Granularity, end string) (string, int) {
 	start := len(l.hdr)
-	l.hdr = appendHeader(l.hdr, c, l.it.signals, g)
+	var fixed int
+	l.hdr, fixed = appendHeader(l.hdr, c, l.it.signals, g)
 	l.hdr = append(l.hdr, end...)
-	return unsafe.String(&l.hdr[start], len(l.hdr)-start)
+	return unsafe.String(&l.hdr[start], len(l.hdr)-start), fixed
 }
 
 // Header returns the header line of a chunk:
@@ -446,11 +450,14 @@ func (l *ladder) header(c Candidate, g Granularity, end string) string {
 // added inside the parentheses for a stub. Line breaks in fields become
 // spaces, so the header is always one line.
 func Header(c Candidate, signals []string, g Granularity) string {
-	return string(appendHeader(nil, c, signals, g))
+	b, _ := appendHeader(nil, c, signals, g)
+	return string(b)
 }
 
-// appendHeader appends Header(c, signals, g) to b.
-func appendHeader(b []byte, c Candidate, signals []string, g Granularity) []byte {
+// appendHeader appends Header(c, signals, g) to b. fixed is the length of
+// the header's part that is the same for any signals and granularity
+// (up to the symbol), or 0 if it cannot be told (a header made one line).
+func appendHeader(b []byte, c Candidate, signals []string, g Granularity) (_ []byte, fixed int) {
 	start := len(b)
 	commit := c.Commit
 	if len(commit) > 12 {
@@ -470,6 +477,7 @@ func appendHeader(b []byte, c Candidate, signals []string, g Granularity) []byte
 		b = append(b, ' ')
 		b = append(b, c.Symbol...)
 	}
+	fixed = len(b) - start
 	switch {
 	case c.Kind != "" && g == Stub:
 		b = append(b, " ("...)
@@ -496,8 +504,9 @@ func appendHeader(b []byte, c Candidate, signals []string, g Granularity) []byte
 	if !plainLine(b[start:]) {
 		h := string(b[start:])
 		b = append(b[:start], oneLine(h)...)
+		fixed = 0
 	}
-	return b
+	return b, fixed
 }
 
 // plainLine reports whether b holds no line break (nor any non-ASCII
@@ -533,7 +542,7 @@ func fullText(c Candidate, signals []string) (head, body string) {
 		return Header(c, signals, Full), ""
 	}
 	b := make([]byte, 0, 128)
-	b = appendHeader(b, c, signals, Full)
+	b, _ = appendHeader(b, c, signals, Full)
 	b = append(b, '\n')
 	return owned(b), body
 }
@@ -554,7 +563,7 @@ func owned(b []byte) string {
 // header not (its signals), and the counter joins them.
 func stubText(c Candidate, signals []string, withDoc bool) (text, head, rest string) {
 	b := make([]byte, 0, 128+len(c.Signature)+len(c.Doc))
-	b = appendHeader(b, c, signals, Stub)
+	b, _ = appendHeader(b, c, signals, Stub)
 	n := len(b)
 	b = appendStubRest(b, c, withDoc)
 	text = owned(b)

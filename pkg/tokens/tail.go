@@ -11,16 +11,19 @@ import (
 // between calls. The packer renders a chunk's body and stubs below a
 // header line that differs from query to query (its signals): through
 // the cache of pieces, every count hashes and compares the whole body or
-// stub text again; a Tail kept per chunk looks up only what the header
-// changes.
+// stub text again, and the header too; a Tail kept per chunk text looks
+// up only what the end of the header changes.
 //
 // Below a head that ends with a line break, where the text opens a
 // piece, the text's count is its own (exact once known; a count that
 // stopped above a limit is kept as a lower bound). Below a head the text
-// shares a piece with (a stub's header and its "\n//" doc), the count of
-// the head's last piece or two joined with the text is kept per such
-// piece (see joinSplit): a few per text, the header's end being its
-// signals. A Tail is safe for concurrent use.
+// shares a piece with (a stub's header and its "\n//" doc), the count is
+// that of the head's pieces before its last piece or two and of those
+// joined with the text (see joinSplit). Per head, what depends on it (its
+// count, its cut, the joined count) is kept by the head's part after a
+// prefix that is the same in every call (a header's chunk fields): a few
+// heads per text, the header's end being its signals. A Tail is safe for
+// concurrent use.
 type Tail struct {
 	text  string
 	ascii bool // the text is ASCII
@@ -28,12 +31,21 @@ type Tail struct {
 
 	alone atomic.Int64 // the text's count: 0 unknown, n+1 exact, -n at least n
 
-	mu    sync.Mutex
-	joins map[string]int64 // a head's cut part -> count of part+text, encoded as alone
+	mu     sync.Mutex
+	prefix *string              // the heads' common prefix, set by the first call that names one
+	heads  map[string]headCount // by a head's part after prefix
 }
 
-// maxTailJoins bounds the head parts a Tail remembers.
-const maxTailJoins = 16
+// headCount is what is known of one head (counts encoded as settle's).
+type headCount struct {
+	alone int64 // the head's count
+	cut   split // where joinSplit cuts it, if cutOK
+	cutOK bool
+	join  int64 // the count of the head's part from the cut joined with the text
+}
+
+// maxTailHeads bounds the heads a Tail remembers.
+const maxTailHeads = 16
 
 // NewTail returns a Tail of text.
 func NewTail(text string) *Tail {
@@ -45,47 +57,82 @@ func (t *Tail) Text() string { return t.text }
 
 // CountJoinAtMost returns CountJoinAtMost(head, t.Text(), limit): the
 // count of head+text and true if that is at most limit, else a number
-// above limit and false.
-func (t *Tail) CountJoinAtMost(head string, limit int) (int, bool) {
+// above limit and false. head[:fixed] is the part of head expected to be
+// the same in every call (0: none); what is learnt of the head is kept by
+// the rest of it, when head[:fixed] is that of the first call.
+func (t *Tail) CountJoinAtMost(head string, fixed, limit int) (int, bool) {
 	b := t.text
-	if b == "" {
-		return CountAtMost(head, limit)
+	line := head != "" && head[len(head)-1] == '\n' && t.opens
+	join := !line && len(head) > 0 && len(head) <= maxSplitHead && len(b) <= maxSplitTail && t.ascii
+	if b == "" || !line && !join {
+		return CountJoinAtMost(head, b, limit)
 	}
+	var (
+		h     headCount
+		keyed bool
+	)
+	if fixed > 0 && fixed <= len(head) {
+		t.mu.Lock()
+		if t.prefix == nil {
+			p := strings.Clone(head[:fixed])
+			t.prefix = &p
+		}
+		if keyed = head[:fixed] == *t.prefix; keyed {
+			h = t.heads[head[fixed:]]
+		}
+		t.mu.Unlock()
+	}
+	was := h
+	n, ok := t.count(head, &h, limit)
+	if keyed && h != was {
+		t.mu.Lock()
+		k := head[fixed:]
+		e, in := t.heads[k]
+		if in || len(t.heads) < maxTailHeads {
+			if t.heads == nil {
+				t.heads = map[string]headCount{}
+			}
+			if !in {
+				k = strings.Clone(k)
+			}
+			e.alone, e.join = better(e.alone, h.alone), better(e.join, h.join)
+			if h.cutOK {
+				e.cut, e.cutOK = h.cut, true
+			}
+			t.heads[k] = e
+		}
+		t.mu.Unlock()
+	}
+	return n, ok
+}
+
+// count is CountJoinAtMost through what h knows of head, which it adds
+// to.
+func (t *Tail) count(head string, h *headCount, limit int) (int, bool) {
+	b := t.text
 	c := load()
-	if head != "" && head[len(head)-1] == '\n' && t.opens {
-		n, ok := CountAtMost(head, limit)
+	if head[len(head)-1] == '\n' && t.opens {
+		n, ok, v := settle(h.alone, limit, func(limit int) (int, bool) { return CountAtMost(head, limit) })
+		h.alone = v
 		if !ok {
 			return n, false
 		}
 		m, ok := known(&t.alone, limit-n, func(limit int) (int, bool) { return countPieces(c, b, limit) })
 		return n + m, ok
 	}
-	if len(head) == 0 || len(head) > maxSplitHead || len(b) > maxSplitTail || !t.ascii || !isASCII(head) {
-		return CountJoinAtMost(head, b, limit)
+	if !h.cutOK {
+		if !isASCII(head) {
+			return CountJoinAtMost(head, b, limit)
+		}
+		h.cut, h.cutOK = splitOf(c, head), true
 	}
-	sp := splitOf(c, head)
-	n := int(sp.n)
+	n := int(h.cut.n)
 	if n > limit {
 		return n, false
 	}
-	part := head[sp.at:]
-	t.mu.Lock()
-	v, hit := t.joins[part]
-	t.mu.Unlock()
-	m, ok, w := settle(v, limit-n, func(limit int) (int, bool) { return cachedAtMost(c, part+b, limit) })
-	if w != v {
-		t.mu.Lock()
-		if t.joins == nil {
-			t.joins = map[string]int64{}
-		}
-		if hit || len(t.joins) < maxTailJoins {
-			if !hit {
-				part = strings.Clone(part)
-			}
-			t.joins[part] = better(t.joins[part], w)
-		}
-		t.mu.Unlock()
-	}
+	part := head[h.cut.at:]
+	m, ok, v := settle(h.join, limit-n, func(limit int) (int, bool) { return cachedAtMost(c, part+b, limit) })
+	h.join = v
 	return n + m, ok
 }
 

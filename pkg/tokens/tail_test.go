@@ -35,9 +35,14 @@ func TestTail(t *testing.T) {
 		}
 		texts = append(texts, b)
 	}
+	// Heads of one text share a prefix (a header's chunk fields) and end
+	// in one of a few ways (kind and signals); some are other texts.
+	prefixes := []string{"// compile@worktree-bcd1:ssa/rewrite.go#L10-42 (*Func).newValue", "// r@c:a.go#L1-1 F", "// r@c:a.go#L3-4 x", "abc", "// é:x#L1-2 s"}
+	ends := []string{" (method) [bm25,graph]\n", " (method, stub) [bm25,graph]", " (function, stub)", " (stub) [symbol]", "'s (stub) [bm25]",
+		" (function, stub) [bm25,symbol,graph]", "'l", "'", "  ", "]", "\n", ""}
 	type q struct {
-		head  string
-		limit int
+		head         string
+		fixed, limit int
 	}
 	var wg sync.WaitGroup
 	errs := make(chan string, 1)
@@ -47,16 +52,31 @@ func TestTail(t *testing.T) {
 			t.Fatalf("Text() = %q, want %q", tail.Text(), text)
 		}
 		var qs []q
+		prefix := prefixes[ti%len(prefixes)]
+		add := func(h string, fixed int) {
+			want := Count(h + text)
+			for _, l := range []int{0, want / 3, want / 2, want - 1, want, want + 5, -1} {
+				qs = append(qs, q{h, fixed, l})
+			}
+		}
+		for _, e := range ends {
+			add(prefix+e, len(prefix))
+		}
 		for _, h := range heads {
+			fixed := 0
 			if r.Intn(3) == 0 {
 				h = randText(r, r.Intn(30))
 			}
-			want := Count(h + text)
-			for _, l := range []int{0, want / 3, want / 2, want - 1, want, want + 5, -1} {
-				qs = append(qs, q{h, l})
+			if r.Intn(2) == 0 {
+				fixed = r.Intn(len(h) + 1)
 			}
+			add(h, fixed)
 		}
 		r.Shuffle(len(qs), func(i, j int) { qs[i], qs[j] = qs[j], qs[i] })
+		// The first call names the prefix.
+		if got, ok := tail.CountJoinAtMost(prefix+ends[0], len(prefix), 1<<20); !ok || got != Count(prefix+ends[0]+text) {
+			t.Fatalf("text %d: first count %d, %v", ti, got, ok)
+		}
 		for g := range 3 {
 			wg.Add(1)
 			go func() {
@@ -64,7 +84,7 @@ func TestTail(t *testing.T) {
 				for i := g; i < len(qs); i += 2 { // overlapping thirds
 					h, l := qs[i].head, qs[i].limit
 					want := Count(h + text)
-					got, ok := tail.CountJoinAtMost(h, l)
+					got, ok := tail.CountJoinAtMost(h, qs[i].fixed, l)
 					if (ok && (got != want || got > l)) || (!ok && (got <= l || want <= l)) {
 						select {
 						case errs <- fmt.Sprintf("text %d: Tail(%.60q).CountJoinAtMost(%q, %d) = %d, %v; Count %d", ti, text, h, l, got, ok, want):
