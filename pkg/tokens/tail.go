@@ -28,8 +28,10 @@ type Tail struct {
 	text  string
 	ascii bool // the text is ASCII
 	opens bool // the text opens a piece after a line break
+	cut   int  // CountJoinAtMost's cut of the text at a boundary near its start (0: none)
 
 	alone atomic.Int64 // the text's count: 0 unknown, n+1 exact, -n at least n
+	rest  atomic.Int64 // the count of text[cut:], encoded as alone
 
 	mu     sync.Mutex
 	prefix *string              // the heads' common prefix, set by the first call that names one
@@ -49,7 +51,11 @@ const maxTailHeads = 16
 
 // NewTail returns a Tail of text.
 func NewTail(text string) *Tail {
-	return &Tail{text: text, ascii: isASCII(text), opens: opensPiece(text)}
+	t := &Tail{text: text, ascii: isASCII(text), opens: opensPiece(text)}
+	if j := nextBoundary(text[:min(len(text), pieceMin)], 1); j < len(text) && boundaryAt(text, j) {
+		t.cut = j
+	}
+	return t
 }
 
 // Text returns the text t counts.
@@ -61,11 +67,8 @@ func (t *Tail) Text() string { return t.text }
 // the same in every call (0: none); what is learnt of the head is kept by
 // the rest of it, when head[:fixed] is that of the first call.
 func (t *Tail) CountJoinAtMost(head string, fixed, limit int) (int, bool) {
-	b := t.text
-	line := head != "" && head[len(head)-1] == '\n' && t.opens
-	join := !line && len(head) > 0 && len(head) <= maxSplitHead && len(b) <= maxSplitTail && t.ascii
-	if b == "" || !line && !join {
-		return CountJoinAtMost(head, b, limit)
+	if t.text == "" || head == "" {
+		return CountJoinAtMost(head, t.text, limit)
 	}
 	var (
 		h     headCount
@@ -107,11 +110,12 @@ func (t *Tail) CountJoinAtMost(head string, fixed, limit int) (int, bool) {
 }
 
 // count is CountJoinAtMost through what h knows of head, which it adds
-// to.
+// to; the cases are CountJoinAtMost's, in its order.
 func (t *Tail) count(head string, h *headCount, limit int) (int, bool) {
 	b := t.text
 	c := load()
-	if head[len(head)-1] == '\n' && t.opens {
+	switch {
+	case head[len(head)-1] == '\n' && t.opens: // the text on its own
 		n, ok, v := settle(h.alone, limit, func(limit int) (int, bool) { return CountAtMost(head, limit) })
 		h.alone = v
 		if !ok {
@@ -119,21 +123,31 @@ func (t *Tail) count(head string, h *headCount, limit int) (int, bool) {
 		}
 		m, ok := known(&t.alone, limit-n, func(limit int) (int, bool) { return countPieces(c, b, limit) })
 		return n + m, ok
-	}
-	if !h.cutOK {
-		if !isASCII(head) {
-			return CountJoinAtMost(head, b, limit)
+	case len(head) <= maxSplitHead && len(b) <= maxSplitTail && t.ascii && (h.cutOK || isASCII(head)): // joinSplit
+		if !h.cutOK {
+			h.cut, h.cutOK = splitOf(c, head), true
 		}
-		h.cut, h.cutOK = splitOf(c, head), true
+		n := int(h.cut.n)
+		if n > limit {
+			return n, false
+		}
+		part := head[h.cut.at:]
+		m, ok, v := settle(h.join, limit-n, func(limit int) (int, bool) { return cachedAtMost(c, part+b, limit) })
+		h.join = v
+		return n + m, ok
+	case t.cut > 0: // the head and the text up to its cut, then the rest
+		j := t.cut
+		n, ok, v := settle(h.join, limit, func(limit int) (int, bool) { return CountAtMost(head+b[:j], limit) })
+		h.join = v
+		if !ok {
+			return n, false
+		}
+		m, ok := known(&t.rest, limit-n, func(limit int) (int, bool) { return CountAtMost(b[j:], limit) })
+		return n + m, ok
 	}
-	n := int(h.cut.n)
-	if n > limit {
-		return n, false
-	}
-	part := head[h.cut.at:]
-	m, ok, v := settle(h.join, limit-n, func(limit int) (int, bool) { return cachedAtMost(c, part+b, limit) })
+	n, ok, v := settle(h.join, limit, func(limit int) (int, bool) { return CountAtMost(head+b, limit) })
 	h.join = v
-	return n + m, ok
+	return n, ok
 }
 
 // settle answers count(limit) from v, what is known of the count (0

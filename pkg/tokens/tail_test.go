@@ -22,7 +22,9 @@ func TestTail(t *testing.T) {
 		"// r@c:a.go#L1-1 F (function, stub) [bm25,symbol,graph]", "abc'l", "abc'", "x  ", "]",
 	}
 	texts := []string{"\n// Doc says.\nfunc F()", "\n//\n// two\n//\nfunc F(x int) error", "\nfunc F()", "\n'll go", "\n", "",
-		"\n  \n\t", "\n/x", "l", "s", "ve", "  y", "func F() {\n\treturn\n}", "/ comment\nx", "\tindented", "é body"}
+		"\n  \n\t", "\n/x", "l", "s", "ve", "  y", "func F() {\n\treturn\n}", "/ comment\nx", "\tindented", "é body",
+		// Past joinSplit's bound: cut after the first line, or not at all.
+		"// c\n" + strings.Repeat("word ", 1200), "// " + strings.Repeat("word ", 1200) + "\nfunc F() {}"}
 	for range 60 {
 		b := randText(r, r.Intn(1500))
 		switch r.Intn(6) {
