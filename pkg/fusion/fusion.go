@@ -34,6 +34,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // DefaultK is the RRF damping constant used when RRF is given k <= 0.
@@ -94,13 +95,11 @@ func RRF(lists []Ranked, weights map[string]float64, k float64) []Scored {
 	for a, arm := range arms {
 		armW[a] = weight(weights, arm)
 	}
-	n := 0
-	for _, l := range lists {
-		n += len(l.IDs)
-	}
-	byID := make(map[string]int32, n)
-	var ids []string
-	var ranks []int // row i*na..(i+1)*na: ID i's rank in each arm
+	sc := scratchPool.Get().(*scratch)
+	defer sc.release()
+	byID := sc.byID
+	ids := sc.ids[:0]
+	ranks := sc.ranks[:0] // row i*na..(i+1)*na: ID i's rank in each arm
 	for _, l := range lists {
 		a, ok := slices.BinarySearch(arms, l.Arm)
 		if !ok {
@@ -124,8 +123,9 @@ func RRF(lists []Ranked, weights map[string]float64, k float64) []Scored {
 		}
 	}
 
-	out := make([]Scored, len(ids))
-	best := make([]int, len(ids))
+	sc.ids, sc.ranks = ids, ranks
+	out := grown(&sc.out, len(ids))
+	best := grown(&sc.best, len(ids))
 	nfound := 0
 	for e := range ids {
 		for _, r := range ranks[e*na : (e+1)*na] {
@@ -136,7 +136,7 @@ func RRF(lists []Ranked, weights map[string]float64, k float64) []Scored {
 	}
 	armSlab := make([]string, 0, nfound)
 	rankSlab := make([]int, 0, nfound)
-	var terms []float64
+	terms := sc.terms[:0]
 	for e, id := range ids {
 		s := &out[e]
 		s.ID = id
@@ -163,7 +163,8 @@ func RRF(lists []Ranked, weights map[string]float64, k float64) []Scored {
 			s.Score += t
 		}
 	}
-	order := make([]int32, len(out))
+	sc.terms = terms
+	order := grown(&sc.order, len(out))
 	for i := range order {
 		order[i] = int32(i)
 	}
@@ -185,6 +186,48 @@ func RRF(lists []Ranked, weights map[string]float64, k float64) []Scored {
 		res[i] = out[e]
 	}
 	return res
+}
+
+// scratch is RRF's working memory, pooled: a query fuses a few thousand
+// IDs, and fresh maps and rows for each were a sixth of a query's
+// allocation. Only the returned slices (the results, their arms and
+// ranks) are the caller's.
+type scratch struct {
+	byID  map[string]int32
+	ids   []string
+	ranks []int
+	out   []Scored
+	best  []int
+	terms []float64
+	order []int32
+}
+
+var scratchPool = sync.Pool{New: func() any { return &scratch{byID: map[string]int32{}} }}
+
+// maxScratch is the most IDs a pooled scratch keeps room for; a larger
+// fusion's memory goes back to the collector.
+const maxScratch = 1 << 16
+
+func (sc *scratch) release() {
+	if len(sc.ids) > maxScratch {
+		return
+	}
+	clear(sc.byID)
+	clear(sc.ids) // no strings kept alive
+	clear(sc.out) // nor results
+	sc.ids, sc.out = sc.ids[:0], sc.out[:0]
+	scratchPool.Put(sc)
+}
+
+// grown returns (*s)[:n], zeroed, growing *s if needed.
+func grown[T any](s *[]T, n int) []T {
+	if cap(*s) < n {
+		*s = make([]T, n)
+		return *s
+	}
+	*s = (*s)[:n]
+	clear(*s)
+	return *s
 }
 
 func weight(weights map[string]float64, arm string) float64 {
