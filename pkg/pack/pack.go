@@ -607,18 +607,17 @@ func appendStubRest(b []byte, c Candidate, withDoc bool) []byte {
 // file (see the package comment). It returns the items in score order, the
 // number of distinct files and how many candidates were folded or dropped.
 func dedup(cands []Candidate) (items []*item, nfiles, deduped int) {
-	own := make([]Candidate, len(cands))
-	sorted := make([]*Candidate, len(cands)) // sorting pointers moves less
-	for i, c := range cands {
-		if c.EndLine < c.StartLine {
-			c.EndLine = c.StartLine
-		}
-		own[i] = c
-		sorted[i] = &own[i]
+	// Sorted by index (moves less than candidates); an inverted line
+	// range is read as its start line.
+	end := func(c *Candidate) int { return max(c.EndLine, c.StartLine) }
+	sorted := make([]int32, len(cands))
+	for i := range sorted {
+		sorted[i] = int32(i)
 	}
 	// Compared field by field, stopping at the first difference (cmp.Or
 	// would compare every field first).
-	slices.SortStableFunc(sorted, func(a, b *Candidate) int {
+	slices.SortStableFunc(sorted, func(i, j int32) int {
+		a, b := &cands[i], &cands[j]
 		if c := cmp.Compare(key(b.Score), key(a.Score)); c != 0 {
 			return c
 		}
@@ -634,17 +633,24 @@ func dedup(cands []Candidate) (items []*item, nfiles, deduped int) {
 		if c := cmp.Compare(a.StartLine, b.StartLine); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.EndLine, b.EndLine); c != 0 {
+		if c := cmp.Compare(end(a), end(b)); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Symbol, b.Symbol)
 	})
+	// Every candidate makes at most one item (kept or merged): one slab.
+	slab := make([]item, 0, len(cands))
+	newItem := func(it item) *item {
+		slab = append(slab, it)
+		return &slab[len(slab)-1]
+	}
 
 	type fileKey struct{ repo, commit, path string }
 	fileIdx := map[fileKey]int{}
 	var byFile [][]*item // kept items of each file
-	for _, cp := range sorted {
-		c := *cp
+	for _, ci := range sorted {
+		c := cands[ci]
+		c.EndLine = end(&c)
 		k := fileKey{c.Repo, c.Commit, c.Path}
 		f, ok := fileIdx[k]
 		if !ok {
@@ -667,7 +673,7 @@ func dedup(cands []Candidate) (items []*item, nfiles, deduped int) {
 		}
 		switch {
 		case len(over) == 0:
-			byFile[f] = append(byFile[f], &item{main: c, score: c.Score, signals: union(nil, c.Signals), file: f})
+			byFile[f] = append(byFile[f], newItem(item{main: c, score: c.Score, signals: union(nil, c.Signals), file: f}))
 		case inside != nil:
 			inside.signals = union(inside.signals, c.Signals)
 			deduped++
@@ -682,7 +688,7 @@ func dedup(cands []Candidate) (items []*item, nfiles, deduped int) {
 			if top.best != nil {
 				best = *top.best
 			}
-			merged := &item{main: c, best: &best, score: top.score, file: f}
+			merged := newItem(item{main: c, best: &best, score: top.score, file: f})
 			for _, it := range over {
 				merged.signals = union(merged.signals, it.signals)
 			}
