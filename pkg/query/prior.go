@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"codectx/pkg/codectx"
 	"codectx/pkg/fusion"
@@ -159,17 +160,30 @@ func sortByScore(s []fusion.Scored) {
 	if slices.IsSortedFunc(s, func(a, b fusion.Scored) int { return cmp.Compare(b.Score, a.Score) }) {
 		return
 	}
-	idx := make([]int32, len(s))
+	sc := sortPool.Get().(*sortScratch)
+	idx := slices.Grow(sc.idx[:0], len(s))[:len(s)]
 	for i := range idx {
 		idx[i] = int32(i)
 	}
 	slices.SortFunc(idx, func(i, j int32) int { return cmp.Or(cmp.Compare(s[j].Score, s[i].Score), cmp.Compare(i, j)) })
-	sorted := make([]fusion.Scored, len(s))
+	sorted := slices.Grow(sc.sorted[:0], len(s))[:len(s)]
 	for k, i := range idx {
 		sorted[k] = s[i]
 	}
 	copy(s, sorted)
+	clear(sorted) // keeps no strings alive in the pool
+	sc.idx, sc.sorted = idx, sorted
+	sortPool.Put(sc)
 }
+
+// sortScratch is sortByScore's working memory, pooled (a query sorts
+// thousands of results more than once).
+type sortScratch struct {
+	idx    []int32
+	sorted []fusion.Scored
+}
+
+var sortPool = sync.Pool{New: func() any { return new(sortScratch) }}
 
 // chunkPriors returns the prior of every chunk of seg, by chunk id: its
 // file's PathPrior, times priorDecl for a declaration-only file when
