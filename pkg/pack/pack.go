@@ -80,22 +80,25 @@ type Prep struct {
 	doc, sig *tokens.Tail // a stub's text below its header: with the doc, signature alone
 }
 
-// NewPrep returns the Prep of c (Body, Doc and Signature are read).
-func NewPrep(c Candidate) *Prep {
+// NewPrep returns the Prep of c (Body, Doc and Signature are read). grew,
+// if not nil, is told the bytes the Prep takes beyond Size as its counts
+// learn headers.
+func NewPrep(c Candidate, grew func(n int64)) *Prep {
 	body := strings.TrimRight(c.Body, " \t\r\n")
 	if strings.TrimSpace(body) == "" {
 		body = ""
 	}
 	return &Prep{
-		body: tokens.NewTail(body),
-		doc:  tokens.NewTail(string(appendStubRest(nil, c, true))),
-		sig:  tokens.NewTail(string(appendStubRest(nil, c, false))),
+		body: tokens.NewTail(body, grew),
+		doc:  tokens.NewTail(string(appendStubRest(nil, c, true)), grew),
+		sig:  tokens.NewTail(string(appendStubRest(nil, c, false)), grew),
 	}
 }
 
-// Size estimates the heap bytes p holds beyond the candidate's body.
+// Size is the heap bytes p holds when made, beyond the candidate's body:
+// its structs and the stub texts (each allocation rounded up a little).
 func (p *Prep) Size() int64 {
-	return 512 + int64(len(p.doc.Text())+len(p.sig.Text()))
+	return int64(unsafe.Sizeof(*p)+3*unsafe.Sizeof(tokens.Tail{})) + 64 + int64(len(p.doc.Text())+len(p.sig.Text()))
 }
 
 // Granularity is how much of a chunk was emitted.

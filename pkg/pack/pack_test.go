@@ -497,7 +497,7 @@ func TestPackPrep(t *testing.T) {
 		cs := randCands(r)
 		with := make([]Candidate, len(cs))
 		for j, c := range cs {
-			c.Prep = NewPrep(c)
+			c.Prep = NewPrep(c, nil)
 			with[j] = c
 		}
 		for range 4 {

@@ -621,7 +621,7 @@ func (t *prepTable) get(seg *segment.Segment, id int, c *pack.Candidate) *pack.P
 	if t.n.Load() >= maxPreps {
 		return nil
 	}
-	p := pack.NewPrep(*c)
+	p := pack.NewPrep(*c, seg.MemoGrew)
 	if !t.preps[id].CompareAndSwap(nil, p) {
 		return t.preps[id].Load()
 	}

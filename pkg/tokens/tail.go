@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Tail is one text counted under many heads, as CountJoinAtMost(head,
@@ -33,9 +34,17 @@ type Tail struct {
 	alone atomic.Int64 // the text's count: 0 unknown, n+1 exact, -n at least n
 	rest  atomic.Int64 // the count of text[cut:], encoded as alone
 
+	grew func(int64) // told the bytes the Tail takes as it learns heads (may be nil)
+
 	mu     sync.Mutex
-	prefix *string              // the heads' common prefix, set by the first call that names one
-	heads  map[string]headCount // by a head's part after prefix
+	prefix *string     // the heads' common prefix, set by the first call that names one
+	heads  []headEntry // by a head's part after prefix
+}
+
+// headEntry is a head's part after the prefix and what is known of it.
+type headEntry struct {
+	key string
+	headCount
 }
 
 // headCount is what is known of one head (counts encoded as settle's).
@@ -49,9 +58,11 @@ type headCount struct {
 // maxTailHeads bounds the heads a Tail remembers.
 const maxTailHeads = 16
 
-// NewTail returns a Tail of text.
-func NewTail(text string) *Tail {
-	t := &Tail{text: text, ascii: isASCII(text), opens: opensPiece(text)}
+// NewTail returns a Tail of text. grew, if not nil, is told the heap bytes
+// the Tail takes beyond its own struct as it learns heads (at most
+// maxTailHeads of them, a header's fields and end each).
+func NewTail(text string, grew func(n int64)) *Tail {
+	t := &Tail{text: text, ascii: isASCII(text), opens: opensPiece(text), grew: grew}
 	if j := nextBoundary(text[:min(len(text), pieceMin)], 1); j < len(text) && boundaryAt(text, j) {
 		t.cut = j
 	}
@@ -79,9 +90,12 @@ func (t *Tail) CountJoinAtMost(head string, fixed, limit int) (int, bool) {
 		if t.prefix == nil {
 			p := strings.Clone(head[:fixed])
 			t.prefix = &p
+			t.add(int64(len(p)) + 16)
 		}
 		if keyed = head[:fixed] == *t.prefix; keyed {
-			h = t.heads[head[fixed:]]
+			if i := t.find(head[fixed:]); i >= 0 {
+				h = t.heads[i].headCount
+			}
 		}
 		t.mu.Unlock()
 	}
@@ -89,24 +103,41 @@ func (t *Tail) CountJoinAtMost(head string, fixed, limit int) (int, bool) {
 	n, ok := t.count(head, &h, limit)
 	if keyed && h != was {
 		t.mu.Lock()
-		k := head[fixed:]
-		e, in := t.heads[k]
-		if in || len(t.heads) < maxTailHeads {
-			if t.heads == nil {
-				t.heads = map[string]headCount{}
-			}
-			if !in {
-				k = strings.Clone(k)
-			}
+		i := t.find(head[fixed:])
+		if i < 0 && len(t.heads) < maxTailHeads {
+			k := strings.Clone(head[fixed:])
+			c := cap(t.heads)
+			t.heads = append(t.heads, headEntry{key: k})
+			t.add(int64(len(k)) + int64(cap(t.heads)-c)*int64(unsafe.Sizeof(headEntry{})))
+			i = len(t.heads) - 1
+		}
+		if i >= 0 {
+			e := &t.heads[i]
 			e.alone, e.join = better(e.alone, h.alone), better(e.join, h.join)
 			if h.cutOK {
 				e.cut, e.cutOK = h.cut, true
 			}
-			t.heads[k] = e
 		}
 		t.mu.Unlock()
 	}
 	return n, ok
+}
+
+// find returns the index of the head entry of key, or -1 (t.mu held).
+func (t *Tail) find(key string) int {
+	for i := range t.heads {
+		if t.heads[i].key == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// add tells grew of n more bytes.
+func (t *Tail) add(n int64) {
+	if t.grew != nil {
+		t.grew(n)
+	}
 }
 
 // count is CountJoinAtMost through what h knows of head, which it adds

@@ -5,7 +5,9 @@ import (
 	"math/rand"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"unsafe"
 )
 
 // TestTail checks Tail.CountJoinAtMost against CountJoinAtMost: texts
@@ -48,8 +50,11 @@ func TestTail(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	errs := make(chan string, 1)
+	grew := make([]*atomic.Int64, len(texts))
 	for ti, text := range texts {
-		tail := NewTail(text)
+		grown := new(atomic.Int64)
+		grew[ti] = grown
+		tail := NewTail(text, func(n int64) { grown.Add(n) })
 		if tail.Text() != text {
 			t.Fatalf("Text() = %q, want %q", tail.Text(), text)
 		}
@@ -103,6 +108,17 @@ func TestTail(t *testing.T) {
 	case e := <-errs:
 		t.Fatal(e)
 	default:
+	}
+	// What a Tail tells it took: its prefix, and heads up to the bound.
+	for ti, g := range grew {
+		most := int64(len(prefixes[ti%len(prefixes)])+16) + maxTailHeads*int64(unsafe.Sizeof(headEntry{})+40)
+		n := g.Load()
+		if texts[ti] == "" { // counted as the head alone: nothing kept
+			most = 0
+		}
+		if n > most || n <= 0 && most > 0 {
+			t.Errorf("text %d: the Tail says it took %d bytes, want 1-%d", ti, n, most)
+		}
 	}
 }
 
