@@ -28,6 +28,8 @@ type builder struct {
 	pyInit       map[string]bool      // dirs holding an __init__.py
 	topBy        []map[string][]int32 // per file: short name -> top-level functions and types
 	typesBy      []map[string][]int32 // per file: short name -> type symbols
+	topGroup     []map[string][]int32 // per package group: topBy of its files joined in file order
+	typesGroup   []map[string][]int32 // per package group: typesBy of its files joined in file order
 	methods      map[ownerKey][]int32 // (owner short, name) -> methods
 	topAll       map[string][]int32   // short name -> top-level functions and types, repo-wide
 	typesAll     map[string][]int32   // short name -> types, repo-wide
@@ -56,7 +58,7 @@ type fileInfo struct {
 	idx     int32
 	dir     string
 	group   string             // package group: "go:dir:pkg", "java:pkg", "" for none
-	mates   []int32            // other files of the group
+	gidx    int32              // index of group in topGroup and typesGroup, -1 for none or a group of one file
 	imports []int32            // resolved imported files, deduped, in order
 	quals   map[string][]int32 // qualifier as used in calls ("http", "utils", "de") -> files
 	ext     map[string]bool    // qualifiers bound by unresolved (external) imports
@@ -201,13 +203,6 @@ func (b *builder) index(in Input) {
 		}
 	}
 	b.inferGoRoot()
-	for _, f := range b.files {
-		for _, m := range b.groups[f.group] {
-			if m != f.idx {
-				f.mates = append(f.mates, m)
-			}
-		}
-	}
 
 	// Symbols, sorted by id; duplicate ids keep the first.
 	type raw struct {
@@ -255,6 +250,40 @@ func (b *builder) index(in Input) {
 			b.methods[k] = append(b.methods[k], s.idx)
 			b.methAll[short] = append(b.methAll[short], s.idx)
 		}
+	}
+	b.indexGroups()
+}
+
+// indexGroups joins the per-file indexes of each package group of two
+// files or more, in file order, so the package tier of a lookup is one map
+// access instead of one per file of the package. A name of one file shares
+// that file's slice (clipped, so a later append copies it).
+func (b *builder) indexGroups() {
+	gidx := map[string]int32{}
+	merge := func(dst, src map[string][]int32) {
+		for name, syms := range src {
+			if cur, ok := dst[name]; ok {
+				dst[name] = append(cur, syms...)
+			} else {
+				dst[name] = slices.Clip(syms)
+			}
+		}
+	}
+	for _, f := range b.files {
+		f.gidx = -1
+		if len(b.groups[f.group]) < 2 {
+			continue // no other file: the package tier has nothing
+		}
+		g, ok := gidx[f.group]
+		if !ok {
+			g = int32(len(b.topGroup))
+			gidx[f.group] = g
+			b.topGroup = append(b.topGroup, map[string][]int32{})
+			b.typesGroup = append(b.typesGroup, map[string][]int32{})
+		}
+		f.gidx = g
+		merge(b.topGroup[g], b.topBy[f.idx])
+		merge(b.typesGroup[g], b.typesBy[f.idx])
 	}
 }
 

@@ -208,21 +208,29 @@ var typeKeywords = map[string]bool{
 
 // lookupTiers searches name in a per-file index by tier (same file,
 // package, imported files) and then repo-wide (see repoWide).
-func (b *builder) lookupTiers(s *symInfo, name string, perFile []map[string][]int32, all map[string][]int32) (int32, outcome) {
+//
+// The package tier takes the group's joined index (perGroup): it holds
+// the caller's own file too, but when that tier is reached the file's
+// candidates are at most the caller itself, which pick excludes, so the
+// candidates are those of the other files of the package, in file order.
+func (b *builder) lookupTiers(s *symInfo, name string, perFile, perGroup []map[string][]int32, all map[string][]int32) (int32, outcome) {
 	f := b.files[s.file]
 	if t, o := b.pick(perFile[f.idx][name], s.idx); o != none {
 		return t, o
 	}
 	// The package (Go directory package, Java package), then the files
 	// the caller's file imports.
-	for _, scope := range [2][]int32{f.mates, f.imports} {
-		var cands []int32
-		for _, fi := range scope {
-			cands = append(cands, perFile[fi][name]...)
-		}
-		if t, o := b.pick(cands, s.idx); o != none {
+	if f.gidx >= 0 {
+		if t, o := b.pick(perGroup[f.gidx][name], s.idx); o != none {
 			return t, o
 		}
+	}
+	var cands []int32
+	for _, fi := range f.imports {
+		cands = append(cands, perFile[fi][name]...)
+	}
+	if t, o := b.pick(cands, s.idx); o != none {
+		return t, o
 	}
 	return b.repoWide(all[name], name, s.idx)
 }
@@ -247,14 +255,14 @@ func (b *builder) resolveCall(s *symInfo, name string) (int32, outcome) {
 	i, w := lastSep(name)
 	if i < 0 {
 		if f.Language != codectx.Java {
-			return b.lookupTiers(s, name, b.topBy, b.topAll)
+			return b.lookupTiers(s, name, b.topBy, b.topGroup, b.topAll)
 		}
 		// Java has no free functions: a bare call is a method of the
 		// enclosing class, else a static import.
 		if t, o := b.selfMethod(s, name); o != none {
 			return t, o
 		}
-		if t, o := b.lookupTiers(s, name, b.topBy, b.topAll); o != none {
+		if t, o := b.lookupTiers(s, name, b.topBy, b.topGroup, b.topAll); o != none {
 			return t, o
 		}
 		return b.pick(b.inFile(b.methAll[name], f.imports), s.idx)
@@ -280,7 +288,7 @@ func (b *builder) resolveCall(s *symInfo, name string) (int32, outcome) {
 	// Qualifier naming a type: static method or constructor. A type-like
 	// qualifier that names no type of the repository is external.
 	if tq := lastSegment(q); isTypeLike(tq) {
-		t, o := b.lookupTiers(s, tq, b.typesBy, b.typesAll)
+		t, o := b.lookupTiers(s, tq, b.typesBy, b.typesGroup, b.typesAll)
 		if o == found {
 			return b.methodOf(s, t, m)
 		}
@@ -379,7 +387,7 @@ func (b *builder) resolveType(s *symInfo, name string) (int32, outcome) {
 	f := b.files[s.file]
 	i, w := lastSep(name)
 	if i < 0 {
-		return b.lookupTiers(s, name, b.typesBy, b.typesAll)
+		return b.lookupTiers(s, name, b.typesBy, b.typesGroup, b.typesAll)
 	}
 	q, m := name[:i], name[i+w:]
 	if files, ok := b.qualFiles(f, q, w); ok {
