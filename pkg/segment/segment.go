@@ -177,19 +177,7 @@ func (s *Segment) InPlace() bool { return len(s.aliased) > 0 }
 // them for every query; build must only read the segment. The value's
 // heap is estimated once built and counted in HeapSize.
 func (s *Segment) Memo(key string, build func() any) any {
-	s.memoMu.Lock()
-	defer s.memoMu.Unlock()
-	if v, ok := s.memo[key]; ok {
-		return v
-	}
-	if s.memo == nil {
-		s.memo = map[string]any{}
-	}
-	s.unlend(key)
-	v := build()
-	s.memo[key] = v
-	s.memoBytes.Add(s.heapOf(v))
-	return v
+	return s.MemoFrom(key, func(any, func(string) bool) any { return build() })
 }
 
 // lent is what a segment joined with shards taken from another (Joiner.Reuse)
