@@ -68,6 +68,8 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	limits.register(fs)
 	cacheBytes := int64(api.DefaultCacheBytes)
 	cacheFlag(fs, &cacheBytes)
+	var memBytes int64
+	memoryFlag(fs, &memBytes)
 	var shardCache shardCacheFlags
 	shardCache.register(fs)
 	shardFlag(fs, &c.shardBytes)
@@ -184,7 +186,10 @@ Stop with SIGINT or SIGTERM.`)
 	if err != nil {
 		return fmt.Errorf("up: %w", err)
 	}
-	limitMemory(log, cacheBytes)
+	// In up the budget is the whole process's, workers and Temporal
+	// included: the cache gets the same share as in a query service and
+	// the collector works harder when indexing nears the limit.
+	cacheBytes, onMapped := budget(log, memBytes, cacheBytes)
 	shards, err := shardCache.open()
 	if err != nil {
 		return fmt.Errorf("up: %w", err)
@@ -193,7 +198,7 @@ Stop with SIGINT or SIGTERM.`)
 		Deliveries: deliveries,
 		Store:      store, Indexer: temporalIndexer{tc}, LocalPaths: true, Metrics: m, Routes: api.AllRoutes,
 		Checks: d.checks(useTemporal | useNATS), Notes: map[string]string{"embed": kit.note()}, Log: log, Dense: kit.arm(),
-		Webhooks: webhooks, Keys: selfKeys, Sessions: sessions, CacheSize: cacheBytes, Net: c.netPolicy(),
+		Webhooks: webhooks, Keys: selfKeys, Sessions: sessions, CacheSize: cacheBytes, OnMapped: onMapped, Net: c.netPolicy(),
 		ShardCache: shards,
 	}
 	if keyStore != nil {

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -178,8 +181,15 @@ func TestUpIndexQueryRestart(t *testing.T) {
 	base := "http://" + addr
 	cl := &api.Client{BaseURL: base}
 
-	up := startUp(t, "--data", data, "--listen", addr, "--index", repoDir)
+	// The first run has a process budget: it sets Go's soft memory limit
+	// (what the mapped shards and the binary leave of it).
+	t.Cleanup(func() { debug.SetMemoryLimit(math.MaxInt64) })
+	const budget = 1 << 30
+	up := startUp(t, "--data", data, "--listen", addr, "--index", repoDir, "--memory-bytes", strconv.Itoa(budget))
 	up.waitFor(t, "indexed line", 3*time.Minute, func() bool { return strings.Contains(up.out.String(), "indexed shop@") })
+	if lim := debug.SetMemoryLimit(-1); lim <= budget/4 || lim >= budget {
+		t.Errorf("up --memory-bytes %d: Go memory limit %d, want within (budget/4, budget)", budget, lim)
+	}
 	if want := "indexed shop@" + commit[:12] + ": 4 files (4 parsed, 0 reused)"; !strings.Contains(up.out.String(), want) {
 		t.Errorf("up output lacks %q:\n%s", want, up.out.String())
 	}
