@@ -12,7 +12,6 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -239,19 +238,6 @@ func FilterFailed(m *index.Manifest, failed []string) *index.Manifest {
 		out.Files = append(out.Files, f)
 	}
 	return &out
-}
-
-// ReadManifest reads the manifest stored at key.
-func ReadManifest(ctx context.Context, store *blob.Bucket, key string) (*index.Manifest, error) {
-	data, err := store.Get(ctx, key)
-	if err != nil {
-		return nil, fmt.Errorf("read manifest: %w", err)
-	}
-	var m index.Manifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("decode manifest %s: %w", key, err)
-	}
-	return &m, nil
 }
 
 // BuildSegment builds and writes the index of job unless it exists: the
