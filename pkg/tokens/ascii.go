@@ -5,8 +5,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	"github.com/tiktoken-go/tokenizer"
 )
 
 // The codec splits a text with o200k's regular expression (run by a
@@ -18,7 +16,7 @@ import (
 // TestASCIISplit checks the split against the regular expression itself.
 
 // countASCII returns the o200k count of s, which must be ASCII.
-func countASCII(c tokenizer.Codec, s string) int {
+func countASCII(c *bpe, s string) int {
 	n, _ := countASCIIAtMost(c, s, math.MaxInt)
 	return n
 }
@@ -26,7 +24,7 @@ func countASCII(c tokenizer.Codec, s string) int {
 // countASCIIAtMost is countASCII when that is at most limit; otherwise it
 // may stop early and return a number above limit. Every piece is at least
 // one token, so more pieces than limit settle it before any look-up.
-func countASCIIAtMost(c tokenizer.Codec, s string, limit int) (int, bool) {
+func countASCIIAtMost(c *bpe, s string, limit int) (int, bool) {
 	if limit < len(s) { // else the pieces cannot outnumber limit
 		np := 0
 		for i := 0; i < len(s) && np <= limit; np++ {
@@ -66,7 +64,7 @@ var pieceTab atomic.Pointer[pieceTable]
 
 func init() { pieceTab.Store(&pieceTable{}) }
 
-func (t *pieceTable) count(c tokenizer.Codec, p string) int {
+func (t *pieceTable) count(c *bpe, p string) int {
 	if len(p) == 1 {
 		return 1 // every byte is a token of o200k
 	}

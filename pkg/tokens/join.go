@@ -4,8 +4,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	"github.com/tiktoken-go/tokenizer"
 )
 
 // A packer's stub is a header line and a tail ("\n// doc...\nsignature")
@@ -52,7 +50,7 @@ const (
 )
 
 // splitOf returns x and the count of a's pieces before it (a is ASCII).
-func splitOf(c tokenizer.Codec, a string) split {
+func splitOf(c *bpe, a string) split {
 	t := splitCache.Load()
 	sh := &t.shards[shardOf(a)]
 	sh.RLock()
@@ -87,7 +85,7 @@ func splitOf(c tokenizer.Codec, a string) split {
 // joinSplit counts a+b as the comment above says, when both are ASCII
 // (where matchASCII is the split) and short; ok=false when it does not
 // apply.
-func joinSplit(c tokenizer.Codec, a, b string, limit int) (n int, fits, ok bool) {
+func joinSplit(c *bpe, a, b string, limit int) (n int, fits, ok bool) {
 	if len(a) == 0 || len(a) > maxSplitHead || len(b) > maxSplitTail || !isASCII(a) || !isASCII(b) {
 		return 0, false, false
 	}

@@ -3,8 +3,10 @@
 //
 // The encoding comes from github.com/tiktoken-go/tokenizer, whose vocabulary
 // is compiled into the binary as a Go map literal: loading it needs no
-// network and no files, and cannot fail (the split regexp is a constant). The
-// codec is built once, on first use, and is safe for concurrent use.
+// network and no files, and cannot fail (the split regexp is a constant). On
+// first use it is copied into a table without pointers, which the garbage
+// collector does not scan, and the library's map is dropped (see bpe); the
+// codec is safe for concurrent use.
 //
 // Count is exact, with one documented exception. The tokenizer's regexp is
 // quadratic in the length of a whitespace run that contains a line break
@@ -22,8 +24,6 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/tiktoken-go/tokenizer"
 )
 
 // LongRun is the length in bytes from which a whitespace run containing a
@@ -32,19 +32,11 @@ const LongRun = 512
 
 var (
 	once  sync.Once
-	codec tokenizer.Codec
+	codec *bpe
 )
 
-func load() tokenizer.Codec {
-	once.Do(func() {
-		c, err := tokenizer.Get(tokenizer.O200kBase)
-		if err != nil {
-			// Unreachable: the encoding is embedded, Get only fails for
-			// an unknown encoding name.
-			panic("tokens: load embedded o200k_base encoding: " + err.Error())
-		}
-		codec = c
-	})
+func load() *bpe {
+	once.Do(func() { codec = newBPE() })
 	return codec
 }
 
@@ -71,7 +63,7 @@ func Count(s string) int {
 // body that does not: counted apart, the body's pieces are the same every
 // time and hit the cache. The line itself is not cached. Beyond limit the
 // count may stop early (a number above limit).
-func head(c tokenizer.Codec, s string, limit int) (int, string) {
+func head(c *bpe, s string, limit int) (int, string) {
 	i := nextBoundary(s[:min(len(s), pieceMin)], 1)
 	if i >= len(s) || i >= pieceMin || !boundaryAt(s, i) {
 		return 0, s
@@ -98,14 +90,14 @@ var memo [16]struct {
 	bytes int
 }
 
-func cached(c tokenizer.Codec, seg string) int {
+func cached(c *bpe, seg string) int {
 	n, _ := cachedAtMost(c, seg, math.MaxInt)
 	return n
 }
 
 // cachedAtMost counts a piece, through the cache. A count that exceeds
 // limit may stop early; it is not remembered.
-func cachedAtMost(c tokenizer.Codec, seg string, limit int) (int, bool) {
+func cachedAtMost(c *bpe, seg string, limit int) (int, bool) {
 	sh := &memo[shardOf(seg)]
 	sh.Lock()
 	n, ok := sh.m[seg]
@@ -135,7 +127,7 @@ func cachedAtMost(c tokenizer.Codec, seg string, limit int) (int, bool) {
 
 // segmented counts s segment by segment (see nextBoundary), bounding the
 // segments that hold a long whitespace run.
-func segmented(c tokenizer.Codec, s string) int {
+func segmented(c *bpe, s string) int {
 	n := 0
 	for len(s) > 0 {
 		seg := s[:nextBoundary(s, 1)]
@@ -163,7 +155,7 @@ func CountAtMost(s string, limit int) (int, bool) {
 }
 
 // countPieces is CountAtMost without the first line counted apart.
-func countPieces(c tokenizer.Codec, s string, limit int) (int, bool) {
+func countPieces(c *bpe, s string, limit int) (int, bool) {
 	n := 0
 	// The first piece is about large enough to exceed limit (code runs 3
 	// to 4 bytes a token); later ones double, up to 64 KiB.
@@ -229,7 +221,7 @@ func CountJoinAtMost(a, b string, limit int) (int, bool) {
 // exact counts s with the codec. The codec only errors when its regexp
 // fails (no timeout is set, so in practice never); the byte bound keeps
 // Count an upper bound even then.
-func exact(c tokenizer.Codec, s string) int {
+func exact(c *bpe, s string) int {
 	if isASCII(s) {
 		return countASCII(c, s)
 	}
@@ -237,7 +229,7 @@ func exact(c tokenizer.Codec, s string) int {
 }
 
 // exactCodec counts s with the codec itself.
-func exactCodec(c tokenizer.Codec, s string) int {
+func exactCodec(c *bpe, s string) int {
 	n, err := c.Count(s)
 	if err != nil {
 		return bound(s)

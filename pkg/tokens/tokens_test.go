@@ -54,7 +54,7 @@ func TestSegmentedExact(t *testing.T) {
 		if hasLongRun(s) {
 			continue
 		}
-		want, err := c.Count(s)
+		want, err := lib.Count(s)
 		if err != nil {
 			t.Fatalf("codec count: %v", err)
 		}
@@ -65,7 +65,7 @@ func TestSegmentedExact(t *testing.T) {
 		// pieces of pieceMin bytes: exact as well, with or without a
 		// header line above the text.
 		for _, text := range []string{s, "// repo@c:a.go#L1-9 F (function) [bm25]\n" + s} {
-			want, _ := c.Count(text)
+			want, _ := lib.Count(text)
 			if got := Count(text); got != want {
 				t.Fatalf("case %d: Count(%q) = %d, want %d", i, text, got, want)
 			}
@@ -86,7 +86,7 @@ func TestCountLongWhitespaceRun(t *testing.T) {
 	// The bound is never below the true count: check on a run short
 	// enough for the codec to count directly.
 	short := strings.Repeat(" \n", LongRun)
-	exactN, err := load().Count(short)
+	exactN, err := lib.Count(short)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestCountJoinSplit(t *testing.T) {
 	}
 	for round := range 2 {
 		for i, p := range cases {
-			want, err := c.Count(p.a + p.b)
+			want, err := lib.Count(p.a + p.b)
 			if err != nil {
 				t.Fatal(err)
 			}
