@@ -323,3 +323,30 @@ func BenchmarkLoadRaw(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSplice measures what the graph stage does to a shard's index in
+// a one-file change: the documents before and after the changed one
+// sliced out of the corpus index and joined with an index of its new
+// version.
+func BenchmarkSplice(b *testing.B) {
+	c := loadCorpus(b)
+	ix := ourIndex(c)
+	mid := len(c.docs) / 2
+	nb := NewBuilder()
+	nb.Add(c.docs[mid])
+	changed := nb.Build()
+	b.ReportAllocs()
+	for b.Loop() {
+		lo, err := Slice(ix, 0, mid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		hi, err := Slice(ix, mid+1, ix.NumDocs())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Concat([]*Index{lo, changed, hi}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -36,7 +36,11 @@ func Concat(ixs []*Index) (*Index, error) {
 	out.termOff = make([]uint32, 0, nt+1)
 	out.postOff = make([]uint32, 0, nt+1)
 	out.df = make([]uint32, 0, nt)
-	var arena []byte
+	na := 0
+	for _, ix := range ixs {
+		na += len(ix.terms)
+	}
+	arena := make([]byte, 0, na) // at most every part's terms
 	h := make(cursors, 0, len(ixs))
 	for i, ix := range ixs {
 		if len(ix.df) > 0 {
@@ -151,7 +155,17 @@ func Slice(ix *Index, lo, hi int) (*Index, error) {
 		return nil, fmt.Errorf("bm25: slice %d..%d of %d documents", lo, hi, ix.n)
 	}
 	out := &Index{n: hi - lo, lens: append([]uint32(nil), ix.lens[lo*int(NumFields):hi*int(NumFields)]...)}
-	var arena, postings []byte
+	// The range's share of the postings and terms, and some room: most of
+	// a shard's slice is kept in a one-file change, so growing these by
+	// doubling from nothing copied them several times.
+	share := func(n int) int {
+		if ix.n == 0 {
+			return 0
+		}
+		n = n * (hi - lo) / ix.n
+		return n + n/16 + 64
+	}
+	arena, postings := make([]byte, 0, share(len(ix.terms))), make([]byte, 0, share(len(ix.postings)))
 	out.termOff = make([]uint32, 0, len(ix.df)+1)
 	out.postOff = make([]uint32, 0, len(ix.df)+1)
 	out.df = make([]uint32, 0, len(ix.df))

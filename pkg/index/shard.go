@@ -320,7 +320,19 @@ func spliceShard(ctx context.Context, old *segment.Shard, oldFiles, files []sour
 	for i, f := range old.GraphIn {
 		gin[f.Path] = i
 	}
-	sh := &segment.Shard{Stats: st}
+	// Sized for what the shard holds at most (the old chunks and the new
+	// files' chunks), so the copies are not grown by doubling: tens of
+	// thousands of chunks in a shard of $GOROOT/src.
+	nc := len(old.Chunks)
+	for _, r := range results {
+		nc += len(r.Result.Chunks)
+	}
+	sh := &segment.Shard{
+		Stats:   st,
+		Chunks:  make([]codectx.Chunk, 0, nc),
+		Files:   make([]segment.File, 0, len(files)),
+		GraphIn: make([]graph.FileInput, 0, len(old.GraphIn)+len(changed)),
+	}
 	var pieces, filePieces []*bm25.Index
 	// The run of kept files being copied: old files fLo..fHi-1, their
 	// chunks cLo..cHi-1 (-1 while the run has no chunk).
