@@ -37,6 +37,14 @@ type builder struct {
 	fedges       map[rawEdge]struct{} // import edges
 	stats        Stats                //
 	refs         []resolver           // the call and type edges, by part of the symbols
+
+	// Memo.Build: record each symbol's result in res; take those of the
+	// symbols reuse maps (>= 0) from prev, their targets mapped by toNew.
+	memo  bool
+	res   []symResult
+	reuse []int32
+	prev  *memoState
+	toNew []int32
 }
 
 // resolver resolves the references of a part of the symbols: the
@@ -47,7 +55,11 @@ type resolver struct {
 	fedges, sedges            []rawEdge // with repeats
 	ambiguous, ambiguousTypes int
 	names                     []string // scratch
+	keys                      []string // Memo.Build: the names looked up, all symbols of the part
 }
+
+// memoEnds are where a symbol's edges and keys end in its part's.
+type memoEnds struct{ edges, keys int32 }
 
 type goModule struct{ dir, path string }
 
@@ -79,7 +91,17 @@ type symInfo struct {
 // Build resolves the input into a graph. It never fails: anything it cannot
 // resolve is counted in Stats and left out.
 func Build(in Input) *Graph {
-	b := &builder{
+	b := newBuilder()
+	b.index(in)
+	for _, f := range b.files {
+		b.resolveImports(f)
+	}
+	b.resolveAll()
+	return b.graph()
+}
+
+func newBuilder() *builder {
+	return &builder{
 		byPath:   map[string]int32{},
 		goPkg:    map[string][]int32{},
 		groups:   map[string][]int32{},
@@ -92,12 +114,6 @@ func Build(in Input) *Graph {
 		methAll:  map[string][]int32{},
 		fedges:   map[rawEdge]struct{}{},
 	}
-	b.index(in)
-	for _, f := range b.files {
-		b.resolveImports(f)
-	}
-	b.resolveAll()
-	return b.graph()
 }
 
 // Symbols a part of resolveAll holds at least, and the most parts.
@@ -118,6 +134,11 @@ func (b *builder) resolveAll() {
 		n = testParts
 	}
 	b.refs = make([]resolver, n)
+	var ends []memoEnds
+	if b.memo {
+		b.res = make([]symResult, len(b.syms))
+		ends = make([]memoEnds, len(b.syms))
+	}
 	var wg sync.WaitGroup
 	for i := range b.refs {
 		r := &b.refs[i]
@@ -125,11 +146,42 @@ func (b *builder) resolveAll() {
 		part := b.syms[i*len(b.syms)/n : (i+1)*len(b.syms)/n]
 		wg.Go(func() {
 			for _, s := range part {
-				r.resolveRefs(s)
+				if !b.memo {
+					r.resolveRefs(s)
+					continue
+				}
+				a0, t0 := r.ambiguous, r.ambiguousTypes
+				if b.reuse != nil && b.reuse[s.idx] >= 0 {
+					old := &b.prev.res[b.reuse[s.idx]]
+					for _, e := range old.edges {
+						r.addSymEdge(s.idx, b.toNew[e.to], e.kind)
+					}
+					r.ambiguous += int(old.amb)
+					r.ambiguousTypes += int(old.ambT)
+					b.res[s.idx].keys = old.keys // the same names: not copied
+				} else {
+					r.resolveRefs(s)
+				}
+				ends[s.idx] = memoEnds{int32(len(r.sedges)), int32(len(r.keys))}
+				b.res[s.idx].amb, b.res[s.idx].ambT = int32(r.ambiguous-a0), int32(r.ambiguousTypes-t0)
 			}
 		})
 	}
 	wg.Wait()
+	if b.memo {
+		for i := range b.refs {
+			r := &b.refs[i]
+			e0, k0 := int32(0), int32(0)
+			for _, s := range b.syms[i*len(b.syms)/n : (i+1)*len(b.syms)/n] {
+				e := ends[s.idx]
+				b.res[s.idx].edges = r.sedges[e0:e.edges:e.edges]
+				if e.keys > k0 || b.res[s.idx].keys == nil {
+					b.res[s.idx].keys = r.keys[k0:e.keys:e.keys]
+				}
+				e0, k0 = e.edges, e.keys
+			}
+		}
+	}
 	for _, r := range b.refs {
 		b.stats.Ambiguous += r.ambiguous
 		b.stats.AmbiguousTypes += r.ambiguousTypes

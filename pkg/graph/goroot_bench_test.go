@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"io/fs"
@@ -8,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +24,58 @@ import (
 // modules). It runs when CODECTX_BENCH_GRAPH_GOROOT=1 and logs the
 // encoded graph's SHA-256, so two builds can be compared byte for byte.
 func BenchmarkBuildGOROOT(b *testing.B) {
+	in := gorootInput(b)
+	data, err := graph.Build(in).MarshalBinary()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%d files, graph %d bytes, sha256 %x", len(in.Files), len(data), sha256.Sum256(data))
+	b.ResetTimer()
+	for range b.N {
+		graph.Build(in)
+	}
+}
+
+// BenchmarkMemoGOROOT times graph.Memo's Build of $GOROOT/src after a
+// one-file change (a call added to, then removed from, the first symbol
+// of net/http/server.go, ids after it shifted), as a push rebuilds it,
+// and checks each graph against graph.Build's byte for byte.
+func BenchmarkMemoGOROOT(b *testing.B) {
+	in := gorootInput(b)
+	edited := in
+	edited.Files = slices.Clone(in.Files)
+	i := slices.IndexFunc(edited.Files, func(f graph.FileInput) bool { return f.Path == "net/http/server.go" })
+	if i < 0 {
+		b.Fatal("no net/http/server.go")
+	}
+	f := &edited.Files[i]
+	f.Symbols = slices.Clone(f.Symbols)
+	f.Symbols[0].Calls = append(slices.Clone(f.Symbols[0].Calls), "ListenAndServe", "strings.Cut")
+	f.Symbols = append(f.Symbols, graph.SymbolInput{ID: f.Symbols[len(f.Symbols)-1].ID + 1, Name: "extraHelper", Kind: codectx.KindFunction, Calls: []string{"Error"}})
+	ins := []graph.Input{in, edited}
+	var memo graph.Memo
+	for k, x := range ins {
+		want, err := graph.Build(x).MarshalBinary()
+		if err != nil {
+			b.Fatal(err)
+		}
+		memo.Build(ins[1-k])
+		got, err := memo.Build(x).MarshalBinary()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			b.Fatalf("input %d: memo graph differs from Build's", k)
+		}
+	}
+	b.ResetTimer()
+	for n := range b.N {
+		memo.Build(ins[n%2])
+	}
+}
+
+// gorootInput is the graph input of $GOROOT/src's code files.
+func gorootInput(b *testing.B) graph.Input {
 	if os.Getenv("CODECTX_BENCH_GRAPH_GOROOT") != "1" {
 		b.Skip("set CODECTX_BENCH_GRAPH_GOROOT=1")
 	}
@@ -93,13 +147,5 @@ func BenchmarkBuildGOROOT(b *testing.B) {
 			in.Files = append(in.Files, *f)
 		}
 	}
-	data, err := graph.Build(in).MarshalBinary()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("%d files, graph %d bytes, sha256 %x", len(in.Files), len(data), sha256.Sum256(data))
-	b.ResetTimer()
-	for range b.N {
-		graph.Build(in)
-	}
+	return in
 }

@@ -110,7 +110,11 @@ func (r *resolver) resolveRefs(s *symInfo) {
 			names = append(names, n)
 		}
 	}
-	for _, name := range uniq(names) {
+	names = uniq(names)
+	if b.memo {
+		r.keys = append(r.keys, names...)
+	}
+	for _, name := range names {
 		t, o := b.resolveCall(s, name)
 		switch o {
 		case found:
@@ -123,7 +127,11 @@ func (r *resolver) resolveRefs(s *symInfo) {
 	for _, ty := range s.types {
 		names = append(names, typeNames(ty)...)
 	}
-	for _, name := range uniq(names) {
+	names = uniq(names)
+	if b.memo {
+		r.keys = append(r.keys, names...)
+	}
+	for _, name := range names {
 		t, o := b.resolveType(s, name)
 		switch o {
 		case found:

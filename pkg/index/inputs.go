@@ -128,3 +128,46 @@ func cloneGraphIn(files []graph.FileInput) []graph.FileInput {
 	}
 	return out
 }
+
+// graphMemoRepos is how many repositories' graph memos a process keeps.
+const graphMemoRepos = 2
+
+// graphMemos keep the last graph build of the repositories built last
+// (graph.Memo), so that a one-file push resolves the references of only
+// the symbols whose resolution could change. None are kept when
+// InputCacheBytes is 0.
+var graphMemos struct {
+	mu    sync.Mutex
+	order []graphMemoKey // most recent last
+	m     map[graphMemoKey]*graph.Memo
+}
+
+type graphMemoKey struct {
+	store        *blob.Bucket
+	tenant, repo string
+}
+
+// buildGraph is graph.Build of in, through the repository's memo.
+func buildGraph(store *blob.Bucket, tenant, repo string, in graph.Input) *graph.Graph {
+	if InputCacheBytes <= 0 {
+		return graph.Build(in)
+	}
+	k := graphMemoKey{store, tenant, repo}
+	gm := &graphMemos
+	gm.mu.Lock()
+	if gm.m == nil {
+		gm.m = map[graphMemoKey]*graph.Memo{}
+	}
+	memo := gm.m[k]
+	if memo == nil {
+		memo = &graph.Memo{}
+		gm.m[k] = memo
+	}
+	gm.order = append(slices.DeleteFunc(gm.order, func(o graphMemoKey) bool { return o == k }), k)
+	for len(gm.order) > graphMemoRepos {
+		delete(gm.m, gm.order[0])
+		gm.order = gm.order[1:]
+	}
+	gm.mu.Unlock()
+	return memo.Build(in)
+}

@@ -731,7 +731,7 @@ func BuildShardsFrom(ctx context.Context, store *blob.Bucket, m *Manifest, prevI
 	}
 	ss.Shards = len(list.Shards)
 	names = nil
-	list.Graph = graph.Build(gin)
+	list.Graph = buildGraph(store, m.Tenant, m.Repo, gin)
 	gs := list.Graph.Stats()
 	st.Edges["import"] = gs.ImportEdges
 	st.Edges["call"] = gs.CallEdges
