@@ -43,6 +43,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"codectx/pkg/tokens"
@@ -204,7 +205,8 @@ func Pack(cands []Candidate, opt Options) Result {
 			return n, n <= limit
 		}
 	}
-	items, nfiles, deduped := dedup(cands)
+	items, slab, nfiles, deduped := dedup(cands)
+	defer releaseSlab(slab)
 	res := Result{Budget: opt.Budget, Deduped: deduped}
 	if opt.Budget <= 0 {
 		res.Dropped = len(items)
@@ -613,10 +615,24 @@ func appendStubRest(b []byte, c Candidate, withDoc bool) []byte {
 	return b
 }
 
+// slabPool keeps dedup's item slabs between packs.
+var slabPool sync.Pool
+
+// releaseSlab clears slab (it holds candidates' strings) and pools it.
+func releaseSlab(slab *[]item) {
+	clear(*slab)
+	*slab = (*slab)[:0]
+	slabPool.Put(slab)
+}
+
 // dedup sorts cands strongest first and folds overlapping chunks of one
 // file (see the package comment). It returns the items in score order, the
 // number of distinct files and how many candidates were folded or dropped.
-func dedup(cands []Candidate) (items []*item, nfiles, deduped int) {
+//
+// The items live in slab, taken from a pool: nothing Pack returns points
+// into it (a Packed copies an item's fields; its signals and best
+// candidate are allocated apart), so Pack hands it back when it returns.
+func dedup(cands []Candidate) (items []*item, slab *[]item, nfiles, deduped int) {
 	// Sorted by index (moves less than candidates); an inverted line
 	// range is read as its start line.
 	end := func(c *Candidate) int { return max(c.EndLine, c.StartLine) }
@@ -649,10 +665,14 @@ func dedup(cands []Candidate) (items []*item, nfiles, deduped int) {
 		return strings.Compare(a.Symbol, b.Symbol)
 	})
 	// Every candidate makes at most one item (kept or merged): one slab.
-	slab := make([]item, 0, len(cands))
+	slab, _ = slabPool.Get().(*[]item)
+	if slab == nil || cap(*slab) < len(cands) {
+		slab = &[]item{}
+		*slab = make([]item, 0, len(cands))
+	}
 	newItem := func(it item) *item {
-		slab = append(slab, it)
-		return &slab[len(slab)-1]
+		*slab = append(*slab, it) // never past its capacity
+		return &(*slab)[len(*slab)-1]
 	}
 
 	type fileKey struct{ repo, commit, path string }
@@ -742,7 +762,7 @@ func dedup(cands []Candidate) (items []*item, nfiles, deduped int) {
 		it.file = renum[it.file]
 		it.order = i
 	}
-	return items, nfiles, deduped
+	return items, slab, nfiles, deduped
 }
 
 func containsAll(c Candidate, its []*item) bool {
