@@ -45,6 +45,12 @@ type gitReader struct {
 // maxOpenPacks bounds the pack files a snapshot keeps open.
 const maxOpenPacks = 64
 
+// objectCacheBytes bounds go-git's cache of decoded objects (delta bases
+// among them). Its default, 96 MiB, stays live for the snapshot's life:
+// indexing reads each blob once, and under the indexer's soft memory limit
+// a cache that size made the collector mark it over and over.
+const objectCacheBytes = 16 * cache.MiByte
+
 // reopen returns repo with an object storage that keeps pack files open
 // between reads: go-git otherwise reopens the pack for every object, which
 // dominates the cost of listing a large tree. The caller closes the
@@ -54,7 +60,7 @@ func reopen(repo *git.Repository) (*git.Repository, io.Closer, error) {
 	if !ok {
 		return repo, nil, nil
 	}
-	fst := filesystem.NewStorageWithOptions(st.Filesystem(), cache.NewObjectLRUDefault(),
+	fst := filesystem.NewStorageWithOptions(st.Filesystem(), cache.NewObjectLRU(objectCacheBytes),
 		filesystem.Options{MaxOpenDescriptors: maxOpenPacks})
 	r, err := git.Open(fst, nil)
 	if err != nil {
