@@ -1,7 +1,6 @@
 package tokens
 
 import (
-	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -27,7 +26,7 @@ import (
 type splitTab struct {
 	shards [16]struct {
 		sync.RWMutex
-		m map[string]split
+		m strTab[split] // keys copied (see strTab)
 	}
 	bytes atomic.Int64
 }
@@ -54,7 +53,7 @@ func splitOf(c *bpe, a string) split {
 	t := splitCache.Load()
 	sh := &t.shards[shardOf(a)]
 	sh.RLock()
-	sp, ok := sh.m[a]
+	sp, ok := sh.m.get(a)
 	sh.RUnlock()
 	if ok {
 		return sp
@@ -74,10 +73,7 @@ func splitOf(c *bpe, a string) split {
 		return sp
 	}
 	sh.Lock()
-	if sh.m == nil {
-		sh.m = map[string]split{}
-	}
-	sh.m[strings.Clone(a)] = sp
+	sh.m.put(a, sp)
 	sh.Unlock()
 	return sp
 }

@@ -86,7 +86,7 @@ const (
 
 var memo [16]struct {
 	sync.Mutex
-	m     map[string]int
+	m     strTab[int] // keys copied (see strTab)
 	bytes int
 }
 
@@ -100,7 +100,7 @@ func cached(c *bpe, seg string) int {
 func cachedAtMost(c *bpe, seg string, limit int) (int, bool) {
 	sh := &memo[shardOf(seg)]
 	sh.Lock()
-	n, ok := sh.m[seg]
+	n, ok := sh.m.get(seg)
 	sh.Unlock()
 	if ok {
 		return n, n <= limit
@@ -116,10 +116,10 @@ func cachedAtMost(c *bpe, seg string, limit int) (int, bool) {
 		n = exactCodec(c, seg)
 	}
 	sh.Lock()
-	if sh.m == nil || sh.bytes+len(seg) > cacheMaxBytes/len(memo) {
-		sh.m, sh.bytes = make(map[string]int), 0
+	if sh.bytes+len(seg) > cacheMaxBytes/len(memo) {
+		sh.m, sh.bytes = strTab[int]{}, 0
 	}
-	sh.m[seg] = n
+	sh.m.put(seg, n)
 	sh.bytes += len(seg)
 	sh.Unlock()
 	return n, n <= limit
