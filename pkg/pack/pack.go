@@ -230,10 +230,16 @@ func Pack(cands []Candidate, opt Options) Result {
 	var picks []pick
 	perFile := make([]int, nfiles)
 	// hdr holds the headers of renderings cut from Preps, appended and
-	// never written again. A ranking's tried renderings take 150-200 bytes
-	// of headers a candidate: sized once for them, instead of growing by
-	// doubling (which allocated about twice the final size).
-	hdr := make([]byte, 0, hdrBytesPerItem*len(items))
+	// never written again during the pack. A ranking's tried renderings
+	// take 150-200 bytes of headers a candidate: sized once for them,
+	// instead of growing by doubling (which allocated about twice the
+	// final size), and taken from a pool.
+	hp := getHdr(hdrBytesPerItem * len(items))
+	hdr := *hp
+	defer func() { // pooled as grown, if it grew
+		*hp = hdr[:0]
+		hdrPool.Put(hp)
+	}()
 	tryItem := func(it *item) {
 		if opt.MaxPerFile > 0 && perFile[it.file] >= opt.MaxPerFile {
 			res.Dropped++
@@ -256,7 +262,9 @@ func Pack(cands []Candidate, opt Options) Result {
 			if ok {
 				p := r.p
 				if p.Text = r.text; p.Text == "" {
-					p.Text = r.head + r.body
+					// A copy even when the body is empty (head+""
+					// would be head, bytes of the pooled hdr).
+					p.Text = join(r.head, r.body)
 				}
 				p.Tokens = n
 				left -= n + sepCost
@@ -559,6 +567,13 @@ func fullText(c Candidate, signals []string) (head, body string) {
 	return owned(b), body
 }
 
+// join returns a copy of a+b, never a or b itself.
+func join(a, b string) string {
+	buf := make([]byte, len(a)+len(b))
+	copy(buf[copy(buf, a):], b)
+	return owned(buf)
+}
+
 // owned returns b's bytes as a string without copying them: b must not be
 // written to afterwards (strings.Builder does the same).
 func owned(b []byte) string {
@@ -613,6 +628,24 @@ func appendStubRest(b []byte, c Candidate, withDoc bool) []byte {
 		b = append(b, sig...)
 	}
 	return b
+}
+
+// hdrPool keeps Pack's header buffers between packs. Nothing a pack
+// returns or leaves behind points into its buffer: a picked rendering's
+// text is a copy, a Tail keeps copies of what it learns of a header, and
+// the token caches copy their keys (TestCachesCopyKeys in pkg/tokens), so
+// a buffer is written again only by a later pack.
+var hdrPool sync.Pool
+
+// getHdr returns a pooled empty buffer of at least n bytes' capacity (one
+// too small is left to the collector, so the pool keeps large ones).
+func getHdr(n int) *[]byte {
+	if b, _ := hdrPool.Get().(*[]byte); b != nil && cap(*b) >= n {
+		*b = (*b)[:0]
+		return b
+	}
+	b := make([]byte, 0, n)
+	return &b
 }
 
 // slabPool keeps dedup's item slabs between packs.

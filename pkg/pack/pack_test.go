@@ -516,3 +516,32 @@ func TestPackPrep(t *testing.T) {
 		}
 	}
 }
+
+// TestPackResultsOwnTheirText packs candidate sets with Preps, then packs
+// many more (which write the pooled header buffers again) and checks that
+// the first results still read as they did: no text a pack returns may
+// point into its header buffer (a header with an empty body, joined with
+// +, is the header's own bytes).
+func TestPackResultsOwnTheirText(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	type kept struct {
+		res  Result
+		text string
+	}
+	var first []kept
+	for i := range 600 {
+		cs := randCands(r)
+		for j := range cs {
+			cs[j].Prep = NewPrep(cs[j], nil)
+		}
+		res := Pack(cs, Options{Budget: 200 + r.Intn(3000), FileFirst: r.Intn(2) == 0})
+		if i < 200 {
+			first = append(first, kept{res, strings.Clone(fmt.Sprintf("%+v", res))})
+		}
+	}
+	for i, k := range first {
+		if got := fmt.Sprintf("%+v", k.res); got != k.text {
+			t.Fatalf("result %d changed after later packs:\n%s\nwas\n%s", i, got, k.text)
+		}
+	}
+}

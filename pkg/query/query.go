@@ -511,7 +511,21 @@ func PackAll(parts []Part, req Request, count func(string) int) *Response {
 	// The packer counts every candidate's tokens; beyond this many it could
 	// only add stubs of files far down the ranking.
 	limit := max(100, req.Budget/20)
-	var all []pack.Candidate
+	// The candidates live in a pooled slice: what the packer returns
+	// copies them (see candPool).
+	cp, _ := candPool.Get().(*[]pack.Candidate)
+	if cp == nil {
+		cp = new([]pack.Candidate)
+	}
+	all := (*cp)[:0]
+	defer func() {
+		if cap(all) > maxPooledCands {
+			return
+		}
+		clear(all[:cap(all)]) // drop the candidates' strings and Preps
+		*cp = all[:0]
+		candPool.Put(cp)
+	}()
 	var files []File
 	var arms []string
 	seenArm := map[string]bool{}
@@ -590,6 +604,15 @@ func PackAll(parts []Part, req Request, count func(string) int) *Response {
 	}
 	return out
 }
+
+// candPool keeps PackAll's candidate slices between queries. Nothing a
+// pack returns points into the slice (a packed chunk copies its
+// candidate), so it is cleared and pooled when PackAll returns; a slice
+// above maxPooledCands (a query over many repositories) is left to the
+// collector.
+var candPool sync.Pool
+
+const maxPooledCands = 4096
 
 // prepTable holds the packer's Prep of each chunk of a segment asked for
 // so far (pack.Prep: a chunk's renderings and what counting them learnt),
