@@ -79,6 +79,11 @@ type Candidate struct {
 type Prep struct {
 	body     *tokens.Tail // the body as emitted: "" when blank
 	doc, sig *tokens.Tail // a stub's text below its header: with the doc, signature alone
+	// least is a lower bound of the count of every rendering cut from
+	// the Prep (0: none known): tokens.PrefixCount of the header's part
+	// that is the same for every query, when the header (but for its
+	// signals) and the texts are ASCII.
+	least int
 }
 
 // NewPrep returns the Prep of c (Body, Doc and Signature are read). grew,
@@ -89,11 +94,58 @@ func NewPrep(c Candidate, grew func(n int64)) *Prep {
 	if strings.TrimSpace(body) == "" {
 		body = ""
 	}
-	return &Prep{
+	p := &Prep{
 		body: tokens.NewTail(body, grew),
 		doc:  tokens.NewTail(string(appendStubRest(nil, c, true)), grew),
 		sig:  tokens.NewTail(string(appendStubRest(nil, c, false)), grew),
 	}
+	// Every rendering is a header of c and then one of the texts; each
+	// header starts with the same part (up to the symbol), which a
+	// header of ASCII signals keeps as it is. (Pack reads an inverted
+	// line range as its start line, as here.)
+	c.EndLine = max(c.EndLine, c.StartLine)
+	h, fixed := appendHeader(nil, c, nil, Stub)
+	if fixed > 0 && asciiText(string(h)) && asciiText(p.body.Text()) && asciiText(p.doc.Text()) && asciiText(p.sig.Text()) {
+		p.least, _ = tokens.PrefixCount(string(h[:fixed]))
+	}
+	return p
+}
+
+// asciiText reports whether s is ASCII without DEL (the text
+// tokens.PrefixCount bounds).
+func asciiText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// plainSignals reports whether a header's signals keep it one ASCII line
+// (appendHeader then leaves the rest of the header as it is).
+func plainSignals(signals []string) bool {
+	for _, s := range signals {
+		if !asciiText(s) || !plainLine([]byte(s)) {
+			return false
+		}
+	}
+	return true
+}
+
+// outOfReach reports whether no rendering of it can fit limit tokens, by
+// the bounds of its Preps alone: every rendering of the item (of main, or
+// of its fallback) starts with a header part whose count exceeds limit.
+// Only for o200k (Pack's default counter), whose counts the bounds are.
+func (it *item) outOfReach(limit int) bool {
+	m := it.main.Prep
+	if m == nil || m.least <= limit {
+		return false
+	}
+	if it.best != nil && (it.best.Prep == nil || it.best.Prep.least <= limit) {
+		return false
+	}
+	return plainSignals(it.signals)
 }
 
 // Size is the heap bytes p holds when made, beyond the candidate's body:
@@ -246,6 +298,14 @@ func Pack(cands []Candidate, opt Options) Result {
 			return
 		}
 		if left <= sepCost { // every chunk has at least one token
+			res.Dropped++
+			return
+		}
+		// Late in a long ranking most candidates cannot fit even as a
+		// bare signature: their header alone is too long. Told by a
+		// bound kept per chunk, before any rendering is made or counted
+		// (the decision is the ladder's: all its renderings fail).
+		if opt.Count == nil && it.outOfReach(left-sepCost) {
 			res.Dropped++
 			return
 		}

@@ -545,3 +545,62 @@ func TestPackResultsOwnTheirText(t *testing.T) {
 		}
 	}
 }
+
+// TestPackPrepLongRanking packs long rankings of ASCII candidates (the
+// query engine's case: most of them cannot fit once the budget is nearly
+// spent, and the Preps' bounds drop them unrendered) with and without
+// Preps, at budgets from tiny to ample: identical results.
+func TestPackPrepLongRanking(t *testing.T) {
+	r := rand.New(rand.NewSource(17))
+	word := func() string {
+		return []string{"value", "Func", "ssa", "rewrite", "x", "n", "ir.Name", "(*Func).newValue", "types2", "_", "42"}[r.Intn(11)]
+	}
+	for i := range 120 {
+		n := 50 + r.Intn(350)
+		cs := make([]Candidate, n)
+		for j := range cs {
+			start := 1 + r.Intn(2000)
+			c := Candidate{
+				Repo: "go/compile", Commit: commit[:r.Intn(41)],
+				Path:      []string{"ssa/rewrite.go", "ir/name.go", "escape/escape.go", "a.go", "inline/inl.go"}[r.Intn(5)],
+				StartLine: start, EndLine: start + r.Intn(80) - 2,
+				Kind:  []string{"function", "method", "window", ""}[r.Intn(4)],
+				Score: r.Float64(), Signals: []string{"bm25", "graph", "symbol"}[:r.Intn(4)],
+			}
+			if r.Intn(4) > 0 {
+				c.Symbol = word() + "." + word()
+			}
+			if r.Intn(3) > 0 {
+				c.Signature = "func " + word() + "(" + word() + " int) " + word()
+			}
+			if r.Intn(2) == 0 {
+				c.Doc = word() + " " + word() + " does " + word() + ".\n" + word()
+			}
+			var body strings.Builder
+			for range r.Intn(60) {
+				body.WriteString(word())
+				body.WriteString([]string{" ", "\n\t", "(", ")\n", " = ", "\n"}[r.Intn(6)])
+			}
+			c.Body = body.String()
+			if r.Intn(40) == 0 {
+				c.Body = "é " + c.Body // not ASCII: no bound
+			}
+			cs[j] = c
+		}
+		with := make([]Candidate, n)
+		for j, c := range cs {
+			c.Prep = NewPrep(c, nil)
+			with[j] = c
+		}
+		for range 3 {
+			opt := Options{Budget: 50 + r.Intn(8000), FileFirst: r.Intn(2) == 0, Ranked: r.Intn(2) == 0, MaxPerFile: r.Intn(4)}
+			want, got := Pack(cs, opt), Pack(with, opt)
+			for j := range got.Chunks {
+				got.Chunks[j].Prep = nil
+			}
+			if g, w := fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", want); g != w {
+				t.Fatalf("case %d, %+v: with Preps\n%s\nwithout\n%s", i, opt, g, w)
+			}
+		}
+	}
+}

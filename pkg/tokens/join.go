@@ -58,6 +58,20 @@ func splitOf(c *bpe, a string) split {
 	if ok {
 		return sp
 	}
+	sp = cutOf(c, a)
+	if t.bytes.Add(int64(len(a))) > splitTabMax {
+		splitCache.CompareAndSwap(t, &splitTab{})
+		return sp
+	}
+	sh.Lock()
+	sh.m.put(a, sp)
+	sh.Unlock()
+	return sp
+}
+
+// cutOf is splitOf without the cache.
+func cutOf(c *bpe, a string) split {
+	var sp split
 	pt := pieceTab.Load()
 	for i := 0; i < len(a); {
 		j := matchASCII(a, i)
@@ -68,14 +82,21 @@ func splitOf(c *bpe, a string) split {
 		i = j
 		sp.at = int32(i)
 	}
-	if t.bytes.Add(int64(len(a))) > splitTabMax {
-		splitCache.CompareAndSwap(t, &splitTab{})
-		return sp
-	}
-	sh.Lock()
-	sh.m.put(a, sp)
-	sh.Unlock()
 	return sp
+}
+
+// PrefixCount returns a lower bound of Count(a+b) for every b such that
+// a+b is ASCII without DEL: the count of a's pieces that every such text
+// shares, those before the first piece whose reads reach a's end (see the
+// comment above). ok is false, and n 0, when a itself is not such text.
+// The packer drops a candidate whose renderings all start with a header
+// prefix that alone exceeds what is left of the budget, without
+// rendering or counting them.
+func PrefixCount(a string) (n int, ok bool) {
+	if a == "" || !isASCII(a) {
+		return 0, false
+	}
+	return int(cutOf(load(), a).n), true
 }
 
 // joinSplit counts a+b as the comment above says, when both are ASCII

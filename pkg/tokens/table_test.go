@@ -126,3 +126,70 @@ func TestCachesCopyKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefixCount checks the packer's lower bound: for ASCII a and b, the
+// codec's count of a+b is at least PrefixCount(a), and the pieces the bound
+// counts are the first pieces of a+b's split (those ending by the cut,
+// each counted as the codec counts it).
+func TestPrefixCount(t *testing.T) {
+	c := load()
+	r := rand.New(rand.NewSource(9))
+	alphabet := []string{"a", "Z", "7", "s", "t", "l", "r", "v", "ll", "e", "D", " ", "  ", "\t", "\n", "\r\n", "'", "'s", "'ll", "/", "//", "]", ")", ",", "(", "#L", "@", ":", "-", "\x00", "\x7e", "\v"}
+	ascii := func(n int) string {
+		var b strings.Builder
+		for range n {
+			b.WriteString(alphabet[r.Intn(len(alphabet))])
+		}
+		return b.String()
+	}
+	heads := []string{
+		"// compile@worktree-bcd1:ssa/rewrite.go#L10-42 (*Func).newValue",
+		"// r@c:a.go#L1-1", "// r@c:a.go#L3-4 x's", "// acme/app@0123456789ab:b/c.py#L-2-1 Foo.bar",
+	}
+	// Pieces that read past their end: contractions cut at the join, a
+	// run of spaces that leaves its last one to the next piece.
+	edges := [][2]string{{"abc'l", "l"}, {"abc'L", "L x"}, {"abc'", "s"}, {"abc'r", "e"}, {"Ab'", "ve"}, {"x  ", "y"}, {"x ", "\n"}, {"x\n", "  y"}, {"]", "\n//"}}
+	for i := range 4000 {
+		a := heads[i%len(heads)]
+		if i%2 == 1 {
+			a = ascii(1 + r.Intn(40))
+		}
+		b := ascii(r.Intn(60))
+		if i < len(edges) {
+			a, b = edges[i][0], edges[i][1]
+		}
+		if hasLongRun(a + b) {
+			continue
+		}
+		n, ok := PrefixCount(a)
+		if !ok {
+			t.Fatalf("case %d: PrefixCount(%q) not ok", i, a)
+		}
+		want, err := lib.Count(a + b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want < n {
+			t.Fatalf("case %d: Count(%q) = %d, below PrefixCount(%q) = %d", i, a+b, want, a, n)
+		}
+		sp := cutOf(c, a)
+		sum, at := 0, 0
+		for at < int(sp.at) {
+			j := matchASCII(a+b, at)
+			k, err := lib.Count((a + b)[at:j])
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum += k
+			at = j
+		}
+		if at != int(sp.at) || sum != n {
+			t.Fatalf("case %d: %q + %q: the pieces of the whole up to %d end at %d and count %d; PrefixCount %d", i, a, b, sp.at, at, sum, n)
+		}
+	}
+	for _, s := range []string{"", "é", "a\x7f"} {
+		if n, ok := PrefixCount(s); ok || n != 0 {
+			t.Errorf("PrefixCount(%q) = %d, %v; want 0, false", s, n, ok)
+		}
+	}
+}
