@@ -215,18 +215,64 @@ func chunkPriors(seg *segment.Segment, withDecl bool) []float64 {
 	}).([]float64)
 }
 
+// chunkFiles numbers the distinct paths of a segment's chunks (in chunk
+// order) and gives each chunk its path's number: rankFiles and
+// orderByFile group a ranking by file through slices instead of maps of
+// paths, which hashed a path for every result of every query.
+type chunkFiles struct {
+	of     []int32          // by chunk id: the number of its path
+	number map[string]int32 // by path
+}
+
+func fileNumbers(seg *segment.Segment) *chunkFiles {
+	return seg.Memo("query.chunkFiles", func() any {
+		t := &chunkFiles{of: make([]int32, len(seg.Chunks)), number: map[string]int32{}}
+		for i, c := range seg.Chunks {
+			n, ok := t.number[c.Path]
+			if !ok {
+				n = int32(len(t.number))
+				t.number[c.Path] = n
+			}
+			t.of[i] = n
+		}
+		return t
+	}).(*chunkFiles)
+}
+
+// fileScratch is per-file working memory of rankFiles and orderByFile, by
+// path number, pooled and handed back zeroed (only the entries a query
+// touched are cleared).
+type fileScratch struct {
+	a, b []float64
+	pos  []int32
+}
+
+var fileScratchPool sync.Pool
+
+func getFileScratch(n int) *fileScratch {
+	sc, _ := fileScratchPool.Get().(*fileScratch)
+	if sc == nil || len(sc.pos) < n {
+		return &fileScratch{a: make([]float64, n), b: make([]float64, n), pos: make([]int32, n)}
+	}
+	return sc
+}
+
 // orderByFile rescores chunks so the packer sees files in file-rank order:
 // a chunk's score becomes its file's score, scaled by how the chunk ranks
 // within its file (the best chunk of a file carries the file's score).
 func orderByFile(seg *segment.Segment, fused []fusion.Scored, files []File) []fusion.Scored {
-	fileScore := make(map[string]float64, len(files))
+	nums := fileNumbers(seg)
+	sc := getFileScratch(len(nums.number))
+	defer fileScratchPool.Put(sc)
+	fileScore, best := sc.a, sc.b // by path number; a path not there is 0
 	for _, f := range files {
-		fileScore[f.Path] = f.Score
+		if n, ok := nums.number[f.Path]; ok {
+			fileScore[n] = f.Score
+		}
 	}
-	best := map[string]float64{}
 	for _, s := range fused {
 		id, _ := strconv.Atoi(s.ID)
-		p := seg.Chunks[id].Path
+		p := nums.of[id]
 		if s.Score > best[p] {
 			best[p] = s.Score
 		}
@@ -235,12 +281,21 @@ func orderByFile(seg *segment.Segment, fused []fusion.Scored, files []File) []fu
 	copy(out, fused)
 	for i := range out {
 		id, _ := strconv.Atoi(out[i].ID)
-		p := seg.Chunks[id].Path
+		p := nums.of[id]
 		rel := 1.0
 		if b := best[p]; b > 0 {
 			rel = out[i].Score / b
 		}
 		out[i].Score = fileScore[p] * (0.5 + 0.5*rel)
+	}
+	for _, s := range fused {
+		id, _ := strconv.Atoi(s.ID)
+		best[nums.of[id]] = 0
+	}
+	for _, f := range files {
+		if n, ok := nums.number[f.Path]; ok {
+			fileScore[n] = 0
+		}
 	}
 	sortByScore(out)
 	return out

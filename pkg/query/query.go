@@ -1071,19 +1071,22 @@ const restWeight = 0.05
 func (e *Engine) rankFiles(fused []fusion.Scored) []File {
 	type acc struct {
 		path       string
+		num        int32 // the path's number
 		best, rest float64
 		signals    []string // distinct
 	}
-	m := make(map[string]int, len(fused))
+	nums := fileNumbers(e.Seg)
+	sc := getFileScratch(len(nums.number))
+	pos := sc.pos // by path number: 1 + the file's index in accs, 0 for none yet
 	var accs []acc
 	for _, s := range fused {
 		id, _ := strconv.Atoi(s.ID)
-		p := e.Seg.Chunks[id].Path
-		i, ok := m[p]
-		if !ok {
+		n := nums.of[id]
+		i := int(pos[n]) - 1
+		if i < 0 {
 			i = len(accs)
-			m[p] = i
-			accs = append(accs, acc{path: p})
+			pos[n] = int32(i + 1)
+			accs = append(accs, acc{path: e.Seg.Chunks[id].Path, num: n})
 		}
 		a := &accs[i]
 		if s.Score > a.best {
@@ -1098,6 +1101,10 @@ func (e *Engine) rankFiles(fused []fusion.Scored) []File {
 			}
 		}
 	}
+	for _, a := range accs {
+		pos[a.num] = 0
+	}
+	fileScratchPool.Put(sc)
 	files := make([]File, 0, len(accs))
 	for _, a := range accs {
 		if a.signals == nil {
