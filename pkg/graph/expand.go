@@ -53,11 +53,17 @@ type SymbolScore struct {
 // them and their scores, in path order. It builds no map, for a caller
 // that only walks the result.
 func (g *Graph) ReachFiles(seeds map[string]float64, maxDepth int) []FileScore {
+	return g.AppendReachFiles(nil, seeds, maxDepth)
+}
+
+// AppendReachFiles appends ReachFiles(seeds, maxDepth) to dst (a caller's
+// reused buffer) and returns it.
+func (g *Graph) AppendReachFiles(dst []FileScore, seeds map[string]float64, maxDepth int) []FileScore {
 	in := g.fileSeeds(seeds)
 	w := g.expand(g.fadj, in, maxDepth)
 	defer w.release()
 	slices.Sort(w.hit)
-	out := make([]FileScore, 0, len(w.hit))
+	out := slices.Grow(dst, len(w.hit))
 	for _, i := range w.hit {
 		if !isSeed(in, i) {
 			out = append(out, FileScore{g.files[i], w.best[i]})
@@ -68,11 +74,17 @@ func (g *Graph) ReachFiles(seeds map[string]float64, maxDepth int) []FileScore {
 
 // ReachSymbols is ReachFiles over the symbol graph, in id order.
 func (g *Graph) ReachSymbols(seeds map[int]float64, maxDepth int) []SymbolScore {
+	return g.AppendReachSymbols(nil, seeds, maxDepth)
+}
+
+// AppendReachSymbols appends ReachSymbols(seeds, maxDepth) to dst and
+// returns it.
+func (g *Graph) AppendReachSymbols(dst []SymbolScore, seeds map[int]float64, maxDepth int) []SymbolScore {
 	in := g.symSeeds(seeds)
 	w := g.expand(g.sadj, in, maxDepth)
 	defer w.release()
 	slices.Sort(w.hit)
-	out := make([]SymbolScore, 0, len(w.hit))
+	out := slices.Grow(dst, len(w.hit))
 	for _, i := range w.hit {
 		if !isSeed(in, i) {
 			out = append(out, SymbolScore{g.symIDs[i], w.best[i]})

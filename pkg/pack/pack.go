@@ -248,6 +248,14 @@ type item struct {
 // opt.Budget. It never panics on odd input (empty or huge bodies, invalid
 // line ranges, NaN scores).
 func Pack(cands []Candidate, opt Options) Result {
+	res, _ := PackText(cands, opt)
+	return res
+}
+
+// PackText is Pack that also returns the result's Render(), which Pack
+// renders to count it anyway: a caller that emits the context need not
+// join it again.
+func PackText(cands []Candidate, opt Options) (Result, string) {
 	count, atMost := opt.Count, tokens.CountJoinAtMost
 	if count == nil {
 		count = tokens.Count
@@ -262,7 +270,7 @@ func Pack(cands []Candidate, opt Options) Result {
 	res := Result{Budget: opt.Budget, Deduped: deduped}
 	if opt.Budget <= 0 {
 		res.Dropped = len(items)
-		return res
+		return res, res.Render()
 	}
 
 	left := opt.Budget
@@ -360,6 +368,7 @@ func Pack(cands []Candidate, opt Options) Result {
 	// Layout and the exact final check: drop the weakest pick (latest in
 	// score order) until the render fits.
 	slices.SortFunc(picks, func(a, b pick) int { return cmp.Compare(a.it.order, b.it.order) })
+	var text string
 	for {
 		chosen := make([]Packed, len(picks))
 		files := make([]int, len(picks))
@@ -367,7 +376,8 @@ func Pack(cands []Candidate, opt Options) Result {
 			chosen[i], files[i] = pk.p, pk.it.file
 		}
 		res.Chunks = layout(chosen, files, opt.Ranked)
-		res.Tokens = count(res.Render())
+		text = res.Render()
+		res.Tokens = count(text)
 		if res.Tokens <= opt.Budget || len(picks) == 0 {
 			break
 		}
@@ -376,8 +386,9 @@ func Pack(cands []Candidate, opt Options) Result {
 	}
 	if res.Tokens > opt.Budget { // only the preamble is left and the counter is not additive
 		res.Preamble, res.Chunks, res.Tokens = "", nil, count("")
+		text = ""
 	}
-	return res
+	return res, text
 }
 
 // layout groups chunks by file in line order and orders the groups by

@@ -604,3 +604,20 @@ func TestPackPrepLongRanking(t *testing.T) {
 		}
 	}
 }
+
+// TestPackTextIsRender checks PackText's text against the result's own
+// Render, at budgets that drop the preamble or everything.
+func TestPackTextIsRender(t *testing.T) {
+	r := rand.New(rand.NewSource(23))
+	for i := range 400 {
+		cs := randCands(r)
+		opt := Options{Budget: r.Intn(4000) - 5, FileFirst: r.Intn(2) == 0, Preamble: []string{"", "Context:", strings.Repeat("pre ", 50)}[r.Intn(3)]}
+		if r.Intn(3) == 0 {
+			opt.Count = func(s string) int { return (len(s) + 3) / 4 }
+		}
+		res, text := PackText(cs, opt)
+		if w := res.Render(); text != w {
+			t.Fatalf("case %d: PackText's text\n%q\nRender\n%q", i, text, w)
+		}
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"codectx/pkg/classify"
 	"codectx/pkg/codectx"
 	"codectx/pkg/fusion"
+	"codectx/pkg/graph"
 	"codectx/pkg/pack"
 	"codectx/pkg/query/rank"
 	"codectx/pkg/segment"
@@ -580,9 +581,9 @@ func PackAll(parts []Part, req Request, count func(string) int) *Response {
 	if count != nil {
 		opt.Count = count
 	}
-	res := pack.Pack(all, opt)
+	res, text := pack.PackText(all, opt)
 	timings["pack"] = int(time.Since(t).Microseconds())
-	out := &Response{Query: req.Query, Arms: arms, Budget: req.Budget, Tokens: res.Tokens, Files: files, Dropped: res.Dropped, Timings: timings, Context: res.Render(),
+	out := &Response{Query: req.Query, Arms: arms, Budget: req.Budget, Tokens: res.Tokens, Files: files, Dropped: res.Dropped, Timings: timings, Context: text,
 		AlreadySent: already, TokensSaved: saved}
 	if len(parts) > 0 {
 		rk := parts[0].Ranking
@@ -934,16 +935,23 @@ func (e *Engine) graphArm(seeds []fusion.Scored, cls classify.Result, keep func(
 		return nil
 	}
 	depth := cls.Plan.GraphDepth
-	type cand struct {
-		id    int
-		score float64
+	sc, _ := graphScratchPool.Get().(*graphScratch)
+	if sc == nil {
+		sc = new(graphScratch)
 	}
-	reached := seg.Graph.ReachSymbols(symSeeds, depth)
-	files := seg.Graph.ReachFiles(fileSeeds, depth)
-	cands := make([]cand, 0, len(reached)+len(files))
+	defer func() {
+		clear(sc.files) // paths
+		sc.reached, sc.files, sc.cands = sc.reached[:0], sc.files[:0], sc.cands[:0]
+		graphScratchPool.Put(sc)
+	}()
+	sc.reached = seg.Graph.AppendReachSymbols(sc.reached[:0], symSeeds, depth)
+	sc.files = seg.Graph.AppendReachFiles(sc.files[:0], fileSeeds, depth)
+	reached, files := sc.reached, sc.files
+	cands := slices.Grow(sc.cands[:0], len(reached)+len(files))
+	defer func() { sc.cands = cands[:0] }()
 	for _, r := range reached {
 		if r.ID >= 0 && r.ID < len(seg.Chunks) {
-			cands = append(cands, cand{r.ID, r.Score})
+			cands = append(cands, graphCand{r.ID, r.Score})
 		}
 	}
 	// A file's module header (imports and package doc) stands for it,
@@ -955,12 +963,12 @@ func (e *Engine) graphArm(seeds []fusion.Scored, cls classify.Result, keep func(
 			continue
 		}
 		id := f.Chunks[0]
-		if _, dup := slices.BinarySearchFunc(cands[:syms], id, func(c cand, id int) int { return c.id - id }); !dup {
-			cands = append(cands, cand{id, r.Score * 0.9})
+		if _, dup := slices.BinarySearchFunc(cands[:syms], id, func(c graphCand, id int) int { return c.id - id }); !dup {
+			cands = append(cands, graphCand{id, r.Score * 0.9})
 		}
 	}
 	// Only the best 50 are kept: select them, then sort those.
-	byScore := func(a, b cand) int { return cmp.Or(cmp.Compare(b.score, a.score), a.id-b.id) }
+	byScore := func(a, b graphCand) int { return cmp.Or(cmp.Compare(b.score, a.score), a.id-b.id) }
 	if len(cands) > 50 {
 		cands = topK(cands, 50, byScore)
 	}
@@ -971,6 +979,22 @@ func (e *Engine) graphArm(seeds []fusion.Scored, cls classify.Result, keep func(
 	}
 	return filterIDs(ids, keep)
 }
+
+// graphCand is a candidate of the graph arm.
+type graphCand struct {
+	id    int
+	score float64
+}
+
+// graphScratch is the graph arm's working memory, pooled: what the walks
+// reached and the candidates made of it (only ids leave the arm).
+type graphScratch struct {
+	reached []graph.SymbolScore
+	files   []graph.FileScore
+	cands   []graphCand
+}
+
+var graphScratchPool sync.Pool
 
 // historyArm scores files by the commits that touched them: commits whose
 // message shares words with the query count more, recent commits count
