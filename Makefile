@@ -41,6 +41,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLocation$$' -fuzztime 5s -fuzzminimizetime 1s ./pkg/api/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 5s -fuzzminimizetime 1s ./pkg/segment/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 5s -fuzzminimizetime 1s ./pkg/bm25/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEntry$$' -fuzztime 5s -fuzzminimizetime 1s ./pkg/index/
 
 # A bounded schemathesis run against a real `up` on loopback (keys on) from
 # its own GET /v1/openapi.json: 5xx, schema violations, wrong statuses fail

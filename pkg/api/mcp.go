@@ -834,7 +834,7 @@ func (s *Server) toolRead(ctx context.Context, p Principal, in ReadInput) (ReadO
 	if !ok {
 		return ReadOutput{}, fmt.Errorf("no file %q in %s at %.12s", clean, in.Repo, seg.Meta.Commit)
 	}
-	data, err := index.ReadContent(ctx, s.Store, f.Blob)
+	data, err := index.ReadContent(ctx, s.Store, seg.Meta.Tenant, f.Path, f.Blob)
 	if err != nil {
 		return ReadOutput{}, fmt.Errorf("text of %s is not stored (indexed without it, or skipped: binary or too large): %w", clean, err)
 	}

@@ -150,7 +150,7 @@ func (s *Server) xrepoRepo(ctx context.Context, seg *segment.Segment) (r xrepo.R
 	for _, f := range seg.Files {
 		if xrepo.IsManifest(f.Path) && read < maxManifests && f.Size <= maxManifestBytes {
 			read++
-			data, err := index.ReadContent(ctx, s.Store, f.Blob)
+			data, err := index.ReadContent(ctx, s.Store, seg.Meta.Tenant, f.Path, f.Blob)
 			switch {
 			case err == nil:
 				r.Manifests[f.Path] = data

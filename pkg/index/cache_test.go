@@ -3,11 +3,14 @@ package index_test
 import (
 	"context"
 	"crypto/sha1"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"hash/crc32"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"codectx/pkg/blob"
@@ -25,12 +28,31 @@ func gitBlob(data []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// TestTornCacheEntry: parse-cache entries and file texts are written
-// without an fsync each, so a crash of the machine can tear them. A torn
-// entry is a miss (parsed again and rewritten), a torn or lost text is
-// written again on the next hit, an entry of the old format (plain JSON) is
-// still a hit, and the graph stage's read of a torn entry fails and deletes
-// it so that the next plan parses the file again.
+// oldEntry re-encodes a parse result in one of the older forms of the
+// parse cache: CTXPRS1 (a checksum and JSON) or, with plain, bare JSON.
+// Their file's text is kept apart, at ContentKey.
+func oldEntry(t *testing.T, res chunk.Result, plain bool) []byte {
+	t.Helper()
+	js, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain {
+		return js
+	}
+	b := []byte("CTXPRS1\n\x00\x00\x00\x00")
+	binary.BigEndian.PutUint32(b[8:], crc32.Checksum(js, crc32.MakeTable(crc32.Castagnoli)))
+	return append(b, js...)
+}
+
+// TestTornCacheEntry: parse-cache entries are written without an fsync
+// each, so a crash of the machine can tear them. An entry carries its
+// file's text (one object per parsed file); a torn entry is a miss (parsed
+// again and rewritten) and its text is not served. Entries of the older
+// forms (CTXPRS1, plain JSON), whose text is kept at ContentKey, are still
+// hits and their texts still served; a torn or lost text of one is written
+// again on the next hit. The graph stage's read of a torn entry fails and
+// deletes it so that the next plan parses the file again.
 func TestTornCacheEntry(t *testing.T) {
 	ctx := context.Background()
 	src := []byte("package a\n\n// F does f.\nfunc F() int { return G() }\n\nfunc G() int { return 1 }\n")
@@ -40,35 +62,33 @@ func TestTornCacheEntry(t *testing.T) {
 	reads := 0
 	read := func() ([]byte, error) { reads++; return src, nil }
 
+	flip := func(i int) func(g []byte) []byte {
+		return func(g []byte) []byte {
+			b := append([]byte(nil), g...)
+			b[(i+len(b))%len(b)] ^= 1
+			return b
+		}
+	}
 	for _, tc := range []struct {
 		name      string
 		entry     func(good []byte) []byte // nil: leave the entry as written
-		text      []byte                   // nil: leave the text as written
+		text      []byte                   // nil: leave ContentKey as it is
 		reused    bool
 		wantReads int
 	}{
 		{name: "intact", reused: true},
 		{name: "truncated entry", entry: func(g []byte) []byte { return g[:len(g)/2] }, wantReads: 1},
+		{name: "truncated by one", entry: func(g []byte) []byte { return g[:len(g)-1] }, wantReads: 1},
 		{name: "empty entry", entry: func([]byte) []byte { return []byte{} }, wantReads: 1},
 		{name: "zeroed entry", entry: func(g []byte) []byte { return make([]byte, len(g)) }, wantReads: 1},
-		{name: "flipped byte", entry: func(g []byte) []byte {
-			b := append([]byte(nil), g...)
-			b[len(b)-5] ^= 1
-			return b
-		}, wantReads: 1},
-		{name: "old format", entry: func(g []byte) []byte {
-			var p index.Parsed
-			if err := json.Unmarshal(g[len("CTXPRS1\n")+4:], &p.Result); err != nil {
-				t.Fatal(err)
-			}
-			old, err := json.Marshal(p.Result)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return old
-		}, reused: true},
-		{name: "torn text", text: src[:10], reused: true, wantReads: 1},
-		{name: "empty text", text: []byte{}, reused: true, wantReads: 1},
+		{name: "flipped byte in the results", entry: flip(-5), wantReads: 1},
+		{name: "flipped byte in the text", entry: flip(20), wantReads: 1},
+		{name: "flipped checksum", entry: flip(9), wantReads: 1},
+		{name: "magic only", entry: func([]byte) []byte { return []byte("CTXPRS2\n") }, wantReads: 1},
+		{name: "old format", entry: func([]byte) []byte { return nil }, text: src, reused: true},
+		{name: "old format, plain JSON", entry: func([]byte) []byte { return nil }, text: src, reused: true},
+		{name: "old format, torn text", entry: func([]byte) []byte { return nil }, text: src[:10], reused: true, wantReads: 1},
+		{name: "old format, empty text", entry: func([]byte) []byte { return nil }, text: []byte{}, reused: true, wantReads: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store, err := local.Open(filepath.Join(t.TempDir(), "store"))
@@ -79,13 +99,29 @@ func TestTornCacheEntry(t *testing.T) {
 			if err != nil || first.Reused {
 				t.Fatalf("first parse: reused %v, %v", first.Reused, err)
 			}
+			if ok, err := store.Exists(ctx, content); err != nil || ok {
+				t.Fatalf("a text was written beside the entry: %v %v", ok, err)
+			}
 			good, err := store.Get(ctx, key)
 			if err != nil {
 				t.Fatal(err)
 			}
+			if !strings.HasPrefix(string(good), "CTXPRS2\n") {
+				t.Fatalf("entry starts %q", good[:8])
+			}
 			if tc.entry != nil {
-				if err := store.Put(ctx, key, tc.entry(good)); err != nil {
+				e := tc.entry(good)
+				if e == nil { // an older form
+					e = oldEntry(t, first.Result, strings.Contains(tc.name, "plain"))
+				}
+				if err := store.Put(ctx, key, e); err != nil {
 					t.Fatal(err)
+				}
+				if e2, _ := store.Get(ctx, key); !tc.reused && !strings.HasPrefix(tc.name, "old") {
+					// A torn entry's text is not served.
+					if text, err := index.ReadContent(ctx, store, "t", f.Path, f.Blob); err == nil {
+						t.Fatalf("text %q served from a torn entry %q", text, e2)
+					}
 				}
 			}
 			if tc.text != nil {
@@ -106,8 +142,12 @@ func TestTornCacheEntry(t *testing.T) {
 			if string(a) != string(b) {
 				t.Fatalf("result differs:\n%s\n%s", a, b)
 			}
-			if text, err := index.ReadContent(ctx, store, f.Blob); err != nil || string(text) != string(src) {
+			if text, err := index.ReadContent(ctx, store, "t", f.Path, f.Blob); err != nil || string(text) != string(src) {
 				t.Fatalf("text %q, %v", text, err)
+			}
+			// Another tenant's entry is not this one's.
+			if text, err := index.ReadContent(ctx, store, "u", f.Path, f.Blob); err == nil && !strings.HasPrefix(tc.name, "old") {
+				t.Fatalf("tenant u read %q", text)
 			}
 			// The entry is whole again: the next call is a hit without a read.
 			reads = 0

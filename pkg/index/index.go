@@ -91,20 +91,30 @@ func ParseKey(tenant string, lang codectx.Language, blobHash string) string {
 	return "parse/v" + chunk.Version + "/@" + tenant + "/" + string(lang) + "/" + blobHash[:2] + "/" + blobHash
 }
 
-// ContentKey is where the text of a parsed file is kept, by its git blob
-// hash: what `read` (MCP, the API) serves at the indexed commit. It lives
-// under parse/ so the store-wide parse-cache GC collects it with the rest.
-// It is shared by content: it is read only for a blob of the reader's own
-// segment, every parse of a blob writes it (a tenant-scoped cache miss
-// always does), and nothing reports whether it was already there.
+// ContentKey is where the text of a parsed file was kept, by its git blob
+// hash, beside parse-cache entries of the older forms (entries now carry
+// the text: ReadContent). It lives under parse/ so the store-wide
+// parse-cache GC collects it with the rest. It is shared by content: it is
+// read only for a blob of the reader's own segment, and nothing reports
+// whether it was already there.
 func ContentKey(blobHash string) string {
 	return "parse/content/" + blobHash[:2] + "/" + blobHash
 }
 
-// ReadContent returns the text of an indexed file.
-func ReadContent(ctx context.Context, store *blob.Bucket, blobHash string) ([]byte, error) {
+// ReadContent returns the text of an indexed file of tenant's: the one its
+// parse-cache entry carries, or, for an entry of an older form, the one
+// kept at ContentKey. A torn entry's text is not served.
+func ReadContent(ctx context.Context, store *blob.Bucket, tenant, path, blobHash string) ([]byte, error) {
 	if len(blobHash) < 3 {
 		return nil, fmt.Errorf("index: bad blob hash %q", blobHash)
+	}
+	data, err := store.Get(ctx, ParseKey(tenant, chunk.Detect(path, nil), blobHash))
+	if err == nil {
+		if text, ok := entryText(data); ok {
+			return text, nil
+		}
+	} else if !errors.Is(err, blob.ErrNotFound) {
+		return nil, err
 	}
 	return store.Get(ctx, ContentKey(blobHash))
 }
@@ -688,11 +698,11 @@ func tooLarge(f source.File, opt chunk.Options) bool {
 
 // ParseFile chunks one file, or returns its cached parse result. The result
 // is cached under the tenant and the file's blob hash, so a redelivered or repeated parse
-// rewrites the same object. read is called on a cache miss, or when the
-// cached text of the file is missing or torn. Parse workers of the pipeline
-// call this too. The result and the text are stored without an fsync each
-// (blob PutCache; a torn entry is a miss): Sync the store before writing
-// what names them.
+// rewrites the same object; the entry carries the file's text (ReadContent).
+// read is called on a cache miss, or when the text kept beside an entry of
+// an older form is missing or torn. Parse workers of the pipeline call this
+// too. The entry is stored without an fsync (blob PutCache; a torn entry
+// is a miss): Sync the store before writing what names it.
 func ParseFile(ctx context.Context, store *blob.Bucket, tenant string, f source.File, read func() ([]byte, error), opt chunk.Options) (Parsed, error) {
 	lang := chunk.Detect(f.Path, nil)
 	if tooLarge(f, opt) {
@@ -704,9 +714,10 @@ func ParseFile(ctx context.Context, store *blob.Bucket, tenant string, f source.
 		var p Parsed
 		if decodeParsed(data, &p.Result) == nil {
 			p.Reused = true
-			// Results cached before file texts were kept have no text yet,
-			// and a crash can lose or tear a text written without an fsync.
-			if p.Result.Skip == "" && len(f.Blob) > 2 && !contentKept(ctx, store, f.Blob) {
+			// An entry of an older form keeps the text beside it: results
+			// cached before file texts were kept have none yet, and a crash
+			// can lose or tear a text written without an fsync.
+			if p.Result.Skip == "" && len(f.Blob) > 2 && !hasText(data) && !contentKept(ctx, store, f.Blob) {
 				if content, err := read(); err == nil {
 					if err := store.PutCache(ctx, ContentKey(f.Blob), content); err != nil {
 						return Parsed{}, fmt.Errorf("index: keep text of %s: %w", f.Path, err)
@@ -725,20 +736,14 @@ func ParseFile(ctx context.Context, store *blob.Bucket, tenant string, f source.
 		// A cancelled parse degrades to windows: never cache that.
 		return Parsed{}, err
 	}
+	var text []byte
 	if res.Skip == "" && len(f.Blob) > 2 {
-		// The text first: a cached result promises its text is there.
-		if err := store.PutCache(ctx, ContentKey(f.Blob), content); err != nil {
-			return Parsed{}, fmt.Errorf("index: keep text of %s: %w", f.Path, err)
-		}
+		text = content // the entry carries the text `read` serves
 	}
 	for i := range res.Chunks {
 		res.Chunks[i].Path = "" // cached by content: the path is set on use
 	}
-	data, err := encodeParsed(res)
-	if err != nil {
-		return Parsed{}, fmt.Errorf("index: encode parse result of %s: %w", f.Path, err)
-	}
-	if err := store.PutCache(ctx, key, data); err != nil {
+	if err := store.PutCache(ctx, key, encodeParsed(res, text)); err != nil {
 		return Parsed{}, fmt.Errorf("index: cache parse result of %s: %w", f.Path, err)
 	}
 	return Parsed{Result: res}, nil
