@@ -78,6 +78,15 @@ func (s Scored) BestRank() int {
 // The result is sorted by score descending, then by best rank ascending,
 // then by ID, so equal inputs always give equal output.
 func RRF(lists []Ranked, weights map[string]float64, k float64) []Scored {
+	if res := AppendRRF(nil, lists, weights, k); res != nil {
+		return res
+	}
+	return []Scored{} // empty, not nil, as it always was
+}
+
+// AppendRRF appends RRF(lists, weights, k) to dst (a caller's reused
+// buffer) and returns it.
+func AppendRRF(dst []Scored, lists []Ranked, weights map[string]float64, k float64) []Scored {
 	if k <= 0 {
 		k = DefaultK
 	}
@@ -181,9 +190,9 @@ func RRF(lists []Ranked, weights map[string]float64, k float64) []Scored {
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	res := make([]Scored, len(out))
-	for i, e := range order {
-		res[i] = out[e]
+	res := slices.Grow(dst, len(out))
+	for _, e := range order {
+		res = append(res, out[e])
 	}
 	return res
 }

@@ -251,6 +251,7 @@ func BenchmarkRRF(b *testing.B) {
 func TestRRFMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	armNames := []string{"symbol", "bm25", "bm25-file", "graph", "history", "off"}
+	var buf []Scored
 	for n := range 300 {
 		var lists []Ranked
 		for range r.IntN(6) {
@@ -268,6 +269,13 @@ func TestRRFMatchesReference(t *testing.T) {
 		got, want := RRF(lists, w, k), refRRF(lists, w, k)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("case %d: RRF(%v) =\n%v\nwant\n%v", n, lists, got, want)
+		}
+		// AppendRRF appends the same to a reused buffer, leaving what
+		// was in it.
+		buf = append(buf[:0], Scored{ID: "kept"})
+		buf = AppendRRF(buf, lists, w, k)
+		if buf[0].ID != "kept" || len(buf) != 1+len(want) || (len(want) > 0 && !reflect.DeepEqual(buf[1:], want)) {
+			t.Fatalf("case %d: AppendRRF = %v, want kept then %v", n, buf, want)
 		}
 	}
 }

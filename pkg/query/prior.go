@@ -260,6 +260,7 @@ func getFileScratch(n int) *fileScratch {
 // orderByFile rescores chunks so the packer sees files in file-rank order:
 // a chunk's score becomes its file's score, scaled by how the chunk ranks
 // within its file (the best chunk of a file carries the file's score).
+// It rescores and sorts fused in place and returns it.
 func orderByFile(seg *segment.Segment, fused []fusion.Scored, files []File) []fusion.Scored {
 	nums := fileNumbers(seg)
 	sc := getFileScratch(len(nums.number))
@@ -277,8 +278,7 @@ func orderByFile(seg *segment.Segment, fused []fusion.Scored, files []File) []fu
 			best[p] = s.Score
 		}
 	}
-	out := make([]fusion.Scored, len(fused))
-	copy(out, fused)
+	out := fused
 	for i := range out {
 		id, _ := strconv.Atoi(out[i].ID)
 		p := nums.of[id]

@@ -412,10 +412,18 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 		t := time.Now()
 		// Seeds are the other arms' fused ranking, priors applied, as the
 		// final ranking would show it.
-		seeds := fusion.RRF(lists, weights, req.RRFK)
+		// The seeds live in a pooled buffer: the arms keep only ids.
+		sp, _ := seedPool.Get().(*[]fusion.Scored)
+		if sp == nil {
+			sp = new([]fusion.Scored)
+		}
+		seeds := fusion.AppendRRF((*sp)[:0], lists, weights, req.RRFK)
 		applyPriors(seg, seeds, decl != nil)
 		add(ArmGraph, e.graphArm(seeds, cls, keep))
 		add(armGraphIndex, e.indexArm(q, seeds, keep))
+		clear(seeds) // IDs and arms
+		*sp = seeds[:0]
+		seedPool.Put(sp)
 		tm[ArmGraph] = int(time.Since(t).Microseconds())
 		if err := stop(); err != nil {
 			return nil, err
@@ -979,6 +987,9 @@ func (e *Engine) graphArm(seeds []fusion.Scored, cls classify.Result, keep func(
 	}
 	return filterIDs(ids, keep)
 }
+
+// seedPool keeps the graph arm's seed rankings between queries.
+var seedPool sync.Pool
 
 // graphCand is a candidate of the graph arm.
 type graphCand struct {
