@@ -75,6 +75,8 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	shardFlag(fs, &c.shardBytes)
 	keysFile := fs.String("api-keys", env(envAPIKeys, ""), "API key file (codectx key create writes it; re-read when it changes); when set, every API route but health, metrics and webhooks needs a key ($"+envAPIKeys+")")
 	keysOn := fs.Bool("keys", envBool(envKeys, false), "require API keys from DATA/keys.json; on first start an admin key is written to DATA/admin.key (mode 0600) ($"+envKeys+")")
+	var prof profileFlags
+	prof.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: codectx up [--data DIR] [--listen ADDR] [--index PATH_OR_URL ...]
 
@@ -93,6 +95,17 @@ Stop with SIGINT or SIGTERM.`)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	// Started first and stopped last: the profile covers the whole run,
+	// the embedded servers' shutdown included.
+	stopProf, err := prof.start()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := stopProf(); err != nil {
+			fmt.Fprintf(stderr, "up: %v\n", err)
+		}
+	}()
 	webhooks, err := hooks.config()
 	if err != nil {
 		return err
