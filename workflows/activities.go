@@ -178,7 +178,7 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotPl
 	if err != nil {
 		return p, err
 	}
-	if err := a.Store.Put(ctx, p.ManifestKey, data); err != nil {
+	if err := pipeline.WriteManifest(ctx, a.Store, p.ManifestKey, data); err != nil {
 		return p, fmt.Errorf("write manifest: %w", err)
 	}
 	missing, err := a.missing(ctx, m.Tenant, m.Files)

@@ -37,6 +37,32 @@ func ReadManifest(ctx context.Context, store *blob.Bucket, key string) (*index.M
 	return &m, nil
 }
 
+// WriteManifest stores the encoded manifest data at key, then decodes it
+// into the cache in the background, so that the graph stage of the same
+// push, which reads it next (after the parse stage), finds it decoded: the
+// decode is off the path of the push. The cached manifest is the decode of
+// the stored bytes, as ReadManifest would make it. A read that comes first
+// decodes the bytes itself.
+func WriteManifest(ctx context.Context, store *blob.Bucket, key string, data []byte) error {
+	if err := store.Put(ctx, key, data); err != nil {
+		return err
+	}
+	go cacheManifest(data)
+	return nil
+}
+
+// cacheManifest decodes data into the cache (unless it is there).
+func cacheManifest(data []byte) {
+	sum := sha256.Sum256(data)
+	if manifests.has(sum) {
+		return
+	}
+	var m index.Manifest
+	if json.Unmarshal(data, &m) == nil {
+		manifests.put(sum, int64(len(data)), &m)
+	}
+}
+
 // manifests is the process's cache of decoded manifests.
 var manifests = manifestCache{max: 4, maxBytes: 64 << 20}
 
@@ -68,6 +94,12 @@ func (c *manifestCache) get(sum [sha256.Size]byte) *index.Manifest {
 		}
 	}
 	return nil
+}
+
+func (c *manifestCache) has(sum [sha256.Size]byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.ContainsFunc(c.ents, func(e manifestEntry) bool { return e.sum == sum })
 }
 
 func (c *manifestCache) put(sum [sha256.Size]byte, n int64, m *index.Manifest) {

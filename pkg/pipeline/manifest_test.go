@@ -1,11 +1,14 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"codectx/pkg/blob"
 	"codectx/pkg/index"
@@ -100,6 +103,60 @@ func TestReadManifestCached(t *testing.T) {
 	}
 	if err := store.Put(ctx, "manifests/bad.json", []byte("{")); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := ReadManifest(ctx, store, "manifests/bad.json"); err == nil {
+		t.Fatal("bad manifest decoded")
+	}
+}
+
+// TestWriteManifestCaches checks that WriteManifest stores the bytes and
+// caches their decode (not the manifest they were encoded from: a path
+// that is not valid UTF-8 is stored changed), which ReadManifest then
+// returns equal to a fresh decode, and that bytes that do not decode are
+// stored and not cached.
+func TestWriteManifestCaches(t *testing.T) {
+	ctx := context.Background()
+	store := blob.NewMem()
+	m := testManifest(50, "w1")
+	m.Files[3].Path = "bad\xffname.go"
+	data, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteManifest(ctx, store, "manifests/w.json", data); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := store.Get(ctx, "manifests/w.json"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("stored bytes differ: %v", err)
+	}
+	sum := sha256.Sum256(data)
+	for i := 0; !manifests.has(sum); i++ {
+		if i == 10000 {
+			t.Fatal("the written manifest never reached the cache")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var fresh index.Manifest
+	if err := json.Unmarshal(data, &fresh); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadManifest(ctx, store, "manifests/w.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, &fresh) {
+		t.Fatal("cached manifest differs from a decode of the stored bytes")
+	}
+	if got.Files[3].Path == m.Files[3].Path {
+		t.Fatal("the test's path was stored unchanged: it no longer tells a decode from the encoded manifest")
+	}
+	bad := []byte("{")
+	if err := WriteManifest(ctx, store, "manifests/bad.json", bad); err != nil {
+		t.Fatal(err)
+	}
+	cacheManifest(bad) // what the background decode does, done again: it must not cache
+	if manifests.has(sha256.Sum256(bad)) {
+		t.Fatal("bytes that do not decode were cached")
 	}
 	if _, err := ReadManifest(ctx, store, "manifests/bad.json"); err == nil {
 		t.Fatal("bad manifest decoded")
