@@ -284,8 +284,9 @@ func PackText(cands []Candidate, opt Options) (Result, string) {
 
 	// Selection.
 	type pick struct {
-		it *item
-		p  Packed
+		it         *item
+		p          Packed // but for its Text, which is head+body
+		head, body string // may be bytes of hdr: copied into the render
 	}
 	var picks []pick
 	perFile := make([]int, nfiles)
@@ -328,16 +329,16 @@ func PackText(cands []Candidate, opt Options) (Result, string) {
 				n, ok = atMost(r.head, r.body, left-sepCost)
 			}
 			if ok {
-				p := r.p
-				if p.Text = r.text; p.Text == "" {
-					// A copy even when the body is empty (head+""
-					// would be head, bytes of the pooled hdr).
-					p.Text = join(r.head, r.body)
+				// The text is head+body; it is written once, into the
+				// rendered context, of which p.Text becomes a part.
+				pk := pick{it: it, p: r.p, head: r.head, body: r.body}
+				if r.text != "" {
+					pk.head, pk.body = r.text, ""
 				}
-				p.Tokens = n
+				pk.p.Tokens = n
 				left -= n + sepCost
 				perFile[it.file]++
-				picks = append(picks, pick{it, p})
+				picks = append(picks, pk)
 				hdr = l.hdr
 				return
 			}
@@ -372,11 +373,32 @@ func PackText(cands []Candidate, opt Options) (Result, string) {
 	for {
 		chosen := make([]Packed, len(picks))
 		files := make([]int, len(picks))
+		size := len(res.Preamble)
 		for i, pk := range picks {
 			chosen[i], files[i] = pk.p, pk.it.file
+			size += len(Sep) + len(pk.head) + len(pk.body)
 		}
-		res.Chunks = layout(chosen, files, opt.Ranked)
-		text = res.Render()
+		// Render() as one copy: the preamble and the chunks' texts
+		// joined by Sep, each chunk's Text a part of it.
+		order := layout(chosen, files, opt.Ranked)
+		buf := make([]byte, 0, size)
+		buf = append(buf, res.Preamble...)
+		spans := make([][2]int, len(order))
+		for k, i := range order {
+			if k > 0 || res.Preamble != "" {
+				buf = append(buf, Sep...)
+			}
+			spans[k][0] = len(buf)
+			buf = append(buf, picks[i].head...)
+			buf = append(buf, picks[i].body...)
+			spans[k][1] = len(buf)
+		}
+		text = owned(buf)
+		res.Chunks = make([]Packed, len(order))
+		for k, i := range order {
+			res.Chunks[k] = chosen[i]
+			res.Chunks[k].Text = text[spans[k][0]:spans[k][1]]
+		}
 		res.Tokens = count(text)
 		if res.Tokens <= opt.Budget || len(picks) == 0 {
 			break
@@ -393,23 +415,24 @@ func PackText(cands []Candidate, opt Options) (Result, string) {
 
 // layout groups chunks by file in line order and orders the groups by
 // their best score: ranks 1, 3, 5, ... from the front, 2, 4, ... from the
-// back (ranked: in rank order). chosen is in score order; files[i] is the
-// file of chosen[i].
-func layout(chosen []Packed, files []int, ranked bool) []Packed {
-	var groups [][]Packed // in order of their best (first) chunk
+// back (ranked: in rank order), and returns the order as indices into
+// chosen. chosen is in score order; files[i] is the file of chosen[i].
+func layout(chosen []Packed, files []int, ranked bool) []int {
+	var groups [][]int // indices into chosen, in order of their best (first) chunk
 	index := map[int]int{}
-	for i, p := range chosen {
+	for i := range chosen {
 		g, ok := index[files[i]]
 		if !ok {
 			g = len(groups)
 			index[files[i]] = g
 			groups = append(groups, nil)
 		}
-		groups[g] = append(groups[g], p)
+		groups[g] = append(groups[g], i)
 	}
-	out := make([]Packed, 0, len(chosen))
-	emit := func(g []Packed) {
-		slices.SortStableFunc(g, func(a, b Packed) int {
+	out := make([]int, 0, len(chosen))
+	emit := func(g []int) {
+		slices.SortStableFunc(g, func(i, j int) int {
+			a, b := &chosen[i], &chosen[j]
 			return cmp.Or(cmp.Compare(a.StartLine, b.StartLine), cmp.Compare(a.EndLine, b.EndLine))
 		})
 		out = append(out, g...)
@@ -636,13 +659,6 @@ func fullText(c Candidate, signals []string) (head, body string) {
 	b, _ = appendHeader(b, c, signals, Full)
 	b = append(b, '\n')
 	return owned(b), body
-}
-
-// join returns a copy of a+b, never a or b itself.
-func join(a, b string) string {
-	buf := make([]byte, len(a)+len(b))
-	copy(buf[copy(buf, a):], b)
-	return owned(buf)
 }
 
 // owned returns b's bytes as a string without copying them: b must not be
