@@ -179,10 +179,11 @@ func entryText(data []byte) (text []byte, ok bool) {
 // decoder reads the CTXPRS2 form; err is set, and zero values returned, at
 // the first field that runs past the end.
 type decoder struct {
-	b   []byte
-	s   string // b as one string: decoded strings share it
-	i   int
-	err bool
+	b    []byte
+	s    string // b[base:] as one string: decoded strings share it
+	base int
+	i    int
+	err  bool
 }
 
 func (d *decoder) uvarint() uint64 {
@@ -226,7 +227,7 @@ func (d *decoder) str() string {
 	if d.err {
 		return ""
 	}
-	s := d.s[d.i : d.i+n]
+	s := d.s[d.i-d.base : d.i-d.base+n]
 	d.i += n
 	return s
 }
@@ -253,14 +254,23 @@ func decodeParsed2(data []byte, res *chunk.Result) error {
 	if !ok {
 		return errTorn
 	}
-	// One copy of the entry, as one string: the decoded strings are parts
-	// of it, as a fresh parse's bodies are parts of the file's text.
-	d := decoder{b: body, s: string(body)}
+	// Two copies: the file's text, whose parts the bodies are (as a fresh
+	// parse's bodies are parts of the file's text), and the rest of the
+	// entry as one string whose parts the other fields are. Names, calls
+	// and types that outlive the chunks (the graph's memo, a shard's
+	// inputs) then keep the small second string, not the file's text.
+	d := decoder{b: body}
 	flags := d.uvarint()
 	var text string
 	if flags&entryHasText != 0 {
-		text = d.str()
+		n := d.length()
+		if d.err {
+			return errTorn
+		}
+		text = string(body[d.i : d.i+n])
+		d.i += n
 	}
+	d.base, d.s = d.i, string(body[d.i:])
 	var r chunk.Result
 	r.Language = codectx.Language(d.str())
 	r.Package = d.str()

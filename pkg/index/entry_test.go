@@ -12,6 +12,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
+	"weak"
 
 	"codectx/pkg/chunk"
 )
@@ -163,4 +165,56 @@ func FuzzDecodeEntry(f *testing.F) {
 			t.Fatalf("re-encoded: %v\n%+v\n%+v", err, again, got)
 		}
 	})
+}
+
+// TestEntryFieldsKeepNoText: a decoded entry's bodies are parts of one copy
+// of the file's text and its other strings (names, calls, types, hashes)
+// are not, so what keeps those past the chunks (the graph's memo, a
+// shard's inputs in `up`) does not keep every file's text alive: once the
+// bodies are gone the text is collected while the names are still held.
+func TestEntryFieldsKeepNoText(t *testing.T) {
+	var src []byte
+	var path string
+	for p, b := range entryCorpus(t) {
+		if strings.HasSuffix(p, ".go") && len(b) > 8<<10 {
+			path, src = p, b
+			break
+		}
+	}
+	if src == nil {
+		t.Skip("no Go file over 8 KB in the corpus")
+	}
+	res := chunk.Parse(context.Background(), path, src, chunk.Options{})
+	data := encodeParsed(res, src)
+	names, text := decodeNames(t, data, src)
+	if len(names) == 0 || text == (weak.Pointer[byte]{}) {
+		t.Fatal("no names or no body in the text decoded")
+	}
+	for range 3 {
+		runtime.GC()
+	}
+	if text.Value() != nil {
+		t.Fatalf("%s: the file's text is still alive while only %d names are held", path, len(names))
+	}
+	runtime.KeepAlive(names)
+}
+
+// decodeNames decodes data and returns the chunks' names, calls and types
+// and a weak pointer to the text its bodies are parts of (src's range).
+func decodeNames(t *testing.T, data, src []byte) ([]string, weak.Pointer[byte]) {
+	var got chunk.Result
+	if err := decodeParsed(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var text weak.Pointer[byte]
+	for _, c := range got.Chunks {
+		names = append(names, c.Name, c.Signature, c.Hash)
+		names = append(names, c.Calls...)
+		names = append(names, c.Types...)
+		if c.Body != "" && bodyInText(&c, src) {
+			text = weak.Make(unsafe.StringData(c.Body))
+		}
+	}
+	return names, text
 }
