@@ -29,9 +29,19 @@ func ReadManifest(ctx context.Context, store *blob.Bucket, key string) (*index.M
 	if m := manifests.get(sum); m != nil {
 		return m, nil
 	}
+	m, err := decodeManifest(sum, data)
+	if err != nil {
+		return nil, fmt.Errorf("decode manifest %s: %w", key, err)
+	}
+	return m, nil
+}
+
+// decodeManifest decodes data, whose SHA-256 is sum, and keeps the decode
+// in the cache.
+func decodeManifest(sum [sha256.Size]byte, data []byte) (*index.Manifest, error) {
 	var m index.Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("decode manifest %s: %w", key, err)
+		return nil, err
 	}
 	manifests.put(sum, int64(len(data)), &m)
 	return &m, nil
@@ -54,12 +64,8 @@ func WriteManifest(ctx context.Context, store *blob.Bucket, key string, data []b
 // cacheManifest decodes data into the cache (unless it is there).
 func cacheManifest(data []byte) {
 	sum := sha256.Sum256(data)
-	if manifests.has(sum) {
-		return
-	}
-	var m index.Manifest
-	if json.Unmarshal(data, &m) == nil {
-		manifests.put(sum, int64(len(data)), &m)
+	if !manifests.has(sum) {
+		decodeManifest(sum, data) // a bad manifest is the reader's error
 	}
 }
 
