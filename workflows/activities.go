@@ -315,6 +315,7 @@ func (a *Activities) publishBatch(ctx context.Context, plan *pipeline.Plan, n in
 // FanOutParse publishes the plan's batches to the parse stage, with message
 // ID tenant/repo/commit/run/batch so that a retried fan-out is deduplicated.
 func (a *Activities) FanOutParse(ctx context.Context, in ParseInput) error {
+	defer keepAlive(ctx)()
 	plan, err := a.readPlan(ctx, in.Plan.PlanKey)
 	if err != nil {
 		return err
@@ -671,6 +672,7 @@ type PublishResult struct {
 // written in one Put). A failing store fails the activity, for Temporal to
 // retry; HEAD is then unchanged.
 func (a *Activities) Publish(ctx context.Context, in PublishInput) (PublishResult, error) {
+	defer keepAlive(ctx)()
 	var res PublishResult
 	ok, err := a.Store.Exists(ctx, in.Segment)
 	if err != nil {
@@ -738,6 +740,7 @@ type GCResult struct {
 // The parse and embedding caches are shared by content across a tenant's
 // repositories and are never collected here.
 func (a *Activities) GC(ctx context.Context, in GCInput) (GCResult, error) {
+	defer keepAlive(ctx)()
 	var res GCResult
 	keep := map[string]bool{}
 	for _, c := range in.Keep {

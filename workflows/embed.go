@@ -152,6 +152,7 @@ func (a *Activities) publishEmbed(ctx context.Context, p *pipeline.EmbedPlan, n 
 // FanOutEmbed publishes the embed plan's batches, with message IDs unique
 // per run and batch so that a retried fan-out is deduplicated.
 func (a *Activities) FanOutEmbed(ctx context.Context, in EmbedInput) error {
+	defer keepAlive(ctx)()
 	p, err := a.readEmbedPlan(ctx, in.Embed.Key)
 	if err != nil {
 		return err

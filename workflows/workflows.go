@@ -263,15 +263,18 @@ var (
 		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5,
 		NonRetryableErrorTypes: []string{errInvalid},
 	}}
-	shortOpts = workflow.ActivityOptions{StartToCloseTimeout: 5 * time.Minute, ScheduleToCloseTimeout: time.Hour, RetryPolicy: retry}
+	// The task-queue activities heartbeat (keepAlive), so a worker that dies
+	// mid-attempt is noticed within HeartbeatTimeout and the attempt retried
+	// elsewhere, not only after StartToClose (minutes) has run out.
+	shortOpts = workflow.ActivityOptions{StartToCloseTimeout: 5 * time.Minute, ScheduleToCloseTimeout: time.Hour, HeartbeatTimeout: 20 * time.Second, RetryPolicy: retry}
 	waitOpts  = workflow.ActivityOptions{StartToCloseTimeout: 6 * time.Hour, ScheduleToCloseTimeout: 12 * time.Hour, HeartbeatTimeout: 20 * time.Second, RetryPolicy: retry}
 	// Publish retries until the store works again, within ScheduleToClose.
-	publishOpts = workflow.ActivityOptions{StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: time.Hour, RetryPolicy: retry}
+	publishOpts = workflow.ActivityOptions{StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: time.Hour, HeartbeatTimeout: 20 * time.Second, RetryPolicy: retry}
 	// The local forms of shortOpts and publishOpts: the same timeouts and
 	// retries, the attempts run by the workflow's worker.
 	shortLocalOpts   = workflow.LocalActivityOptions{StartToCloseTimeout: 5 * time.Minute, ScheduleToCloseTimeout: time.Hour, RetryPolicy: retry}
 	publishLocalOpts = workflow.LocalActivityOptions{StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: time.Hour, RetryPolicy: retry}
-	gcOpts           = workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Minute, RetryPolicy: &temporal.RetryPolicy{
+	gcOpts           = workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Minute, HeartbeatTimeout: 20 * time.Second, RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 3,
 	}}
 )

@@ -15,6 +15,7 @@ import (
 	"codectx/pkg/testrepo"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
@@ -578,5 +579,39 @@ func TestGCShards(t *testing.T) {
 	pub, err := a.Publish(ctx, PublishInput{Tenant: "t", Repo: "r", Commit: h.Commit, Segment: h.Segment, Complete: h.Complete})
 	if err != nil || pub.Previous != commits[1] {
 		t.Fatalf("republish: previous %q (%v), want %s", pub.Previous, err, commits[1])
+	}
+}
+
+// Every activity SnapshotWorkflow runs through the task queue heartbeats
+// within its attempt: a worker that dies mid-attempt (an orchestrator
+// restarted mid-snapshot) is noticed after HeartbeatTimeout and the
+// attempt retried elsewhere, not only after StartToClose has run out.
+func TestSnapshotActivitiesHeartbeat(t *testing.T) {
+	for _, o := range []struct {
+		name string
+		opts workflow.ActivityOptions
+	}{{"snapshot", snapshotOpts}, {"short", shortOpts}, {"wait", waitOpts}, {"publish", publishOpts}, {"gc", gcOpts}} {
+		if o.opts.HeartbeatTimeout <= 0 || o.opts.HeartbeatTimeout >= o.opts.StartToCloseTimeout {
+			t.Errorf("%s options: heartbeat timeout %v, want within start-to-close %v", o.name, o.opts.HeartbeatTimeout, o.opts.StartToCloseTimeout)
+		}
+	}
+	f := &fakeActivities{plan: plan(3),
+		embed: &EmbedPlanResult{Model: "m", Dim: 4, Key: "embedplans/t/r/c1.json", Chunks: 20, Missing: 7, Batches: 1}}
+	env := f.env(t)
+	seen := map[string]bool{}
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		if info.IsLocalActivity {
+			return
+		}
+		seen[info.ActivityType.Name] = true
+		if info.HeartbeatTimeout <= 0 || info.HeartbeatTimeout >= info.StartToCloseTimeout {
+			t.Errorf("%s: heartbeat timeout %v, want within start-to-close %v", info.ActivityType.Name, info.HeartbeatTimeout, info.StartToCloseTimeout)
+		}
+	})
+	runSnapshot(t, env)
+	for _, name := range []string{"Snapshot", "WaitParse", "Graph", "FanOutEmbed", "WaitEmbed", "StoreVectors", "GC"} {
+		if !seen[name] {
+			t.Errorf("%s did not run through the task queue (ran %v)", name, seen)
+		}
 	}
 }
