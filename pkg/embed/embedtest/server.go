@@ -3,6 +3,7 @@ package embedtest
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -163,6 +164,12 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if f.Delay > 0 {
 		delay = f.Delay
 	}
+	// The body is read first: the server notices a client that gave up
+	// (r.Context done) only once the body is consumed.
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return
+	}
 	if delay > 0 {
 		select {
 		case <-time.After(delay):
@@ -182,7 +189,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req request
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+	if err := json.Unmarshal(body, &req); err != nil {
 		apiError(w, http.StatusBadRequest, "bad json: "+err.Error())
 		return
 	}

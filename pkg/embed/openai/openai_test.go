@@ -138,22 +138,29 @@ func TestRetry(t *testing.T) {
 		faults []embedtest.Fault
 		// min wall time the retries must have waited
 		minWait time.Duration
+		// per-attempt timeout (0: 10s, ample for a loaded machine: a
+		// normal answer must never time out and be counted twice)
+		timeout time.Duration
 	}{
-		{"429 then ok", []embedtest.Fault{{Status: 429}}, 0},
-		{"500 502 503 then ok", []embedtest.Fault{{Status: 500}, {Status: 502}, {Status: 503}}, 0},
-		{"Retry-After seconds honoured", []embedtest.Fault{{Status: 429, RetryAfter: "0.3"}}, 300 * time.Millisecond},
-		{"Retry-After date honoured", []embedtest.Fault{{Status: 503, RetryAfter: "date"}}, 900 * time.Millisecond},
-		{"slow answer times out then ok", []embedtest.Fault{{Delay: time.Second}}, 100 * time.Millisecond},
+		{"429 then ok", []embedtest.Fault{{Status: 429}}, 0, 0},
+		{"500 502 503 then ok", []embedtest.Fault{{Status: 500}, {Status: 502}, {Status: 503}}, 0, 0},
+		{"Retry-After seconds honoured", []embedtest.Fault{{Status: 429, RetryAfter: "0.3"}}, 300 * time.Millisecond, 0},
+		{"Retry-After date honoured", []embedtest.Fault{{Status: 503, RetryAfter: "date"}}, 900 * time.Millisecond, 0},
+		// The server holds the first answer until the client gives up.
+		{"slow answer times out then ok", []embedtest.Fault{{Delay: 10 * time.Second}}, 2 * time.Second, 2 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newServer(t)
+			start := time.Now()
 			if tc.faults[0].RetryAfter == "date" {
 				// HTTP dates have whole seconds: 2s ahead is at least 1s ahead.
 				tc.faults[0].RetryAfter = time.Now().Add(2 * time.Second).UTC().Format(http.TimeFormat)
 			}
 			s.Inject(tc.faults...)
-			e := newEmbedder(t, Options{URL: s.URL, Dim: 64, Timeout: 100 * time.Millisecond, MaxBackoff: 3 * time.Second, MinBackoff: time.Millisecond})
-			start := time.Now()
+			if tc.timeout == 0 {
+				tc.timeout = 10 * time.Second
+			}
+			e := newEmbedder(t, Options{URL: s.URL, Dim: 64, Timeout: tc.timeout, MaxBackoff: 3 * time.Second, MinBackoff: time.Millisecond})
 			v, err := e.Embed(context.Background(), []string{"retry me"}, embed.Passage)
 			if err != nil {
 				t.Fatal(err)

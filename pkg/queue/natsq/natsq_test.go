@@ -380,7 +380,9 @@ func TestDuplicateMsgID(t *testing.T) {
 func TestHeartbeat(t *testing.T) {
 	s := startServer(t)
 	q := connect(t, s)
-	const ackWait = 500 * time.Millisecond
+	// An ack wait long beside a loaded scheduler's hiccups: the heartbeats
+	// (a third of it apart) must keep the message, not luck.
+	const ackWait = 1500 * time.Millisecond
 	publish(t, q, "parse", "slow", "data", "")
 	var rec recorder
 	done := make(chan struct{})
