@@ -74,7 +74,10 @@ func TestPipelineEmbedRetry(t *testing.T) {
 	w := &pipeline.Workers{Store: store, Queue: q, Embedder: emb}
 	// Two deliveries per message: a batch is dead-lettered after two
 	// failed calls, and re-published twice, so six calls fail a snapshot.
-	cfg := queue.Config{AckWait: time.Second, MaxDeliver: 2, Workers: 1, Backoff: []time.Duration{10 * time.Millisecond}}
+	// Failures are nak'ed with Backoff; the ack wait only bounds a hang and
+	// is long, so a loaded machine's slow call is never delivered twice
+	// (the call counts below are exact).
+	cfg := queue.Config{AckWait: 10 * time.Second, MaxDeliver: 2, Workers: 1, Backoff: []time.Duration{10 * time.Millisecond}}
 	done := make(chan error, 3)
 	go func() { done <- w.RunParse(wctx, cfg) }()
 	go func() { done <- w.RunEmbed(wctx, cfg) }()
