@@ -255,6 +255,12 @@ type SnapshotResult struct {
 	Deleted     int       // objects removed by GC
 }
 
+// heartbeat is the HeartbeatTimeout of SnapshotWorkflow's task-queue
+// activities other than Snapshot: they heartbeat (keepAlive, every 5 s),
+// so a worker that dies mid-attempt is noticed within it and the attempt
+// retried elsewhere, not only after StartToClose (minutes) has run out.
+const heartbeat = 20 * time.Second
+
 // Activity options of SnapshotWorkflow.
 var (
 	retry = &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second}
@@ -263,18 +269,15 @@ var (
 		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5,
 		NonRetryableErrorTypes: []string{errInvalid},
 	}}
-	// The task-queue activities heartbeat (keepAlive), so a worker that dies
-	// mid-attempt is noticed within HeartbeatTimeout and the attempt retried
-	// elsewhere, not only after StartToClose (minutes) has run out.
-	shortOpts = workflow.ActivityOptions{StartToCloseTimeout: 5 * time.Minute, ScheduleToCloseTimeout: time.Hour, HeartbeatTimeout: 20 * time.Second, RetryPolicy: retry}
-	waitOpts  = workflow.ActivityOptions{StartToCloseTimeout: 6 * time.Hour, ScheduleToCloseTimeout: 12 * time.Hour, HeartbeatTimeout: 20 * time.Second, RetryPolicy: retry}
+	shortOpts = workflow.ActivityOptions{StartToCloseTimeout: 5 * time.Minute, ScheduleToCloseTimeout: time.Hour, HeartbeatTimeout: heartbeat, RetryPolicy: retry}
+	waitOpts  = workflow.ActivityOptions{StartToCloseTimeout: 6 * time.Hour, ScheduleToCloseTimeout: 12 * time.Hour, HeartbeatTimeout: heartbeat, RetryPolicy: retry}
 	// Publish retries until the store works again, within ScheduleToClose.
-	publishOpts = workflow.ActivityOptions{StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: time.Hour, HeartbeatTimeout: 20 * time.Second, RetryPolicy: retry}
+	publishOpts = workflow.ActivityOptions{StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: time.Hour, HeartbeatTimeout: heartbeat, RetryPolicy: retry}
 	// The local forms of shortOpts and publishOpts: the same timeouts and
 	// retries, the attempts run by the workflow's worker.
 	shortLocalOpts   = workflow.LocalActivityOptions{StartToCloseTimeout: 5 * time.Minute, ScheduleToCloseTimeout: time.Hour, RetryPolicy: retry}
 	publishLocalOpts = workflow.LocalActivityOptions{StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: time.Hour, RetryPolicy: retry}
-	gcOpts           = workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Minute, HeartbeatTimeout: 20 * time.Second, RetryPolicy: &temporal.RetryPolicy{
+	gcOpts           = workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Minute, HeartbeatTimeout: heartbeat, RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 3,
 	}}
 )
