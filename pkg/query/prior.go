@@ -198,16 +198,23 @@ func chunkPriors(seg *segment.Segment, withDecl bool) []float64 {
 		decl = declOnly(seg) // outside the build: Memo is not reentrant
 	}
 	return seg.Memo(key, func() any {
+		// A file's chunks lie together: the path is looked up only
+		// where it changes (a map access per chunk was most of the first
+		// query on a new snapshot of a 100k-chunk repository).
 		byFile := map[string]float64{}
 		pri := make([]float64, len(seg.Chunks))
+		last, w := "", 0.0
 		for i, c := range seg.Chunks {
-			w, ok := byFile[c.Path]
-			if !ok {
-				w = PathPrior(c.Path)
-				if decl[c.Path] {
-					w *= priorDecl
+			if i == 0 || c.Path != last {
+				var ok bool
+				if w, ok = byFile[c.Path]; !ok {
+					w = PathPrior(c.Path)
+					if decl[c.Path] {
+						w *= priorDecl
+					}
+					byFile[c.Path] = w
 				}
-				byFile[c.Path] = w
+				last = c.Path
 			}
 			pri[i] = w
 		}
@@ -226,12 +233,16 @@ type chunkFiles struct {
 
 func fileNumbers(seg *segment.Segment) *chunkFiles {
 	return seg.Memo("query.chunkFiles", func() any {
-		t := &chunkFiles{of: make([]int32, len(seg.Chunks)), number: map[string]int32{}}
+		t := &chunkFiles{of: make([]int32, len(seg.Chunks)), number: make(map[string]int32, len(seg.Files))}
+		last, n := "", int32(0)
 		for i, c := range seg.Chunks {
-			n, ok := t.number[c.Path]
-			if !ok {
-				n = int32(len(t.number))
-				t.number[c.Path] = n
+			if i == 0 || c.Path != last { // as in chunkPriors
+				var ok bool
+				if n, ok = t.number[c.Path]; !ok {
+					n = int32(len(t.number))
+					t.number[c.Path] = n
+				}
+				last = c.Path
 			}
 			t.of[i] = n
 		}
