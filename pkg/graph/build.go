@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"cmp"
 	"path"
 	"runtime"
 	"slices"
@@ -257,34 +258,48 @@ func (b *builder) index(in Input) {
 	b.inferGoRoot()
 
 	// Symbols, sorted by id; duplicate ids keep the first.
+	// Sorted by (id, place in file order), the first of each id is the
+	// one kept: no map of ids, and no copy of the inputs.
 	type raw struct {
-		s    SymbolInput
-		file int32
+		id        int
+		file, sym int32 // the symbol is b.files[file].Symbols[sym]
 	}
-	var all []raw
-	ids := map[int]bool{}
+	n := 0
 	for _, f := range b.files {
-		for _, s := range f.Symbols {
-			if ids[s.ID] {
-				continue
-			}
-			ids[s.ID] = true
-			all = append(all, raw{s, f.idx})
+		n += len(f.Symbols)
+	}
+	all := make([]raw, 0, n)
+	for _, f := range b.files {
+		for k, s := range f.Symbols {
+			all = append(all, raw{s.ID, f.idx, int32(k)})
 		}
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].s.ID < all[j].s.ID })
+	slices.SortFunc(all, func(x, y raw) int {
+		if c := cmp.Compare(x.id, y.id); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(x.file, y.file); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.sym, y.sym)
+	})
+	all = slices.CompactFunc(all, func(x, y raw) bool { return x.id == y.id })
 	b.topBy = make([]map[string][]int32, len(b.files))
 	b.typesBy = make([]map[string][]int32, len(b.files))
 	for i := range b.files {
 		b.topBy[i] = map[string][]int32{}
 		b.typesBy[i] = map[string][]int32{}
 	}
+	infos := make([]symInfo, len(all)) // one allocation for all
+	b.syms = make([]*symInfo, 0, len(all))
 	for i, r := range all {
-		owner, short := splitName(r.s.Name)
-		s := &symInfo{
-			idx: int32(i), id: r.s.ID, file: r.file, kind: r.s.Kind,
+		in := &b.files[r.file].Symbols[r.sym]
+		owner, short := splitName(in.Name)
+		s := &infos[i]
+		*s = symInfo{
+			idx: int32(i), id: in.ID, file: r.file, kind: in.Kind,
 			owner: owner, ownerShort: lastSegment(owner), short: short,
-			calls: r.s.Calls, types: r.s.Types,
+			calls: in.Calls, types: in.Types,
 		}
 		b.syms = append(b.syms, s)
 		if short == "" || !targetKind(s.kind) {
@@ -390,7 +405,7 @@ func (b *builder) graph() *Graph {
 
 // sortedSet sorts edges and drops repeats, in place.
 func sortedSet(edges []rawEdge) []rawEdge {
-	slices.SortFunc(edges, cmpEdge)
+	sortEdges(edges)
 	return slices.Compact(edges)
 }
 
@@ -445,8 +460,14 @@ func splitName(name string) (owner, short string) {
 
 // lastSep finds the last "." or "::" in s, returning its index and width.
 func lastSep(s string) (int, int) {
-	d := strings.LastIndex(s, ".")
-	c := strings.LastIndex(s, "::")
+	d := strings.LastIndexByte(s, '.')
+	c := -1 // the last "::": a ':' after another
+	for j := strings.LastIndexByte(s, ':'); j > 0; j = strings.LastIndexByte(s[:j], ':') {
+		if s[j-1] == ':' {
+			c = j - 1
+			break
+		}
+	}
 	if c >= 0 && c+1 > d {
 		return c, 2
 	}

@@ -158,6 +158,29 @@ func cmpEdge(a, b rawEdge) int {
 	return cmp.Compare(a.kind, b.kind)
 }
 
+// sortEdges sorts edges by (from, to, kind). Edges are sorted as numbers
+// packed from the three (from in the top 31 bits, to in the next 31, kind
+// in the last 2): an ordered sort of integers, several times faster than
+// one through cmpEdge on the hundreds of thousands of edges of a big
+// repository. Edges already sorted (a loaded graph's) are only checked.
+func sortEdges(edges []rawEdge) {
+	if slices.IsSortedFunc(edges, cmpEdge) {
+		return
+	}
+	keys := make([]uint64, len(edges))
+	for i, e := range edges {
+		if e.from < 0 || e.to < 0 || e.kind > 3 {
+			slices.SortFunc(edges, cmpEdge)
+			return
+		}
+		keys[i] = uint64(e.from)<<33 | uint64(e.to)<<2 | uint64(e.kind)
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
+		edges[i] = rawEdge{from: int32(k >> 33), to: int32(k >> 2 & (1<<31 - 1)), kind: EdgeKind(k & 3)}
+	}
+}
+
 // finish derives adjacency, degrees and edge counts from files, symbols and
 // the two edge lists; Build and Load share it.
 // Size estimates the bytes the graph holds in memory: its arrays, the
@@ -188,8 +211,8 @@ func (g *Graph) finish() {
 	for i, id := range g.symIDs {
 		g.symIdx[id] = int32(i)
 	}
-	slices.SortFunc(g.fedges, cmpEdge)
-	slices.SortFunc(g.sedges, cmpEdge)
+	sortEdges(g.fedges) // sorted already when built or loaded: checked
+	sortEdges(g.sedges)
 	g.fadj = buildAdj(len(g.files), g.fedges)
 	g.sadj = buildAdj(len(g.symIDs), g.sedges)
 
