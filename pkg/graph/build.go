@@ -257,9 +257,9 @@ func (b *builder) index(in Input) {
 	}
 	b.inferGoRoot()
 
-	// Symbols, sorted by id; duplicate ids keep the first.
-	// Sorted by (id, place in file order), the first of each id is the
-	// one kept: no map of ids, and no copy of the inputs.
+	// Symbols, sorted by id; duplicate ids keep the first in file order
+	// (sorted by id and place, the first of each run is kept: no map of
+	// ids, and no copy of the inputs).
 	type raw struct {
 		id        int
 		file, sym int32 // the symbol is b.files[file].Symbols[sym]

@@ -198,28 +198,37 @@ func chunkPriors(seg *segment.Segment, withDecl bool) []float64 {
 		decl = declOnly(seg) // outside the build: Memo is not reentrant
 	}
 	return seg.Memo(key, func() any {
-		// A file's chunks lie together: the path is looked up only
-		// where it changes (a map access per chunk was most of the first
-		// query on a new snapshot of a 100k-chunk repository).
-		byFile := map[string]float64{}
-		pri := make([]float64, len(seg.Chunks))
-		last, w := "", 0.0
-		for i, c := range seg.Chunks {
-			if i == 0 || c.Path != last {
-				var ok bool
-				if w, ok = byFile[c.Path]; !ok {
-					w = PathPrior(c.Path)
-					if decl[c.Path] {
-						w *= priorDecl
-					}
-					byFile[c.Path] = w
-				}
-				last = c.Path
+		return byChunkPath(seg.Chunks, func(p string) float64 {
+			w := PathPrior(p)
+			if decl[p] {
+				w *= priorDecl
 			}
-			pri[i] = w
-		}
-		return pri
+			return w
+		})
 	}).([]float64)
+}
+
+// byChunkPath gives each chunk of chunks of(its path), calling of once per
+// distinct path. A file's chunks lie together, so a path is looked up only
+// where it changes (a map access per chunk was most of the first query on
+// a new snapshot of a 100k-chunk repository).
+func byChunkPath[T any](chunks []codectx.Chunk, of func(path string) T) []T {
+	out := make([]T, len(chunks))
+	seen := map[string]T{}
+	var last string
+	var v T
+	for i, c := range chunks {
+		if i == 0 || c.Path != last {
+			var ok bool
+			if v, ok = seen[c.Path]; !ok {
+				v = of(c.Path)
+				seen[c.Path] = v
+			}
+			last = c.Path
+		}
+		out[i] = v
+	}
+	return out
 }
 
 // chunkFiles numbers the distinct paths of a segment's chunks (in chunk
@@ -233,19 +242,12 @@ type chunkFiles struct {
 
 func fileNumbers(seg *segment.Segment) *chunkFiles {
 	return seg.Memo("query.chunkFiles", func() any {
-		t := &chunkFiles{of: make([]int32, len(seg.Chunks)), number: make(map[string]int32, len(seg.Files))}
-		last, n := "", int32(0)
-		for i, c := range seg.Chunks {
-			if i == 0 || c.Path != last { // as in chunkPriors
-				var ok bool
-				if n, ok = t.number[c.Path]; !ok {
-					n = int32(len(t.number))
-					t.number[c.Path] = n
-				}
-				last = c.Path
-			}
-			t.of[i] = n
-		}
+		t := &chunkFiles{number: make(map[string]int32, len(seg.Files))}
+		t.of = byChunkPath(seg.Chunks, func(p string) int32 {
+			n := int32(len(t.number))
+			t.number[p] = n
+			return n
+		})
 		return t
 	}).(*chunkFiles)
 }

@@ -13,7 +13,9 @@ import (
 // that alias the segment's mapped shards are not counted; strings shared
 // with the segment's own heap structures are (an overestimate). A map or
 // slice of more than sampleLen elements that reach heap memory is
-// estimated from sampleLen of them, scaled to its length: the tables of a
+// estimated from a sample (a map: sampleLen entries in its iteration
+// order; a slice: evenly spaced elements, sampleLen to twice that),
+// scaled to its length: the tables of a
 // 100k-chunk repository are sized in about a millisecond instead of tens
 // (the first query on a new snapshot builds and sizes them all).
 func (s *Segment) heapOf(v any) int64 {
