@@ -29,6 +29,8 @@ type builder struct {
 	pyInit       map[string]bool      // dirs holding an __init__.py
 	topBy        []map[string][]int32 // per file: short name -> top-level functions and types
 	typesBy      []map[string][]int32 // per file: short name -> type symbols
+	sizes        nameSizes            // sizes to make the repository-wide name indexes with
+	ngroups      int                  // package groups of two files or more (fileInfo.gidx)
 	topGroup     []map[string][]int32 // per package group: topBy of its files joined in file order
 	typesGroup   []map[string][]int32 // per package group: typesBy of its files joined in file order
 	methods      map[ownerKey][]int32 // (owner short, name) -> methods
@@ -57,6 +59,7 @@ type resolver struct {
 	ambiguous, ambiguousTypes int
 	names                     []string // scratch
 	keys                      []string // Memo.Build: the names looked up, all symbols of the part
+	seps                      []int32  // and where each one's last separator is (sepOf)
 }
 
 // memoEnds are where a symbol's edges and keys end in its part's.
@@ -73,8 +76,10 @@ type fileInfo struct {
 	group   string             // package group: "go:dir:pkg", "java:pkg", "" for none
 	gidx    int32              // index of group in topGroup and typesGroup, -1 for none or a group of one file
 	imports []int32            // resolved imported files, deduped, in order
-	quals   map[string][]int32 // qualifier as used in calls ("http", "utils", "de") -> files
-	ext     map[string]bool    // qualifiers bound by unresolved (external) imports
+	quals   map[string][]int32 // qualifier as used in calls ("http", "utils", "de") -> files; nil for none
+	ext     map[string]bool    // qualifiers bound by unresolved (external) imports; nil for none
+	// The file's distinct import specs and the unresolved ones (Stats).
+	nImports, nUnresolved int32
 }
 
 type symInfo struct {
@@ -94,26 +99,24 @@ type symInfo struct {
 func Build(in Input) *Graph {
 	b := newBuilder()
 	b.index(in)
+	wait := b.goIndexNames()
 	for _, f := range b.files {
 		b.resolveImports(f)
 	}
+	wait()
 	b.resolveAll()
 	return b.graph()
 }
 
 func newBuilder() *builder {
 	return &builder{
-		byPath:   map[string]int32{},
-		goPkg:    map[string][]int32{},
-		groups:   map[string][]int32{},
-		javaCls:  map[string][]int32{},
-		javaPkg:  map[string][]int32{},
-		pyInit:   map[string]bool{},
-		methods:  map[ownerKey][]int32{},
-		topAll:   map[string][]int32{},
-		typesAll: map[string][]int32{},
-		methAll:  map[string][]int32{},
-		fedges:   map[rawEdge]struct{}{},
+		byPath:  map[string]int32{},
+		goPkg:   map[string][]int32{},
+		groups:  map[string][]int32{},
+		javaCls: map[string][]int32{},
+		javaPkg: map[string][]int32{},
+		pyInit:  map[string]bool{},
+		fedges:  map[rawEdge]struct{}{},
 	}
 }
 
@@ -159,7 +162,7 @@ func (b *builder) resolveAll() {
 					}
 					r.ambiguous += int(old.amb)
 					r.ambiguousTypes += int(old.ambT)
-					b.res[s.idx].keys = old.keys // the same names: not copied
+					b.res[s.idx].keys, b.res[s.idx].seps = old.keys, old.seps // the same names: not copied
 				} else {
 					r.resolveRefs(s)
 				}
@@ -178,6 +181,7 @@ func (b *builder) resolveAll() {
 				b.res[s.idx].edges = r.sedges[e0:e.edges:e.edges]
 				if e.keys > k0 || b.res[s.idx].keys == nil {
 					b.res[s.idx].keys = r.keys[k0:e.keys:e.keys]
+					b.res[s.idx].seps = r.seps[k0:e.keys:e.keys]
 				}
 				e0, k0 = e.edges, e.keys
 			}
@@ -204,7 +208,7 @@ func (b *builder) index(in Input) {
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	for i, f := range files {
-		fi := &fileInfo{FileInput: f, idx: int32(i), dir: dirOf(f.Path), quals: map[string][]int32{}, ext: map[string]bool{}}
+		fi := &fileInfo{FileInput: f, idx: int32(i), dir: dirOf(f.Path)}
 		b.files = append(b.files, fi)
 		b.byPath[f.Path] = int32(i)
 	}
@@ -284,12 +288,6 @@ func (b *builder) index(in Input) {
 		return cmp.Compare(x.sym, y.sym)
 	})
 	all = slices.CompactFunc(all, func(x, y raw) bool { return x.id == y.id })
-	b.topBy = make([]map[string][]int32, len(b.files))
-	b.typesBy = make([]map[string][]int32, len(b.files))
-	for i := range b.files {
-		b.topBy[i] = map[string][]int32{}
-		b.typesBy[i] = map[string][]int32{}
-	}
 	infos := make([]symInfo, len(all)) // one allocation for all
 	b.syms = make([]*symInfo, 0, len(all))
 	for i, r := range all {
@@ -302,15 +300,56 @@ func (b *builder) index(in Input) {
 			calls: in.Calls, types: in.Types,
 		}
 		b.syms = append(b.syms, s)
+	}
+	// Package groups of two files or more, numbered in file order.
+	gidx := map[string]int32{}
+	for _, f := range b.files {
+		f.gidx = -1
+		if len(b.groups[f.group]) < 2 {
+			continue // no other file: the package tier has nothing
+		}
+		g, ok := gidx[f.group]
+		if !ok {
+			g = int32(len(gidx))
+			gidx[f.group] = g
+		}
+		f.gidx = g
+	}
+	b.ngroups = len(gidx)
+}
+
+// indexNames indexes the symbols by short name: per file, per package
+// group and repository-wide. It writes only those indexes, so it may run
+// beside import resolution and Memo's reusable (goIndexNames).
+func (b *builder) indexNames() {
+	b.indexFileNames()
+	b.indexRepoNames()
+}
+
+// nameSizes are the sizes of the repository-wide name indexes, kept by a
+// Memo to size the next build's.
+type nameSizes struct{ top, types, methods, meth int }
+
+func (b *builder) nameSizes() nameSizes {
+	return nameSizes{len(b.topAll), len(b.typesAll), len(b.methods), len(b.methAll)}
+}
+
+// indexRepoNames fills the repository-wide name indexes, sized by
+// b.sizes.
+func (b *builder) indexRepoNames() {
+	b.topAll = make(map[string][]int32, b.sizes.top)
+	b.typesAll = make(map[string][]int32, b.sizes.types)
+	b.methods = make(map[ownerKey][]int32, b.sizes.methods)
+	b.methAll = make(map[string][]int32, b.sizes.meth)
+	for _, s := range b.syms {
+		short := s.short
 		if short == "" || !targetKind(s.kind) {
 			continue
 		}
 		if isType(s.kind) {
-			b.typesBy[r.file][short] = append(b.typesBy[r.file][short], s.idx)
 			b.typesAll[short] = append(b.typesAll[short], s.idx)
 		}
-		if owner == "" {
-			b.topBy[r.file][short] = append(b.topBy[r.file][short], s.idx)
+		if s.owner == "" {
 			b.topAll[short] = append(b.topAll[short], s.idx)
 		} else if !isType(s.kind) {
 			k := ownerKey{s.ownerShort, short}
@@ -318,7 +357,43 @@ func (b *builder) index(in Input) {
 			b.methAll[short] = append(b.methAll[short], s.idx)
 		}
 	}
+}
+
+// indexFileNames fills the per-file and per-group name indexes.
+func (b *builder) indexFileNames() {
+	b.topBy = make([]map[string][]int32, len(b.files))
+	b.typesBy = make([]map[string][]int32, len(b.files))
+	add := func(by []map[string][]int32, file int32, short string, idx int32) {
+		m := by[file]
+		if m == nil {
+			m = map[string][]int32{}
+			by[file] = m
+		}
+		m[short] = append(m[short], idx)
+	}
+	for _, s := range b.syms {
+		short := s.short
+		if short == "" || !targetKind(s.kind) {
+			continue
+		}
+		if isType(s.kind) {
+			add(b.typesBy, s.file, short, s.idx)
+		}
+		if s.owner == "" {
+			add(b.topBy, s.file, short, s.idx)
+		}
+	}
 	b.indexGroups()
+}
+
+// goIndexNames runs indexNames in two goroutines (the per-file and group
+// indexes, the repository-wide ones); wait for them with the function it
+// returns before anything reads the name indexes.
+func (b *builder) goIndexNames() (wait func()) {
+	var wg sync.WaitGroup
+	wg.Go(b.indexFileNames)
+	wg.Go(b.indexRepoNames)
+	return wg.Wait
 }
 
 // indexGroups joins the per-file indexes of each package group of two
@@ -326,7 +401,6 @@ func (b *builder) index(in Input) {
 // access instead of one per file of the package. A name of one file shares
 // that file's slice (clipped, so a later append copies it).
 func (b *builder) indexGroups() {
-	gidx := map[string]int32{}
 	merge := func(dst, src map[string][]int32) {
 		for name, syms := range src {
 			if cur, ok := dst[name]; ok {
@@ -336,21 +410,18 @@ func (b *builder) indexGroups() {
 			}
 		}
 	}
+	b.topGroup = make([]map[string][]int32, b.ngroups)
+	b.typesGroup = make([]map[string][]int32, b.ngroups)
+	for g := range b.ngroups {
+		b.topGroup[g] = map[string][]int32{}
+		b.typesGroup[g] = map[string][]int32{}
+	}
 	for _, f := range b.files {
-		f.gidx = -1
-		if len(b.groups[f.group]) < 2 {
-			continue // no other file: the package tier has nothing
+		if f.gidx < 0 {
+			continue
 		}
-		g, ok := gidx[f.group]
-		if !ok {
-			g = int32(len(b.topGroup))
-			gidx[f.group] = g
-			b.topGroup = append(b.topGroup, map[string][]int32{})
-			b.typesGroup = append(b.typesGroup, map[string][]int32{})
-		}
-		f.gidx = g
-		merge(b.topGroup[g], b.topBy[f.idx])
-		merge(b.typesGroup[g], b.typesBy[f.idx])
+		merge(b.topGroup[f.gidx], b.topBy[f.idx])
+		merge(b.typesGroup[f.gidx], b.typesBy[f.idx])
 	}
 }
 

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	"codectx/pkg/codectx"
@@ -18,7 +19,7 @@ func (b *builder) resolveImports(f *fileInfo) {
 			continue
 		}
 		seen[spec] = true
-		b.stats.Imports++
+		f.nImports++
 		var targets []int32
 		var quals []string
 		switch f.Language {
@@ -47,8 +48,11 @@ func (b *builder) resolveImports(f *fileInfo) {
 			}
 		}
 		if !resolved {
-			b.stats.Unresolved++
+			f.nUnresolved++
 			for _, q := range externalQuals(f.Language, spec) {
+				if f.ext == nil {
+					f.ext = map[string]bool{}
+				}
 				f.ext[q] = true
 			}
 			continue
@@ -57,12 +61,49 @@ func (b *builder) resolveImports(f *fileInfo) {
 			if q == "" {
 				continue
 			}
+			if f.quals == nil {
+				f.quals = map[string][]int32{}
+			}
 			for _, t := range targets {
 				if !containsIdx(f.quals[q], t) {
 					f.quals[q] = append(f.quals[q], t)
 				}
 			}
 		}
+	}
+	b.stats.Imports += int(f.nImports)
+	b.stats.Unresolved += int(f.nUnresolved)
+}
+
+// sameFiles reports whether the builder's files are p's in everything
+// import resolution reads of the repository (paths, languages, packages,
+// Go modules and whether Go import paths are directories): a file whose
+// imports are the same then resolves them to the same files, qualifiers
+// and counts.
+func (b *builder) sameFiles(p *memoState) bool {
+	if len(b.files) != len(p.files) || b.goDirImports != p.goDirImports || !slices.Equal(b.modules, p.modules) {
+		return false
+	}
+	for i, f := range b.files {
+		o := p.files[i]
+		if f.Path != o.Path || f.Language != o.Language || f.Package != o.Package {
+			return false
+		}
+	}
+	return true
+}
+
+// takeImports gives f the imports o (the same file of an earlier build,
+// sameFiles, with the same import specs) resolved: its imported files,
+// qualifiers and counts (shared: neither is written after its build) and
+// its import edges, as resolveImports would find them.
+func (b *builder) takeImports(f, o *fileInfo) {
+	f.imports, f.quals, f.ext = o.imports, o.quals, o.ext
+	f.nImports, f.nUnresolved = o.nImports, o.nUnresolved
+	b.stats.Imports += int(f.nImports)
+	b.stats.Unresolved += int(f.nUnresolved)
+	for _, t := range f.imports {
+		b.addFileEdge(f.idx, t, EdgeImport)
 	}
 }
 

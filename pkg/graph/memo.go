@@ -38,12 +38,17 @@ type memoState struct {
 	syms   []*symInfo
 	res    []symResult // by symbol index
 	reused int         // symbols whose references were taken from the build before
+	// What import resolution read besides the files (sameFiles).
+	modules      []goModule
+	goDirImports bool
+	sizes        nameSizes // of the repository-wide name indexes
 }
 
 // symResult is what resolving one symbol's references gave.
 type symResult struct {
 	edges     []rawEdge // from the symbol, targets by that build's symbol index
 	keys      []string  // the names looked up (cleaned callees, then type names)
+	seps      []int32   // sepOf each key
 	amb, ambT int32
 }
 
@@ -55,17 +60,27 @@ func (m *Memo) Build(in Input) *Graph {
 	m.mu.Unlock()
 	b := newBuilder()
 	b.index(in)
-	for _, f := range b.files {
-		b.resolveImports(f)
+	if prev != nil {
+		b.sizes = prev.sizes
+	}
+	wait := b.goIndexNames()
+	same := prev != nil && b.sameFiles(prev)
+	for i, f := range b.files {
+		if same && slices.Equal(f.Imports, prev.files[i].Imports) {
+			b.takeImports(f, prev.files[i])
+		} else {
+			b.resolveImports(f)
+		}
 	}
 	b.memo = true
 	if prev != nil {
 		b.reuse = b.reusable(prev)
 		b.prev = prev
 	}
+	wait()
 	b.resolveAll()
 	g := b.graph()
-	st := &memoState{files: b.files, syms: b.syms, res: b.res}
+	st := &memoState{files: b.files, syms: b.syms, res: b.res, modules: b.modules, goDirImports: b.goDirImports, sizes: b.nameSizes()}
 	for _, o := range b.reuse {
 		if o >= 0 {
 			st.reused++
@@ -89,7 +104,7 @@ func (b *builder) reusable(p *memoState) []int32 {
 	for i := range toNew {
 		toNew[i] = -1
 	}
-	dirty := map[string]bool{}
+	var dirty nameSet
 	again := make([]bool, len(b.files)) // symbols of the file resolved again
 	for i, f := range b.files {
 		o := p.files[i]
@@ -117,10 +132,10 @@ func (b *builder) reusable(p *memoState) []int32 {
 				suf++
 			}
 			for _, s := range os[pre : len(os)-suf] {
-				dirty[p.syms[s].short] = true
+				dirty.add(p.syms[s].short)
 			}
 			for _, s := range ns[pre : len(ns)-suf] {
-				dirty[b.syms[s].short] = true
+				dirty.add(b.syms[s].short)
 			}
 			continue
 		}
@@ -158,8 +173,8 @@ func (b *builder) reusable(p *memoState) []int32 {
 		}
 		r := &p.res[o]
 		ok := true
-		for _, k := range r.keys {
-			if lookupDirty(k, dirty) {
+		for j, k := range r.keys {
+			if dirty.lookedUp(k, r.seps[j]) {
 				ok = false
 				break
 			}
@@ -178,19 +193,48 @@ func (b *builder) reusable(p *memoState) []int32 {
 	return toOld
 }
 
-// lookupDirty reports whether a lookup of name may read an entry of a
-// dirty short name: the name itself when it has no separator, else its
-// last segment and its qualifier's last segment (resolveCall,
-// resolveType).
-func lookupDirty(name string, dirty map[string]bool) bool {
-	if len(dirty) == 0 {
-		return false
+// nameSet is a set of short names that tells most names outside it by
+// their length alone.
+type nameSet struct {
+	m    map[string]bool
+	lens uint64 // bit min(len, 63) of each name
+}
+
+func (d *nameSet) add(name string) {
+	if d.m == nil {
+		d.m = map[string]bool{}
 	}
+	d.m[name] = true
+	d.lens |= 1 << min(len(name), 63)
+}
+
+func (d *nameSet) has(name string) bool {
+	return d.lens&(1<<min(len(name), 63)) != 0 && d.m[name]
+}
+
+// sepOf encodes where name's last separator is (lastSep) for lookedUp:
+// -1 for none, else its index times two plus its width less one.
+func sepOf(name string) int32 {
 	i, w := lastSep(name)
 	if i < 0 {
-		return dirty[name]
+		return -1
 	}
-	return dirty[name[i+w:]] || dirty[lastSegment(name[:i])]
+	return int32(2*i + w - 1)
+}
+
+// lookedUp reports whether a lookup of name (its separator sep, sepOf)
+// may read an entry of a name in d: the name itself when it has no
+// separator, else its last segment and its qualifier's last segment
+// (resolveCall, resolveType).
+func (d *nameSet) lookedUp(name string, sep int32) bool {
+	if len(d.m) == 0 {
+		return false
+	}
+	if sep < 0 {
+		return d.has(name)
+	}
+	i, w := int(sep/2), int(sep%2)+1
+	return d.has(name[i+w:]) || d.has(lastSegment(name[:i]))
 }
 
 func symsByFile(syms []*symInfo, nfiles int) [][]int32 {

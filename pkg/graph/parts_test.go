@@ -63,6 +63,7 @@ func TestGroupIndexEqualsMates(t *testing.T) {
 			methAll: map[string][]int32{}, fedges: map[rawEdge]struct{}{},
 		}
 		b.index(in)
+		b.indexNames()
 		checked := 0
 		for _, f := range b.files {
 			if (len(b.groups[f.group]) < 2) != (f.gidx < 0) {

@@ -102,6 +102,15 @@ func (b *builder) sameDecl(x, y *symInfo) bool {
 	return g != "" && g == b.files[y.file].group
 }
 
+// addKeys records the names a symbol looks up (Memo.Build), each with
+// its last separator.
+func (r *resolver) addKeys(names []string) {
+	r.keys = append(r.keys, names...)
+	for _, n := range names {
+		r.seps = append(r.seps, sepOf(n))
+	}
+}
+
 func (r *resolver) resolveRefs(s *symInfo) {
 	b := r.b
 	names := r.names[:0]
@@ -112,7 +121,7 @@ func (r *resolver) resolveRefs(s *symInfo) {
 	}
 	names = uniq(names)
 	if b.memo {
-		r.keys = append(r.keys, names...)
+		r.addKeys(names)
 	}
 	for _, name := range names {
 		t, o := b.resolveCall(s, name)
@@ -129,7 +138,7 @@ func (r *resolver) resolveRefs(s *symInfo) {
 	}
 	names = uniq(names)
 	if b.memo {
-		r.keys = append(r.keys, names...)
+		r.addKeys(names)
 	}
 	for _, name := range names {
 		t, o := b.resolveType(s, name)

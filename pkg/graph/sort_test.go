@@ -58,3 +58,37 @@ func TestSortEdges(t *testing.T) {
 		})
 	}
 }
+
+// TestNameSetLookedUp checks nameSet.lookedUp against the lookup it
+// stands for, a map of the names and the separators found again.
+func TestNameSetLookedUp(t *testing.T) {
+	long := strings.Repeat("n", 70)
+	names := []string{"", "a", "b", "Get", "http", "x", long, long + "x", "Server", "c"}
+	lookups := []string{"a", "Get", "http.Get", "net/http.Get", "x::y::Get", "a::b", "a.b.c", "::", ".", "a.", ".a", "a::", "x:y.Get",
+		"Server.Serve", "pkg.Server.Get", long, "q." + long, long + ".Get", long + "x", "q::" + long + "x", "", "zz", "m::n.b"}
+	old := func(name string, dirty map[string]bool) bool {
+		if len(dirty) == 0 {
+			return false
+		}
+		i, w := lastSep(name)
+		if i < 0 {
+			return dirty[name]
+		}
+		return dirty[name[i+w:]] || dirty[lastSegment(name[:i])]
+	}
+	for mask := range 1 << len(names) {
+		var d nameSet
+		m := map[string]bool{}
+		for i, n := range names {
+			if mask&(1<<i) != 0 {
+				d.add(n)
+				m[n] = true
+			}
+		}
+		for _, l := range lookups {
+			if got, want := d.lookedUp(l, sepOf(l)), old(l, m); got != want {
+				t.Fatalf("names %v, lookup %q: %v, want %v", m, l, got, want)
+			}
+		}
+	}
+}
