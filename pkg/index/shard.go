@@ -776,7 +776,7 @@ func LoadSegmentWith(ctx context.Context, store *blob.Bucket, key string, opt Lo
 	if !segment.IsShardList(data) {
 		return segment.Load(data)
 	}
-	l, err := segment.LoadShardList(data, true)
+	l, err := loadList(store, key, data)
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 
 	"codectx/pkg/blob"
 	"codectx/pkg/chunk"
+	"codectx/pkg/graph"
 	"codectx/pkg/index"
 	"codectx/pkg/source"
 )
@@ -263,6 +264,7 @@ func BuildSegment(ctx context.Context, store *blob.Bucket, job GraphJob) (string
 	}
 	m = FilterFailed(m, job.Failed)
 	var data []byte
+	var g *graph.Graph
 	if job.ShardBytes < 0 {
 		parsed, err := index.LoadParsed(ctx, store, m)
 		if err != nil {
@@ -283,10 +285,12 @@ func BuildSegment(ctx context.Context, store *blob.Bucket, job GraphJob) (string
 		if data, err = list.MarshalBinary(); err != nil {
 			return "", fmt.Errorf("encode shard list %s: %w", key, err)
 		}
+		g = list.Graph
 	}
 	if err := store.Put(ctx, key, data); err != nil {
 		return "", fmt.Errorf("write segment: %w", err)
 	}
+	index.KeepGraph(store, key, data, g)
 	return key, nil
 }
 

@@ -254,6 +254,32 @@ func (l *ShardList) MarshalBinary() ([]byte, error) {
 // LoadShardList decodes a shard list. With full false the graph and the
 // history are not decoded (what GC and a build that plans shards need).
 func LoadShardList(data []byte, full bool) (*ShardList, error) {
+	return loadShardList(data, full, graph.Load)
+}
+
+// LoadShardListWith is LoadShardList in full with the graph section
+// decoded by loadGraph (which may give a graph it has for those bytes).
+func LoadShardListWith(data []byte, loadGraph func(section []byte) (*graph.Graph, error)) (*ShardList, error) {
+	return loadShardList(data, true, loadGraph)
+}
+
+// GraphSection returns the graph section of a shard list: the bytes
+// LoadShardListWith gives its loadGraph.
+func GraphSection(data []byte) ([]byte, error) {
+	var sec []byte
+	err := walkMagic(data, listMagic, func(tag int, p []byte) error {
+		if tag == tagGraph {
+			sec = p
+		}
+		return nil
+	})
+	if err == nil && sec == nil {
+		err = fmt.Errorf("%w: shard list without a graph", ErrCorrupt)
+	}
+	return sec, err
+}
+
+func loadShardList(data []byte, full bool, loadGraph func([]byte) (*graph.Graph, error)) (*ShardList, error) {
 	l := &ShardList{}
 	err := walkMagic(data, listMagic, func(tag int, p []byte) error {
 		var err error
@@ -268,7 +294,7 @@ func LoadShardList(data []byte, full bool) (*ShardList, error) {
 			}
 		case tagGraph:
 			if full {
-				l.Graph, err = graph.Load(p)
+				l.Graph, err = loadGraph(p)
 			}
 		}
 		if err != nil {

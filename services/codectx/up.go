@@ -16,6 +16,7 @@ import (
 
 	"codectx/pkg/api"
 	"codectx/pkg/blob"
+	"codectx/pkg/index"
 	"codectx/pkg/keys"
 	"codectx/pkg/metrics"
 	"codectx/pkg/pipeline"
@@ -106,6 +107,9 @@ Stop with SIGINT or SIGTERM.`)
 			fmt.Fprintf(stderr, "up: %v\n", err)
 		}
 	}()
+	// The graph workers and the query server share this process: a graph
+	// built is handed to the first load of its shard list.
+	index.HandOffGraphs()
 	webhooks, err := hooks.config()
 	if err != nil {
 		return err
