@@ -31,6 +31,7 @@ type builder struct {
 	typesBy      []map[string][]int32 // per file: short name -> type symbols
 	sizes        nameSizes            // sizes to make the repository-wide name indexes with
 	ngroups      int                  // package groups of two files or more (fileInfo.gidx)
+	fileSyms     [][]int32            // per file: its symbols in index order (fileIndex without maps)
 	topGroup     []map[string][]int32 // per package group: topBy of its files joined in file order
 	typesGroup   []map[string][]int32 // per package group: typesBy of its files joined in file order
 	methods      map[ownerKey][]int32 // (owner short, name) -> methods
@@ -384,6 +385,52 @@ func (b *builder) indexFileNames() {
 		}
 	}
 	b.indexGroups()
+}
+
+// fileIndex is a per-file name index (of top-level symbols, or of types)
+// with its join per package group. Without maps (a Memo build that
+// resolves only a few symbols again, which is then cheaper than making
+// them) a lookup scans the files' symbols instead, with the same result:
+// the matching symbols in index order, a group's in file order.
+type fileIndex struct {
+	b       *builder
+	types   bool
+	byFile  []map[string][]int32
+	byGroup []map[string][]int32
+}
+
+func (b *builder) topIndex() fileIndex   { return fileIndex{b, false, b.topBy, b.topGroup} }
+func (b *builder) typesIndex() fileIndex { return fileIndex{b, true, b.typesBy, b.typesGroup} }
+
+// file is what file fi declares as name.
+func (x fileIndex) file(fi int32, name string) []int32 {
+	if x.byFile != nil {
+		return x.byFile[fi][name]
+	}
+	var out []int32
+	for _, i := range x.b.fileSyms[fi] {
+		s := x.b.syms[i]
+		if s.short == "" || s.short != name || !targetKind(s.kind) {
+			continue
+		}
+		if x.types && isType(s.kind) || !x.types && s.owner == "" {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// group is what the files of f's package group (gidx >= 0) declare as
+// name.
+func (x fileIndex) group(f *fileInfo, name string) []int32 {
+	if x.byGroup != nil {
+		return x.byGroup[f.gidx][name]
+	}
+	var out []int32
+	for _, m := range x.b.groups[f.group] {
+		out = append(out, x.file(m, name)...)
+	}
+	return out
 }
 
 // goIndexNames runs indexNames in two goroutines (the per-file and group

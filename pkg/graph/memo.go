@@ -63,8 +63,15 @@ func (m *Memo) Build(in Input) *Graph {
 	if prev != nil {
 		b.sizes = prev.sizes
 	}
-	wait := b.goIndexNames()
 	same := prev != nil && b.sameFiles(prev)
+	// With the same files, a one-file change resolves few symbols again:
+	// the per-file and per-group name indexes are made only if reusable
+	// finds that many must be (see fileIndex).
+	var wg sync.WaitGroup
+	wg.Go(b.indexRepoNames)
+	if !same {
+		wg.Go(b.indexFileNames)
+	}
 	for i, f := range b.files {
 		if same && slices.Equal(f.Imports, prev.files[i].Imports) {
 			b.takeImports(f, prev.files[i])
@@ -77,7 +84,12 @@ func (m *Memo) Build(in Input) *Graph {
 		b.reuse = b.reusable(prev)
 		b.prev = prev
 	}
-	wait()
+	wg.Wait()
+	if same {
+		if again := b.toResolve(); again > len(b.syms)/scanShare || b.fileSyms == nil {
+			b.indexFileNames()
+		}
+	}
 	b.resolveAll()
 	g := b.graph()
 	st := &memoState{files: b.files, syms: b.syms, res: b.res, modules: b.modules, goDirImports: b.goDirImports, sizes: b.nameSizes()}
@@ -100,6 +112,7 @@ func (b *builder) reusable(p *memoState) []int32 {
 	}
 	oldBy := symsByFile(p.syms, len(p.files))
 	newBy := symsByFile(b.syms, len(b.files))
+	b.fileSyms = newBy
 	toNew := make([]int32, len(p.syms))
 	for i := range toNew {
 		toNew[i] = -1
@@ -235,6 +248,25 @@ func (d *nameSet) lookedUp(name string, sep int32) bool {
 	}
 	i, w := int(sep/2), int(sep%2)+1
 	return d.has(name[i+w:]) || d.has(lastSegment(name[:i]))
+}
+
+// scanShare: a Memo build that resolves more than one symbol in
+// scanShare again makes the per-file name indexes rather than scanning.
+const scanShare = 16
+
+// toResolve is how many symbols the build resolves again (all without
+// reuse).
+func (b *builder) toResolve() int {
+	if b.reuse == nil {
+		return len(b.syms)
+	}
+	n := 0
+	for _, o := range b.reuse {
+		if o < 0 {
+			n++
+		}
+	}
+	return n
 }
 
 func symsByFile(syms []*symInfo, nfiles int) [][]int32 {

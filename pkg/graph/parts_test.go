@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bytes"
+	"path"
 	"slices"
 	"testing"
 
@@ -107,5 +108,67 @@ func TestGroupIndexEqualsMates(t *testing.T) {
 		if checked == 0 && (name == "synthetic 3k" || name == "variants") {
 			t.Errorf("%s: nothing checked", name)
 		}
+	}
+}
+
+// TestFileIndexScanEqualsMaps checks fileIndex without maps (a Memo
+// build's scan of the files' symbols) against its maps: for every file,
+// every group and every name declared anywhere (and one declared nowhere),
+// the same candidates in the same order, for top-level symbols and types.
+func TestFileIndexScanEqualsMaps(t *testing.T) {
+	inputs := map[string]Input{"synthetic 3k": synthetic(3000)}
+	for _, fx := range allFixtures() {
+		inputs["fixture "+fx.name] = fx.in
+	}
+	// Methods and types sharing names with top-level functions.
+	mixed := Input{}
+	for i, p := range []string{"a/a.go", "a/b.go", "b/c.go"} {
+		mixed.Files = append(mixed.Files, FileInput{Path: p, Language: codectx.Go, Package: path.Base(path.Dir(p)), Symbols: []SymbolInput{
+			{ID: 10*i + 1, Name: "Open", Kind: codectx.KindFunction},
+			{ID: 10*i + 2, Name: "File.Open", Kind: codectx.KindMethod},
+			{ID: 10*i + 3, Name: "File", Kind: codectx.KindStruct},
+			{ID: 10*i + 4, Name: "Open", Kind: codectx.KindType},
+			{ID: 10*i + 5, Name: "", Kind: codectx.KindFunction},
+		}})
+	}
+	inputs["mixed"] = mixed
+	groups := 0
+	for name, in := range inputs {
+		b := newBuilder()
+		b.index(in)
+		b.indexNames()
+		b.fileSyms = symsByFile(b.syms, len(b.files))
+		names := []string{"", "noSuchNameAnywhere"}
+		for _, s := range b.syms {
+			names = append(names, s.short)
+		}
+		slices.Sort(names)
+		names = slices.Compact(names)
+		checked := 0
+		for _, ix := range []fileIndex{b.topIndex(), b.typesIndex()} {
+			scan := ix
+			scan.byFile, scan.byGroup = nil, nil
+			for _, f := range b.files {
+				for _, n := range names {
+					if got, want := scan.file(f.idx, n), ix.file(f.idx, n); !slices.Equal(got, want) {
+						t.Fatalf("%s: %s: %q (types %v): scan gives %v, the map %v", name, f.Path, n, ix.types, got, want)
+					}
+					if f.gidx < 0 {
+						continue
+					}
+					if got, want := scan.group(f, n), ix.group(f, n); !slices.Equal(got, want) {
+						t.Fatalf("%s: group of %s: %q (types %v): scan gives %v, the map %v", name, f.Path, n, ix.types, got, want)
+					}
+					groups++
+				}
+				checked++
+			}
+		}
+		if checked == 0 {
+			t.Errorf("%s: nothing checked", name)
+		}
+	}
+	if groups == 0 {
+		t.Error("no group lookup checked")
 	}
 }

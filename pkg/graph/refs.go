@@ -230,21 +230,21 @@ var typeKeywords = map[string]bool{
 // the caller's own file too, but when that tier is reached the file's
 // candidates are at most the caller itself, which pick excludes, so the
 // candidates are those of the other files of the package, in file order.
-func (b *builder) lookupTiers(s *symInfo, name string, perFile, perGroup []map[string][]int32, all map[string][]int32) (int32, outcome) {
+func (b *builder) lookupTiers(s *symInfo, name string, ix fileIndex, all map[string][]int32) (int32, outcome) {
 	f := b.files[s.file]
-	if t, o := b.pick(perFile[f.idx][name], s.idx); o != none {
+	if t, o := b.pick(ix.file(f.idx, name), s.idx); o != none {
 		return t, o
 	}
 	// The package (Go directory package, Java package), then the files
 	// the caller's file imports.
 	if f.gidx >= 0 {
-		if t, o := b.pick(perGroup[f.gidx][name], s.idx); o != none {
+		if t, o := b.pick(ix.group(f, name), s.idx); o != none {
 			return t, o
 		}
 	}
 	var cands []int32
 	for _, fi := range f.imports {
-		cands = append(cands, perFile[fi][name]...)
+		cands = append(cands, ix.file(fi, name)...)
 	}
 	if t, o := b.pick(cands, s.idx); o != none {
 		return t, o
@@ -272,14 +272,14 @@ func (b *builder) resolveCall(s *symInfo, name string) (int32, outcome) {
 	i, w := lastSep(name)
 	if i < 0 {
 		if f.Language != codectx.Java {
-			return b.lookupTiers(s, name, b.topBy, b.topGroup, b.topAll)
+			return b.lookupTiers(s, name, b.topIndex(), b.topAll)
 		}
 		// Java has no free functions: a bare call is a method of the
 		// enclosing class, else a static import.
 		if t, o := b.selfMethod(s, name); o != none {
 			return t, o
 		}
-		if t, o := b.lookupTiers(s, name, b.topBy, b.topGroup, b.topAll); o != none {
+		if t, o := b.lookupTiers(s, name, b.topIndex(), b.topAll); o != none {
 			return t, o
 		}
 		return b.pick(b.inFile(b.methAll[name], f.imports), s.idx)
@@ -298,14 +298,14 @@ func (b *builder) resolveCall(s *symInfo, name string) (int32, outcome) {
 	if files, ok := b.qualFiles(f, q, w); ok {
 		var cands []int32
 		for _, fi := range files {
-			cands = append(cands, b.topBy[fi][m]...)
+			cands = append(cands, b.topIndex().file(fi, m)...)
 		}
 		return b.pick(cands, s.idx)
 	}
 	// Qualifier naming a type: static method or constructor. A type-like
 	// qualifier that names no type of the repository is external.
 	if tq := lastSegment(q); isTypeLike(tq) {
-		t, o := b.lookupTiers(s, tq, b.typesBy, b.typesGroup, b.typesAll)
+		t, o := b.lookupTiers(s, tq, b.typesIndex(), b.typesAll)
 		if o == found {
 			return b.methodOf(s, t, m)
 		}
@@ -404,13 +404,13 @@ func (b *builder) resolveType(s *symInfo, name string) (int32, outcome) {
 	f := b.files[s.file]
 	i, w := lastSep(name)
 	if i < 0 {
-		return b.lookupTiers(s, name, b.typesBy, b.typesGroup, b.typesAll)
+		return b.lookupTiers(s, name, b.typesIndex(), b.typesAll)
 	}
 	q, m := name[:i], name[i+w:]
 	if files, ok := b.qualFiles(f, q, w); ok {
 		var cands []int32
 		for _, fi := range files {
-			cands = append(cands, b.typesBy[fi][m]...)
+			cands = append(cands, b.typesIndex().file(fi, m)...)
 		}
 		return b.pick(cands, s.idx)
 	}
