@@ -115,7 +115,7 @@ func (g *Graph) fileSeeds(seeds map[string]float64) []seed {
 func (g *Graph) symSeeds(seeds map[int]float64) []seed {
 	in := make([]seed, 0, len(seeds))
 	for id, s := range seeds {
-		if i, ok := g.symIdx[id]; ok {
+		if i, ok := g.symIndex(id); ok {
 			in = append(in, seed{i, s})
 		}
 	}
@@ -174,11 +174,11 @@ func (w *walk) release() {
 // maximum of reach/(1+d) over the hops: reach at hop d is some seed's
 // score s with distance at most d, and s/(1+d) is largest at the seed's
 // own distance, so the maximum is the same value a BFS per seed finds.
-func (g *Graph) expand(adjs [][]adj, seeds []seed, maxDepth int) *walk {
+func (g *Graph) expand(adjs adjList, seeds []seed, maxDepth int) *walk {
 	if maxDepth <= 0 {
 		maxDepth = g.MaxDepth()
 	}
-	w := getWalk(len(adjs))
+	w := getWalk(adjs.len())
 	reach, best := w.reach, w.best
 	cur, next := w.cur[:0], w.next[:0]
 	for _, sd := range seeds {
@@ -195,7 +195,7 @@ func (g *Graph) expand(adjs [][]adj, seeds []seed, maxDepth int) *walk {
 		// at the end of the hop.
 		next = next[:0]
 		for _, u := range cur {
-			for _, n := range adjs[u.node] {
+			for _, n := range adjs.at(u.node) {
 				if u.score > reach[n.to] {
 					if reach[n.to] == 0 {
 						w.set = append(w.set, n.to)
@@ -265,9 +265,9 @@ func (g *Graph) PageRank(seeds map[string]float64, damping float64, iters int) m
 	}
 
 	nbrs := make([][]int32, n) // distinct neighbouring files
-	for i, ns := range g.fadj {
+	for i := range g.fadj.len() {
 		last := int32(-1)
-		for _, a := range ns {
+		for _, a := range g.fadj.at(int32(i)) {
 			if a.to != last {
 				nbrs[i] = append(nbrs[i], a.to)
 				last = a.to

@@ -400,7 +400,7 @@ func perSeedBFS(g *Graph, seeds map[string]float64, maxDepth int) map[string]flo
 			var next []int32
 			s := score / float64(1+d)
 			for _, u := range cur {
-				for _, a := range g.fadj[u] {
+				for _, a := range g.fadj.at(u) {
 					if seen[a.to] {
 						continue
 					}

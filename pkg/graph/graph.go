@@ -123,12 +123,11 @@ type Stats struct {
 type Graph struct {
 	files   []string // sorted
 	fileIdx map[string]int32
-	fadj    [][]adj // per file, sorted by (to, kind, out)
+	fadj    adjList // per file, sorted by (to, kind, out)
 
 	symIDs  []int   // sorted
 	symFile []int32 // file of each symbol
-	symIdx  map[int]int32
-	sadj    [][]adj
+	sadj    adjList
 
 	fedges []rawEdge // sorted
 	sedges []rawEdge // sorted
@@ -136,6 +135,19 @@ type Graph struct {
 	fdeg  []int32 // distinct neighbouring files per file
 	stats Stats
 }
+
+// adjList holds every node's adjacency in one array, node i's at
+// flat[off[i]:off[i+1]]: no slice per node for the collector to scan.
+type adjList struct {
+	off  []int32
+	flat []adj
+}
+
+// at is node i's adjacency.
+func (a adjList) at(i int32) []adj { return a.flat[a.off[i]:a.off[i+1]:a.off[i+1]] }
+
+// len is the number of nodes.
+func (a adjList) len() int { return max(0, len(a.off)-1) }
 
 type adj struct {
 	to   int32
@@ -192,12 +204,8 @@ func (g *Graph) Size() int64 {
 	}
 	n += int64(8+4+48) * int64(len(g.symIDs))
 	n += int64(unsafe.Sizeof(rawEdge{})) * int64(len(g.fedges)+len(g.sedges))
-	n += int64(24) * int64(len(g.fadj)+len(g.sadj))
-	for _, a := range g.fadj {
-		n += int64(unsafe.Sizeof(adj{})) * int64(cap(a))
-	}
-	for _, a := range g.sadj {
-		n += int64(unsafe.Sizeof(adj{})) * int64(cap(a))
+	for _, a := range []adjList{g.fadj, g.sadj} {
+		n += 4*int64(len(a.off)) + int64(unsafe.Sizeof(adj{}))*int64(len(a.flat))
 	}
 	return n + 4*int64(len(g.fdeg))
 }
@@ -207,19 +215,15 @@ func (g *Graph) finish() {
 	for i, p := range g.files {
 		g.fileIdx[p] = int32(i)
 	}
-	g.symIdx = make(map[int]int32, len(g.symIDs))
-	for i, id := range g.symIDs {
-		g.symIdx[id] = int32(i)
-	}
 	sortEdges(g.fedges) // sorted already when built or loaded: checked
 	sortEdges(g.sedges)
 	g.fadj = buildAdj(len(g.files), g.fedges)
 	g.sadj = buildAdj(len(g.symIDs), g.sedges)
 
 	g.fdeg = make([]int32, len(g.files))
-	for i, ns := range g.fadj {
+	for i := range g.fadj.len() {
 		last := int32(-1)
-		for _, n := range ns { // sorted by to
+		for _, n := range g.fadj.at(int32(i)) { // sorted by to
 			if n.to != last {
 				g.fdeg[i]++
 				last = n.to
@@ -251,30 +255,27 @@ func (g *Graph) finish() {
 	}
 }
 
-func buildAdj(n int, edges []rawEdge) [][]adj {
-	// Each node's list is cut from one array, sized by a count of the
-	// degrees first (appending node by node cost an allocation or more
-	// per node: most of a load's time on a 100k-symbol graph).
-	deg := make([]int32, n)
+func buildAdj(n int, edges []rawEdge) adjList {
+	// One array, cut by a count of the degrees first (appending node by
+	// node cost an allocation or more per node: most of a load's time on
+	// a 100k-symbol graph).
+	a := adjList{off: make([]int32, n+1), flat: make([]adj, 2*len(edges))}
 	for _, e := range edges {
-		deg[e.from]++
-		deg[e.to]++
+		a.off[e.from+1]++
+		a.off[e.to+1]++
 	}
-	flat := make([]adj, 2*len(edges))
-	out := make([][]adj, n)
-	at := 0
-	for i, d := range deg {
-		if d > 0 {
-			out[i] = flat[at : at : at+int(d)]
-			at += int(d)
-		}
+	for i := range n {
+		a.off[i+1] += a.off[i]
 	}
+	next := slices.Clone(a.off[:n])
 	for _, e := range edges {
-		out[e.from] = append(out[e.from], adj{to: e.to, kind: e.kind, out: true})
-		out[e.to] = append(out[e.to], adj{to: e.from, kind: e.kind, out: false})
+		a.flat[next[e.from]] = adj{to: e.to, kind: e.kind, out: true}
+		next[e.from]++
+		a.flat[next[e.to]] = adj{to: e.from, kind: e.kind, out: false}
+		next[e.to]++
 	}
-	for _, ns := range out {
-		slices.SortFunc(ns, func(a, b adj) int {
+	for i := range n {
+		slices.SortFunc(a.at(int32(i)), func(a, b adj) int {
 			if c := cmp.Compare(a.to, b.to); c != 0 {
 				return c
 			}
@@ -284,7 +285,13 @@ func buildAdj(n int, edges []rawEdge) [][]adj {
 			return cmp.Compare(boolInt(a.out), boolInt(b.out))
 		})
 	}
-	return out
+	return a
+}
+
+// symIndex is the index of the symbol with id (symIDs are sorted).
+func (g *Graph) symIndex(id int) (int32, bool) {
+	i, ok := slices.BinarySearch(g.symIDs, id)
+	return int32(i), ok
 }
 
 // Files returns the paths of all file nodes, sorted.
@@ -298,8 +305,8 @@ func (g *Graph) FileNeighbors(path string) []Neighbor {
 	if !ok {
 		return nil
 	}
-	out := make([]Neighbor, 0, len(g.fadj[i]))
-	for _, n := range g.fadj[i] {
+	out := make([]Neighbor, 0, len(g.fadj.at(i)))
+	for _, n := range g.fadj.at(i) {
 		out = append(out, Neighbor{Path: g.files[n.to], ID: -1, Kind: n.kind, Out: n.out})
 	}
 	return out
@@ -311,18 +318,18 @@ func (g *Graph) FileDegree(path string) int {
 	if !ok {
 		return 0
 	}
-	return len(g.fadj[i])
+	return len(g.fadj.at(i))
 }
 
 // SymbolNeighbors returns the symbols adjacent to id over out and in call
 // and type edges, one entry per distinct (symbol, kind, direction).
 func (g *Graph) SymbolNeighbors(id int) []Neighbor {
-	i, ok := g.symIdx[id]
+	i, ok := g.symIndex(id)
 	if !ok {
 		return nil
 	}
-	out := make([]Neighbor, 0, len(g.sadj[i]))
-	for _, n := range g.sadj[i] {
+	out := make([]Neighbor, 0, len(g.sadj.at(i)))
+	for _, n := range g.sadj.at(i) {
 		out = append(out, Neighbor{Path: g.files[g.symFile[n.to]], ID: g.symIDs[n.to], Kind: n.kind, Out: n.out})
 	}
 	return out
