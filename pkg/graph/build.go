@@ -319,14 +319,6 @@ func (b *builder) index(in Input) {
 	b.ngroups = len(gidx)
 }
 
-// indexNames indexes the symbols by short name: per file, per package
-// group and repository-wide. It writes only those indexes, so it may run
-// beside import resolution and Memo's reusable (goIndexNames).
-func (b *builder) indexNames() {
-	b.indexFileNames()
-	b.indexRepoNames()
-}
-
 // nameSizes are the sizes of the repository-wide name indexes, kept by a
 // Memo to size the next build's.
 type nameSizes struct{ top, types, methods, meth int }
@@ -433,9 +425,11 @@ func (x fileIndex) group(f *fileInfo, name string) []int32 {
 	return out
 }
 
-// goIndexNames runs indexNames in two goroutines (the per-file and group
-// indexes, the repository-wide ones); wait for them with the function it
-// returns before anything reads the name indexes.
+// goIndexNames indexes the symbols by short name in two goroutines (the
+// per-file and group indexes, the repository-wide ones); wait for them
+// with the function it returns before anything reads the name indexes.
+// They write only those indexes, so they may run beside import
+// resolution and Memo's reusable.
 func (b *builder) goIndexNames() (wait func()) {
 	var wg sync.WaitGroup
 	wg.Go(b.indexFileNames)

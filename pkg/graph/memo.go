@@ -86,7 +86,7 @@ func (m *Memo) Build(in Input) *Graph {
 	}
 	wg.Wait()
 	if same {
-		if again := b.toResolve(); again > len(b.syms)/scanShare || b.fileSyms == nil {
+		if b.toResolve() > len(b.syms)/scanShare {
 			b.indexFileNames()
 		}
 	}

@@ -64,7 +64,7 @@ func TestGroupIndexEqualsMates(t *testing.T) {
 			methAll: map[string][]int32{}, fedges: map[rawEdge]struct{}{},
 		}
 		b.index(in)
-		b.indexNames()
+		b.goIndexNames()()
 		checked := 0
 		for _, f := range b.files {
 			if (len(b.groups[f.group]) < 2) != (f.gidx < 0) {
@@ -136,7 +136,7 @@ func TestFileIndexScanEqualsMaps(t *testing.T) {
 	for name, in := range inputs {
 		b := newBuilder()
 		b.index(in)
-		b.indexNames()
+		b.goIndexNames()()
 		b.fileSyms = symsByFile(b.syms, len(b.files))
 		names := []string{"", "noSuchNameAnywhere"}
 		for _, s := range b.syms {

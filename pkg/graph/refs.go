@@ -114,11 +114,6 @@ func (r *resolver) addKeys(names []string) {
 func (r *resolver) resolveRefs(s *symInfo) {
 	b := r.b
 	e0 := len(r.sedges)
-	// The symbol's edges sorted (by target, then kind): the parts' lists,
-	// symbol after symbol, are then sorted as a whole, and graph only
-	// checks that instead of sorting them (a memo build takes a symbol's
-	// edges in its last order, their targets mapped in order).
-	defer func() { slices.SortFunc(r.sedges[e0:], cmpEdge) }()
 	names := r.names[:0]
 	for _, c := range s.calls {
 		if n := cleanCallee(c); n != "" {
@@ -156,6 +151,11 @@ func (r *resolver) resolveRefs(s *symInfo) {
 		}
 	}
 	r.names = names
+	// The symbol's edges sorted (by target, then kind): the parts' lists,
+	// symbol after symbol, are then sorted as a whole, and graph only
+	// checks that instead of sorting them (a memo build takes a symbol's
+	// edges in their last order, their targets mapped in order).
+	slices.SortFunc(r.sedges[e0:], cmpEdge)
 }
 
 // uniq sorts and dedups names in place.
