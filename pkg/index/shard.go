@@ -40,6 +40,18 @@ const shardVersion = "2" // 2: the in-place format (CTXSHD2)
 // garbage after writing a shard.
 const collectShardBytes = 1 << 20
 
+// collect runs a full collection (and trims the C heap) in the
+// background; the channel is closed when it is done.
+func collect() <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.GC()
+		trimCHeap()
+	}()
+	return done
+}
+
 // ShardKey is where a shard of tenant/repo is stored, by the digest of its
 // inputs: the same files give the same key, so a shard that exists is
 // reused rather than built again.
@@ -649,6 +661,7 @@ func BuildShardsFrom(ctx context.Context, store *blob.Bucket, m *Manifest, prevI
 			}
 		}
 	}
+	var collected <-chan struct{} // closed when the last shard written is collected
 	for _, g := range planShards(m.Files, prev, target) {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, ss, err
@@ -684,6 +697,10 @@ func BuildShardsFrom(ctx context.Context, store *blob.Bucket, m *Manifest, prevI
 		} else {
 			if !errors.Is(err, blob.ErrNotFound) && !errors.Is(err, segment.ErrCorrupt) {
 				return nil, nil, ss, fmt.Errorf("index: read shard %s: %w", key, err)
+			}
+			if collected != nil {
+				<-collected
+				collected = nil
 			}
 			var results []Parsed
 			sh, results, err = prevIx.splice(ctx, store, g, files, parse)
@@ -721,11 +738,15 @@ func BuildShardsFrom(ctx context.Context, store *blob.Bucket, m *Manifest, prevI
 			// the collector's next goal then starts from what the build
 			// keeps (the graph input), not from this shard's peak. A small
 			// one is not worth a full cycle of the process's heap (in `up`
-			// the Temporal server's too) on every push.
+			// the Temporal server's too) on every push. The collection
+			// runs beside what follows (the next shard's read and, after
+			// the last shard, the graph build) and the next shard built
+			// waits for it: a push that rebuilds one shard then pays for
+			// one collection beside its graph build instead of one in its
+			// way and the pacer's during its next splice.
 			sh.Chunks, sh.Files, sh.BM25, sh.FileBM25 = nil, nil, nil, nil
 			if len(data) >= collectShardBytes {
-				runtime.GC()
-				trimCHeap()
+				collected = collect()
 			}
 			data = nil
 		}
