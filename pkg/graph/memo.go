@@ -85,10 +85,8 @@ func (m *Memo) Build(in Input) *Graph {
 		b.prev = prev
 	}
 	wg.Wait()
-	if same {
-		if b.toResolve() > len(b.syms)/scanShare {
-			b.indexFileNames()
-		}
+	if same && b.toResolve() > len(b.syms)/scanShare {
+		b.indexFileNames()
 	}
 	b.resolveAll()
 	g := b.graph()
