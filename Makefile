@@ -4,9 +4,9 @@ PKGS := ./...
 # Pure-Go packages that run under the race detector in check.
 RACE_PKGS := ./pkg/blob/... ./pkg/queue/... ./pkg/graph ./pkg/bm25 ./pkg/ratelog ./pkg/fusion ./pkg/pack ./pkg/segment ./pkg/query ./pkg/xrepo ./pkg/index ./pkg/embed/... ./pkg/api ./pkg/session/... ./pkg/vector/... ./pkg/dense/... ./pkg/pipeline
 
-.PHONY: check fmt vet test race fuzz apifuzz tidy build bench model
+.PHONY: check fmt vet test race fuzz apifuzz tidy build bench model pyself
 
-check: fmt vet tidy test race fuzz apifuzz
+check: fmt vet tidy pyself test race fuzz apifuzz
 
 # The default embedding model (bge-small-en-v1.5-q) and ONNX Runtime into
 # .cache/; MODELS="all-minilm-l6-v2-q e5-small-v2-q" fetches others
@@ -28,6 +28,11 @@ tidy:
 
 test:
 	./scripts/test.sh
+
+# The self-tests of the ranking scripts' feature code (standard library only).
+pyself:
+	python3 scripts/ident-features.py --selftest
+	python3 scripts/scope-features.py --selftest
 
 race:
 	./scripts/with-minio.sh $(GO) test -race -count=1 $(RACE_PKGS)
