@@ -37,7 +37,7 @@ type ParseRate struct {
 func runBenchParse(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench-parse", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	maxSize := fs.Int64("max-file-size", 1<<20, "skip files larger than this many bytes (as index does)")
+	maxSize := bytesFlag(fs, "max-file-size", 1<<20, "skip files larger than this many `bytes` (as index does)")
 	rounds := fs.Int("rounds", 1, "parse the files this many times per row")
 	asJSON := fs.Bool("json", false, "print the rows as JSON")
 	compareGo := fs.Bool("compare-go", false, "also chunk every Go file on both Go paths (go/parser, tree-sitter) and report the files whose chunks differ")

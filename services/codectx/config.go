@@ -95,8 +95,8 @@ func (c *config) netFlags(fs *flag.FlagSet) {
 		"comma-separated hosts tenants may index from (\"github.com\", \".example.com\" for subdomains, \"host:port\"); they may resolve to private addresses; empty = any public host ($"+envAllowHosts+")")
 	fs.BoolVar(&c.allowPrivate, "allow-private-networks", envBool(envAllowPrivate, false),
 		"let clones connect to loopback, private and link-local addresses (refused by default) ($"+envAllowPrivate+")")
-	fs.Int64Var(&c.clones.MaxBytes, "clone-cache-max-bytes", envInt64(envCloneMaxBytes, pipeline.DefaultCloneMaxBytes),
-		"bound of the clone cache in DATA/clones: least recently used clones not in use are removed above it; 0 = no bound ($"+envCloneMaxBytes+")")
+	bytesVar(fs, &c.clones.MaxBytes, "clone-cache-max-bytes", envCloneMaxBytes, pipeline.DefaultCloneMaxBytes,
+		"bound of the clone cache in DATA/clones, in `bytes` (a unit may follow: 20GiB): least recently used clones not in use are removed above it; 0 = no bound ($"+envCloneMaxBytes+")")
 	fs.DurationVar(&c.clones.MaxAge, "clone-cache-max-age", envDuration(envCloneMaxAge, pipeline.DefaultCloneMaxAge),
 		"clones unused for longer are removed from DATA/clones; 0 = no bound ($"+envCloneMaxAge+")")
 }
@@ -104,13 +104,6 @@ func (c *config) netFlags(fs *flag.FlagSet) {
 // keepClones bounds the clone cache of the data directory until ctx ends.
 func (c *config) keepClones(ctx context.Context, log *slog.Logger) {
 	go pipeline.KeepClones(ctx, filepath.Join(c.data, "clones"), c.clones, cloneGCEvery, log)
-}
-
-func envInt64(key string, def int64) int64 {
-	if v, err := strconv.ParseInt(env(key, ""), 10, 64); err == nil {
-		return v
-	}
-	return def
 }
 
 // netPolicy is the network policy of clones the flags describe.
@@ -178,6 +171,9 @@ func newLogger(w io.Writer) *slog.Logger {
 
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := applyBytesEnv(fs); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -289,13 +285,13 @@ func budget(log *slog.Logger, mem, cacheBytes int64) (int64, func(mapped int64))
 // memoryFlag registers --memory-bytes, the process budget of a query
 // server.
 func memoryFlag(fs *flag.FlagSet, v *int64) {
-	fs.Int64Var(v, "memory-bytes", envInt64(envMemory, 0), "memory budget of the whole process, in bytes: the segment cache gets it less a reserve (256 MiB and an eighth) instead of --cache-bytes, and the Go soft memory limit follows what the mapped shards leave of it, so the resident set stays within it; 0: --cache-bytes alone ($"+envMemory+")")
+	bytesVar(fs, v, "memory-bytes", envMemory, 0, "memory budget of the whole process, in `bytes` (or with a unit: 1GiB, 640MiB, 1GB): the segment cache gets it less a reserve (256 MiB and an eighth) instead of --cache-bytes, and the Go soft memory limit follows what the mapped shards leave of it, so the resident set stays within it; 0: --cache-bytes alone ($"+envMemory+")")
 }
 
 // shardFlag registers --shard-bytes, the source size of an index shard the
 // graph stage cuts a snapshot into.
 func shardFlag(fs *flag.FlagSet, v *int64) {
-	fs.Int64Var(v, "shard-bytes", envInt64(envShardBytes, index.DefaultShardBytes), "source bytes per index shard: a push rewrites only the shards holding changed files; negative: one segment per snapshot ($"+envShardBytes+")")
+	bytesVar(fs, v, "shard-bytes", envShardBytes, index.DefaultShardBytes, "source `bytes` per index shard (a unit may follow: 16MiB): a push rewrites only the shards holding changed files; negative: one segment per snapshot ($"+envShardBytes+")")
 }
 
 // shardCacheFlags are --shard-cache and --shard-cache-bytes: the local
@@ -308,7 +304,7 @@ type shardCacheFlags struct {
 
 func (f *shardCacheFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.dir, "shard-cache", env(envShardCache, ""), "local directory the shards of an object store are downloaded to once and memory-mapped from by the query API (empty: read into the heap; a local store's shards are always mapped in place) ($"+envShardCache+")")
-	fs.Int64Var(&f.bytes, "shard-cache-bytes", envInt64(envShardCacheBytes, 4<<30), "bound of --shard-cache in bytes: least recently used shards are deleted past it (<= 0: unbounded) ($"+envShardCacheBytes+")")
+	bytesVar(fs, &f.bytes, "shard-cache-bytes", envShardCacheBytes, 4<<30, "bound of --shard-cache in `bytes` (a unit may follow: 4GiB): least recently used shards are deleted past it (<= 0: unbounded) ($"+envShardCacheBytes+")")
 }
 
 func (f *shardCacheFlags) open() (*index.ShardCache, error) {
@@ -321,8 +317,5 @@ func (f *shardCacheFlags) open() (*index.ShardCache, error) {
 // cacheFlag registers --cache-bytes: the memory budget of the query API's
 // loaded segments.
 func cacheFlag(fs *flag.FlagSet, v *int64) {
-	if n, err := strconv.ParseInt(os.Getenv(envCache), 10, 64); err == nil && n > 0 {
-		*v = n
-	}
-	fs.Int64Var(v, "cache-bytes", *v, "memory budget of the loaded segments of the query API, in bytes; the process's Go soft memory limit is 1.25x it plus 384 MiB unless GOMEMLIMIT is set ($"+envCache+")")
+	bytesVar(fs, v, "cache-bytes", envCache, *v, "memory budget of the loaded segments of the query API, in `bytes` (or with a unit: 512MiB); the process's Go soft memory limit is 1.25x it plus 384 MiB unless GOMEMLIMIT is set ($"+envCache+")")
 }

@@ -32,7 +32,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	out := fs.String("json", "", "write the full report (per task) as JSON to this file")
 	only := fs.String("only", "", "only tasks whose id contains this string")
 	featureFile := fs.String("features", "", "write each task's top 100 files with their features, where the first stage ranks each gold file and gold labels (JSONL) to this file, for scripts/train-rank.py")
-	shardBytes := fs.Int64("shard-bytes", 0, "index each snapshot as shards of this many source bytes, joined as a server loads them (0: one segment); the figures must not change")
+	shardBytes := bytesFlag(fs, "shard-bytes", 0, "index each snapshot as shards of this many source `bytes`, joined as a server loads them (0: one segment); the figures must not change")
 	byRepo := fs.Bool("by-repo", false, "print compact tables by repository and by language: every configuration side by side")
 	var df denseFlags
 	df.register(fs, false)

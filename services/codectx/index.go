@@ -49,16 +49,16 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	tenant := fs.String("tenant", index.DefaultTenant, "tenant")
 	rev := fs.String("rev", "", "revision to index (default HEAD)")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
-	maxSize := fs.Int64("max-file-size", 1<<20, "skip files larger than this many bytes")
+	maxSize := bytesFlag(fs, "max-file-size", 1<<20, "skip files larger than this many `bytes` (a unit may follow: 2MiB)")
 	workers := fs.Int("workers", 0, "parse goroutines (default: number of CPUs)")
-	shardBytes := fs.Int64("shard-bytes", index.DefaultShardBytes, "source bytes per index shard (a push rewrites only the shards it touches); negative: one segment")
+	shardBytes := bytesFlag(fs, "shard-bytes", index.DefaultShardBytes, "source `bytes` per index shard (a push rewrites only the shards it touches); negative: one segment")
 	server := fs.String("server", env(envServer, ""), "send the request to a running codectx up or gateway at this URL and wait ($"+envServer+")")
 	timeout := fs.Duration("timeout", time.Hour, "with --server: how long to wait for the index")
 	var df denseFlags
 	df.register(fs, false)
 	var prof profileFlags
 	prof.register(fs)
-	memLimit := fs.Int64("memory-limit", defaultIndexMemoryLimit, "the Go soft memory limit while indexing, in bytes (the collector runs harder near it; 0: none); GOMEMLIMIT wins")
+	memLimit := bytesFlag(fs, "memory-limit", defaultIndexMemoryLimit, "the Go soft memory limit while indexing, in `bytes` or with a unit (300MiB) (the collector runs harder near it; 0: none); GOMEMLIMIT wins")
 	gcPercent := fs.Int("gc-percent", defaultIndexGCPercent, "the collector's GOGC while indexing under a memory limit (the limit bounds the heap; without one GOGC stays 100); GOGC wins")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: codectx index [flags] PATH_OR_URL\n\nIndexes a working directory, a clone, a bare git directory or a clone URL.")
