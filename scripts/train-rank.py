@@ -66,6 +66,7 @@ GROUPS = {
     "neighbours": ["def_calls", "def_called", "test_imports", "deg_rel", "dir_share"],
     "recency": ["hist_commits", "hist_recency"],
     "cochange": ["cochange", "cochange_title"],
+    "replay": ["replay_top", "replay_prec", "replay_missed", "replay_lift"],
     "query": ["code_share", "trig_symbol", "trig_temporal", "trig_implicit", "additive", "sym_x_code"],
 }
 
@@ -261,7 +262,7 @@ CROSS_BY = ["trig_symbol", "trig_temporal", "code_share", "additive"]
 # The 36 features of the first learned model (before coverage, directory,
 # title co-change, test-pair and definition features).
 NEW = GROUPS["coverage"] + ["dir_first", "path_depth", "test_pair", "cochange_title"] + GROUPS["definitions"] + \
-    GROUPS["propagation"] + GROUPS["neighbours"]
+    GROUPS["propagation"] + GROUPS["neighbours"] + GROUPS["replay"]
 
 
 def feature_sets():

@@ -86,6 +86,12 @@ var FeatureNames = func() []string {
 		"deg_rel",      // log1p(graph degree) / the highest among the top files
 		"dir_share",    // share of the top ten files (others) in the file's directory
 		"links_top",    // log1p(top files linked either way)
+		// The history replayed (replay.go): past commits' titles through the
+		// title-only whole-file BM25.
+		"replay_top",    // log1p(commits ranking the file in their top 5)
+		"replay_prec",   // share of those that changed it (smoothed)
+		"replay_missed", // log1p(commits changing it while it ranked below 10)
+		"replay_lift",   // log of (commits changing it) over (commits ranking it top 5)
 	)
 }()
 
@@ -95,7 +101,8 @@ var FeatureNames = func() []string {
 // query word.
 var costlyFeatures = []string{"title_cover", "title_cover_rel", "query_cover", "cochange_title", "test_pair", "dir_first", "path_depth",
 	"def_share", "def_title", "def_best", "stem_ident", "stem_ident_title", "sym_cover",
-	"prop_out", "prop_in", "prop_out_sum", "prop_in_sum", "def_calls", "def_called", "test_imports", "deg_rel", "dir_share", "links_top"}
+	"prop_out", "prop_in", "prop_out_sum", "prop_in_sum", "def_calls", "def_called", "test_imports", "deg_rel", "dir_share", "links_top",
+	"replay_top", "replay_prec", "replay_missed", "replay_lift"}
 
 // propDepth is how many top files of the RRF ranking the graph features
 // propagate from: fixed, so a file's features do not depend on how many
@@ -324,6 +331,7 @@ func (e *Engine) costlyFeatures(in featureInput, cands []Candidate, set func(int
 	}
 	sort.Strings(tseeds)
 	cochange(seg, hist, tseeds, coT)
+	replayFeatures(seg, cands, set)
 
 	// Coverage: which of the title's and the query's words each file holds.
 	tcov := coverage(seg, tt, cands)

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"codectx/pkg/segment"
 	"context"
 	"fmt"
 	"math"
@@ -243,5 +244,56 @@ func TestGraphFeatures(t *testing.T) {
 	// Three of the zone files and their test are in one directory.
 	if a, b := feat("zone/formatter.go", "dir_share"), feat("other/unrelated.go", "dir_share"); !(a > b && b == 0) {
 		t.Errorf("dir_share of formatter.go %v, unrelated.go %v: want the first above 0, the second 0", a, b)
+	}
+}
+
+// TestReplayFeatures checks the history replay: past commits' titles run
+// through the title-only file ranking, counted against the files each
+// commit changed.
+func TestReplayFeatures(t *testing.T) {
+	seg := buildSeg(t, map[string]string{
+		"go.mod":                "module example.com/m\n\ngo 1.22\n",
+		"router/tree.go":        "package router\n\n// Insert adds a route to the radix tree.\nfunc Insert(path string) {}\n",
+		"router/context.go":     "package router\n\n// Param reads a route parameter.\nfunc Param(name string) string { return name }\n",
+		"render/json/render.go": "package json\n\n// Render writes a value.\nfunc Render(v any) {}\n",
+	})
+	seg.History = []segment.Commit{
+		{Hash: "c3", Message: "Merge pull request #3 from a/b\n\nradix tree insert speedup\n", Files: []string{"router/tree.go"}},
+		{Hash: "c2", Message: "radix tree cleanup (#2)", Files: []string{"router/context.go"}},
+		{Hash: "c1", Message: "zebra quagga", Files: []string{"router/context.go"}},
+		{Hash: "c0", Message: "nothing indexed", Files: []string{"gone.go"}},
+	}
+	if got := commitTitle(seg.History[0].Message); got != "radix tree insert speedup" {
+		t.Errorf("commitTitle of a merge = %q", got)
+	}
+	eng := &Engine{Seg: seg}
+	rk, err := eng.Search(context.Background(), Request{Query: "radix tree route insert", Route: true, Ranker: RankRRF, Features: true, FeatureDepth: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	feat := func(p, name string) float64 {
+		t.Helper()
+		col := slices.Index(FeatureNames, name)
+		for _, c := range rk.Candidates {
+			if c.Path == p {
+				return c.X[col]
+			}
+		}
+		t.Fatalf("%s is not a candidate: %+v", p, rk.Candidates)
+		return 0
+	}
+	// tree.go is ranked first for both "radix tree" titles and changed by one.
+	if got := feat("router/tree.go", "replay_top"); got != math.Log1p(2) {
+		t.Errorf("tree.go replay_top = %v, want log1p(2)", got)
+	}
+	if got := feat("router/tree.go", "replay_prec"); got != 1.5/4 {
+		t.Errorf("tree.go replay_prec = %v, want 1.5/4", got)
+	}
+	// context.go was changed twice by titles whose words it does not hold.
+	if got := feat("router/context.go", "replay_missed"); got != math.Log1p(2) {
+		t.Errorf("context.go replay_missed = %v, want log1p(2)", got)
+	}
+	if got := feat("router/tree.go", "replay_missed"); got != 0 {
+		t.Errorf("tree.go replay_missed = %v, want 0", got)
 	}
 }
