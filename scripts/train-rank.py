@@ -44,6 +44,7 @@ counts as not found); `codectx eval` gives the exact figures.
 import argparse
 import collections
 import json
+import re
 import sys
 
 import numpy as np
@@ -275,14 +276,16 @@ def feature_sets():
 
 
 def feature_set(name):
-    """A named feature set, or NAME+ADD+...: the set plus feature groups
-    or single features ("first+propagation+def_calls")."""
-    head, *adds = name.split("+")
-    feats = list(feature_sets()[head])
-    for a in adds:
+    """A named feature set, or NAME+ADD~DROP...: the set plus or minus
+    feature groups or single features ("first+propagation~path_x_concept")."""
+    parts = re.split(r"([+~])", name)
+    feats = list(feature_sets()[parts[0]])
+    for op, a in zip(parts[1::2], parts[2::2]):
         for f in GROUPS.get(a, [a]):
-            if f not in feats:
+            if op == "+" and f not in feats:
                 feats.append(f)
+            elif op == "~" and f in feats:
+                feats.remove(f)
     return feats
 
 
