@@ -68,6 +68,7 @@ GROUPS = {
     "recency": ["hist_commits", "hist_recency"],
     "cochange": ["cochange", "cochange_title"],
     "replay": ["replay_top", "replay_prec", "replay_missed", "replay_lift"],
+    "title chunks": ["title_chunk_rr", "title_chunk_rel"],
     "query": ["code_share", "trig_symbol", "trig_temporal", "trig_implicit", "additive", "sym_x_code"],
 }
 
@@ -263,7 +264,7 @@ CROSS_BY = ["trig_symbol", "trig_temporal", "code_share", "additive"]
 # The 36 features of the first learned model (before coverage, directory,
 # title co-change, test-pair and definition features).
 NEW = GROUPS["coverage"] + ["dir_first", "path_depth", "test_pair", "cochange_title"] + GROUPS["definitions"] + \
-    GROUPS["propagation"] + GROUPS["neighbours"] + GROUPS["replay"]
+    GROUPS["propagation"] + GROUPS["neighbours"] + GROUPS["replay"] + GROUPS["title chunks"]
 
 
 def feature_sets():

@@ -92,6 +92,10 @@ var FeatureNames = func() []string {
 		"replay_prec",   // share of those that changed it (smoothed)
 		"replay_missed", // log1p(commits changing it while it ranked below 10)
 		"replay_lift",   // log of (commits changing it) over (commits ranking it top 5)
+		// The title alone against chunks: one function that holds the
+		// title's words, against a file that holds them spread out.
+		"title_chunk_rr",  // 10/(10+rank) of the file's best chunk in a chunk BM25 of the title's name words
+		"title_chunk_rel", // that chunk's score / the top chunk's
 	)
 }()
 
@@ -102,7 +106,7 @@ var FeatureNames = func() []string {
 var costlyFeatures = []string{"title_cover", "title_cover_rel", "query_cover", "cochange_title", "test_pair", "dir_first", "path_depth",
 	"def_share", "def_title", "def_best", "stem_ident", "stem_ident_title", "sym_cover",
 	"prop_out", "prop_in", "prop_out_sum", "prop_in_sum", "def_calls", "def_called", "test_imports", "deg_rel", "dir_share", "links_top",
-	"replay_top", "replay_prec", "replay_missed", "replay_lift"}
+	"replay_top", "replay_prec", "replay_missed", "replay_lift", "title_chunk_rr", "title_chunk_rel"}
 
 // propDepth is how many top files of the RRF ranking the graph features
 // propagate from: fixed, so a file's features do not depend on how many
@@ -332,6 +336,7 @@ func (e *Engine) costlyFeatures(in featureInput, cands []Candidate, set func(int
 	sort.Strings(tseeds)
 	cochange(seg, hist, tseeds, coT)
 	replayFeatures(seg, cands, set)
+	e.titleChunkFeatures(in, tt, cands, set)
 
 	// Coverage: which of the title's and the query's words each file holds.
 	tcov := coverage(seg, tt, cands)
@@ -874,4 +879,34 @@ func pathWords(seg *segment.Segment, p string) words3 {
 		return w
 	}
 	return words3{tokenize.Tokens(p), tokenize.Tokens(path.Dir(p)), tokenize.Tokens(fileStem(p))}
+}
+
+// titleChunkFeatures sets title_chunk_rr and title_chunk_rel: where the
+// file's best chunk ranks in a chunk BM25 of the title's name words.
+func (e *Engine) titleChunkFeatures(in featureInput, tt []string, cands []Candidate, set func(int, string, float64)) {
+	seg := e.Seg
+	if seg.BM25 == nil || len(tt) == 0 {
+		return
+	}
+	pos := make(map[string]int, len(cands))
+	for i, c := range cands {
+		pos[c.Path] = i
+	}
+	seen := map[string]bool{}
+	var top float64
+	for r, h := range seg.BM25.SearchFilter(tt, 200, Params(), in.keep) {
+		if r == 0 {
+			top = h.Score
+		}
+		p := seg.Chunks[h.Doc].Path
+		i, ok := pos[p]
+		if !ok || seen[p] {
+			continue
+		}
+		seen[p] = true
+		set(i, "title_chunk_rr", 10/(10+float64(r+1)))
+		if top > 0 {
+			set(i, "title_chunk_rel", h.Score/top)
+		}
+	}
 }

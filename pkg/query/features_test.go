@@ -92,6 +92,13 @@ func TestFeatures(t *testing.T) {
 	if d := feat("router/tree.go", "path_depth"); d != math.Log1p(1) {
 		t.Errorf("path_depth of router/tree.go = %v, want log1p(1)", d)
 	}
+	// The title's words in one chunk: tree.go's Insert holds four of them.
+	if r := feat("router/tree.go", "title_chunk_rr"); r <= 0 {
+		t.Errorf("tree.go title_chunk_rr = %v, want > 0", r)
+	}
+	if a, b := feat("router/tree.go", "title_chunk_rel"), feat("router/context.go", "title_chunk_rel"); !(a > b) {
+		t.Errorf("title_chunk_rel: tree.go %v not above context.go %v", a, b)
+	}
 }
 
 // TestDefinitionFeatures checks the features that tell files of one
