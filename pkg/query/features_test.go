@@ -43,22 +43,7 @@ func TestFeatures(t *testing.T) {
 		"router/context.go":     "package router\n\n// Param reads a route parameter.\nfunc Param(name string) string { return name }\n",
 		"render/json/render.go": "package json\n\n// Render writes a value.\nfunc Render(v any) {}\n",
 	})
-	eng := &Engine{Seg: seg}
-	rk, err := eng.Search(context.Background(), Request{Query: "radix tree wildcard route insert", Route: true, Ranker: RankRRF, Features: true, FeatureDepth: 50})
-	if err != nil {
-		t.Fatal(err)
-	}
-	feat := func(p, name string) float64 {
-		t.Helper()
-		col := slices.Index(FeatureNames, name)
-		for _, c := range rk.Candidates {
-			if c.Path == p {
-				return c.X[col]
-			}
-		}
-		t.Fatalf("%s is not a candidate: %+v", p, rk.Candidates)
-		return 0
-	}
+	feat, rk := candidateFeatures(t, seg, "radix tree wildcard route insert")
 	// Every title word is in the test file; tree.go lacks "wildcard".
 	if c := feat("router/tree_test.go", "title_cover"); c != 1 {
 		t.Errorf("tree_test.go title_cover = %v, want 1", c)
@@ -112,23 +97,8 @@ func TestDefinitionFeatures(t *testing.T) {
 		"zone/formatter.go": "package zone\n\n// Format prints a date zone offset.\nfunc Format(z DateZone) string { return fmt(z.Offset()) }\n\nfunc fmt(n int) string { return \"\" }\n",
 		"zone/parse.go":     "package zone\n\n// ParseZone reads a date zone.\nfunc ParseZone(s string) DateZone { return DateZone{s} }\n",
 	})
-	eng := &Engine{Seg: seg}
 	q := "Fix DateZone offset\n\nFormat printed the date zone offset of DateZone wrongly when parsing"
-	rk, err := eng.Search(context.Background(), Request{Query: q, Route: true, Ranker: RankRRF, Features: true, FeatureDepth: 50})
-	if err != nil {
-		t.Fatal(err)
-	}
-	feat := func(p, name string) float64 {
-		t.Helper()
-		col := slices.Index(FeatureNames, name)
-		for _, c := range rk.Candidates {
-			if c.Path == p {
-				return c.X[col]
-			}
-		}
-		t.Fatalf("%s is not a candidate: %+v", p, rk.Candidates)
-		return 0
-	}
+	feat, _ := candidateFeatures(t, seg, q)
 	for _, tt := range []struct {
 		file, name string
 		want       func(float64) bool
@@ -204,23 +174,8 @@ func TestGraphFeatures(t *testing.T) {
 		"cmd/main.go":            "package main\n\nimport \"example.com/m/zone\"\n\n// main prints a date zone.\nfunc main() { println(zone.Format(\"utc\")) }\n",
 		"other/unrelated.go":     "package other\n\n// Unrelated date work.\nfunc Unrelated() int { return 1 }\n",
 	})
-	eng := &Engine{Seg: seg}
 	q := "Fix DateZone offset\n\nThe date zone offset of NewDateZone is printed wrongly"
-	rk, err := eng.Search(context.Background(), Request{Query: q, Route: true, Ranker: RankRRF, Features: true, FeatureDepth: 50})
-	if err != nil {
-		t.Fatal(err)
-	}
-	feat := func(p, name string) float64 {
-		t.Helper()
-		col := slices.Index(FeatureNames, name)
-		for _, c := range rk.Candidates {
-			if c.Path == p {
-				return c.X[col]
-			}
-		}
-		t.Fatalf("%s is not a candidate: %+v", p, rk.Candidates)
-		return 0
-	}
+	feat, _ := candidateFeatures(t, seg, q)
 	for _, tt := range []struct {
 		file, name string
 		want       func(float64) bool
@@ -273,22 +228,7 @@ func TestReplayFeatures(t *testing.T) {
 	if got := commitTitle(seg.History[0].Message); got != "radix tree insert speedup" {
 		t.Errorf("commitTitle of a merge = %q", got)
 	}
-	eng := &Engine{Seg: seg}
-	rk, err := eng.Search(context.Background(), Request{Query: "radix tree route insert", Route: true, Ranker: RankRRF, Features: true, FeatureDepth: 50})
-	if err != nil {
-		t.Fatal(err)
-	}
-	feat := func(p, name string) float64 {
-		t.Helper()
-		col := slices.Index(FeatureNames, name)
-		for _, c := range rk.Candidates {
-			if c.Path == p {
-				return c.X[col]
-			}
-		}
-		t.Fatalf("%s is not a candidate: %+v", p, rk.Candidates)
-		return 0
-	}
+	feat, _ := candidateFeatures(t, seg, "radix tree route insert")
 	// tree.go is ranked first for both "radix tree" titles and changed by one.
 	if got := feat("router/tree.go", "replay_top"); got != math.Log1p(2) {
 		t.Errorf("tree.go replay_top = %v, want log1p(2)", got)
@@ -303,4 +243,26 @@ func TestReplayFeatures(t *testing.T) {
 	if got := feat("router/tree.go", "replay_missed"); got != 0 {
 		t.Errorf("tree.go replay_missed = %v, want 0", got)
 	}
+}
+
+// candidateFeatures searches seg for q with features and returns a
+// lookup of a candidate's feature by path and name (a missing candidate
+// fails the test), and the ranking.
+func candidateFeatures(t *testing.T, seg *segment.Segment, q string) (func(p, name string) float64, *Ranking) {
+	t.Helper()
+	rk, err := (&Engine{Seg: seg}).Search(context.Background(), Request{Query: q, Route: true, Ranker: RankRRF, Features: true, FeatureDepth: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(p, name string) float64 {
+		t.Helper()
+		col := slices.Index(FeatureNames, name)
+		for _, c := range rk.Candidates {
+			if c.Path == p {
+				return c.X[col]
+			}
+		}
+		t.Fatalf("%s is not a candidate: %+v", p, rk.Candidates)
+		return 0
+	}, rk
 }
