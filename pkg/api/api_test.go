@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -171,6 +173,34 @@ func TestQuery(t *testing.T) {
 	}
 	if _, err := c.Query(ctx, QueryRequest{Repo: "nope", Query: "x"}); !IsNotFound(err) {
 		t.Errorf("client Query of unknown repo: err = %v, want a 404 Error", err)
+	}
+}
+
+// TestQueryContentLength checks that an answer too big for the server's
+// own buffering says its length instead of being sent chunked.
+func TestQueryContentLength(t *testing.T) {
+	store := blob.NewMem()
+	var extra strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&extra, "\n// ParseTokenPart%d parses part %d of a token.\nfunc ParseTokenPart%d(s string) string { return s }\n", i, i, i)
+	}
+	fixture(t, store, extra.String())
+	ts, _ := newServer(t, &Server{Store: store, Routes: AllRoutes})
+	resp, err := http.Post(ts.URL+"/v1/query", "application/json", strings.NewReader(`{"repo":"demo","query":"where is ParseToken defined","budget":8000}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || len(body) < 4096 {
+		t.Fatalf("answer: %d, %d bytes; want 200 and over 4 KiB (the test needs a big answer)", resp.StatusCode, len(body))
+	}
+	if resp.ContentLength != int64(len(body)) || len(resp.TransferEncoding) != 0 {
+		t.Errorf("answer: Content-Length %d, transfer encoding %v, body %d bytes; want the body's length, not chunked",
+			resp.ContentLength, resp.TransferEncoding, len(body))
 	}
 }
 

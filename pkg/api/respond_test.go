@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 
 	"codectx/pkg/blob"
@@ -12,7 +13,8 @@ import (
 )
 
 // TestWriteResponse checks that an answer written by writeResponse is
-// writeJSON's, byte for byte and header for header: on real answers of
+// writeJSON's, byte for byte and header for header (plus its
+// Content-Length): on real answers of
 // the fixture at several budgets (and the same buffers reused), and on an
 // answer encoding/json cannot encode (a NaN score), which fails as before.
 func TestWriteResponse(t *testing.T) {
@@ -41,8 +43,16 @@ func TestWriteResponse(t *testing.T) {
 			if got.Code != want.Code || !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
 				t.Fatalf("round %d, answer %d: writeResponse %d %q\nwriteJSON %d %q", round, i, got.Code, got.Body, want.Code, want.Body)
 			}
-			if g, w := got.Header(), want.Header(); len(g) != len(w) || g.Get("Content-Type") != w.Get("Content-Type") {
-				t.Fatalf("answer %d: headers %v, want %v", i, g, w)
+			// The same headers, and the answer's length where it was
+			// encoded into the buffer (not for the NaN answer, which falls
+			// back to writeJSON).
+			g, w := got.Header().Clone(), want.Header()
+			if cl := g.Get("Content-Length"); resp != &bad && cl != strconv.Itoa(got.Body.Len()) {
+				t.Fatalf("answer %d: Content-Length %q, body %d bytes", i, cl, got.Body.Len())
+			}
+			g.Del("Content-Length")
+			if len(g) != len(w) || g.Get("Content-Type") != w.Get("Content-Type") {
+				t.Fatalf("answer %d: headers %v, want %v and Content-Length", i, got.Header(), w)
 			}
 			if resp != &bad && len(resp.Chunks) > 0 && !resp.JoinsTexts() {
 				t.Errorf("answer %d: context is not its chunks joined, so it is escaped twice", i)

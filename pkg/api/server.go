@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -341,6 +342,9 @@ func writeResponse(w http.ResponseWriter, resp *query.Response) {
 	}
 	b = append(b, '\n') // as json.Encoder ends a value
 	w.Header().Set("Content-Type", "application/json")
+	// The whole answer is in hand: say its length, so an answer of more
+	// than a few kilobytes is not sent chunked.
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(http.StatusOK)
 	w.Write(b)
 	if cap(b) <= maxPooledResp {
