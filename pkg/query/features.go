@@ -91,7 +91,7 @@ var FeatureNames = func() []string {
 		"replay_top",    // log1p(commits ranking the file in their top 5)
 		"replay_prec",   // share of those that changed it (smoothed)
 		"replay_missed", // log1p(commits changing it while it ranked below 10)
-		"replay_lift",   // log of (commits changing it) over (commits ranking it top 5)
+		"replay_lift",   // log of (commits changing it while ranked top 5 or below 10) over (commits ranking it top 5)
 		// The title alone against chunks: one function that holds the
 		// title's words, against a file that holds them spread out.
 		"title_chunk_rr",  // 10/(10+rank) of the file's best chunk in a chunk BM25 of the title's name words

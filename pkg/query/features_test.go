@@ -1,13 +1,14 @@
 package query
 
 import (
-	"codectx/pkg/segment"
 	"context"
 	"fmt"
 	"math"
 	"path"
 	"slices"
 	"testing"
+
+	"codectx/pkg/segment"
 )
 
 func TestTestedName(t *testing.T) {
