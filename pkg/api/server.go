@@ -111,7 +111,7 @@ type Server struct {
 	segs     *segCache
 	limits   Limits
 	rate     *rateLimiter
-	webhooks chan struct{}    // a token per delivery being read
+	webhooks *bodyPool        // the buffers deliveries are read into
 	heads    sync.Map         // tenant\x00repo -> index.Head last read, served while the store is down
 	xrepo    xrepoCache       // per tenant: the cross-repository import graph
 	fails    *ratelog.Limiter // failure log lines, rate-limited per cause
@@ -135,7 +135,7 @@ func (s *Server) init() {
 		s.fails = ratelog.New(s.Log, ratelog.DefaultInterval)
 		s.limits = s.Limits.withDefaults()
 		s.rate = newRateLimiter(s.limits.Rate, s.limits.Burst)
-		s.webhooks = make(chan struct{}, s.limits.Webhooks)
+		s.webhooks = newBodyPool(s.limits.Webhooks)
 		if s.Deliveries == nil {
 			s.Deliveries = NewMemDeliveries(DefaultDeliveryWindow, 0)
 		}

@@ -1,12 +1,14 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"codectx/pkg/index"
@@ -36,6 +38,86 @@ type WebhookResponse struct {
 // webhookWait is how long a delivery waits for one of the Limits.Webhooks
 // slots before 503.
 const webhookWait = 2 * time.Second
+
+// errBusy is bodyPool.get's answer when no buffer was free in time.
+var errBusy = errors.New("api: every delivery buffer is in use")
+
+// keepBuffer is the capacity an idle delivery buffer may keep.
+const keepBuffer = 64 << 10
+
+// bodyPool lends the buffers webhook deliveries are read into: n of them,
+// so at most n bodies are read at once and a burst of big forged
+// deliveries reuses the same n buffers instead of allocating one each
+// (the heap they cost is n bodies whatever the collector's timing). When
+// the last lent buffer comes back, every buffer is cut back to
+// keepBuffer, so an attack's bodies are not kept once it is over.
+type bodyPool struct {
+	free chan *bytes.Buffer
+	mu   sync.Mutex
+	lent int
+}
+
+func newBodyPool(n int) *bodyPool {
+	p := &bodyPool{free: make(chan *bytes.Buffer, n)}
+	for range n {
+		p.free <- new(bytes.Buffer)
+	}
+	return p
+}
+
+func (p *bodyPool) size() int { return cap(p.free) }
+
+// get waits up to wait for a free buffer; errBusy when none came, ctx's
+// error when the request ended first.
+func (p *bodyPool) get(ctx context.Context, wait time.Duration) (*bytes.Buffer, error) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case b := <-p.free:
+		p.mu.Lock()
+		p.lent++
+		p.mu.Unlock()
+		return b, nil
+	case <-t.C:
+		return nil, errBusy
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// put returns a buffer got from p.
+func (p *bodyPool) put(b *bytes.Buffer) {
+	b.Reset()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lent--
+	if p.lent > 0 {
+		p.free <- b // a waiting delivery takes it as it is
+		return
+	}
+	// Nothing is lent: cut back the buffers that are free (one taken
+	// meanwhile by a get that has not counted itself yet is left alone).
+	idle := []*bytes.Buffer{trim(b)}
+	for len(idle) < cap(p.free) {
+		select {
+		case f := <-p.free:
+			idle = append(idle, trim(f))
+			continue
+		default:
+		}
+		break
+	}
+	for _, f := range idle {
+		p.free <- f
+	}
+}
+
+func trim(b *bytes.Buffer) *bytes.Buffer {
+	if b.Cap() > keepBuffer {
+		return new(bytes.Buffer)
+	}
+	return b
+}
 
 // webhook verifies a push delivery for a tenant and signals the
 // repository's workflow to index the pushed commit. Unverified deliveries
@@ -67,20 +149,20 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	}
 	// Wait a little for a slot (legitimate deliveries are small and read
 	// in moments), then refuse: git hosts do not all retry.
-	wait := time.NewTimer(webhookWait)
-	select {
-	case s.webhooks <- struct{}{}:
-		wait.Stop()
-	case <-wait.C:
+	buf, err := s.webhooks.get(r.Context(), webhookWait)
+	switch {
+	case errors.Is(err, errBusy):
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("%d deliveries are being read: retry", cap(s.webhooks)))
+		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("%d deliveries are being read: retry", s.webhooks.size()))
 		return
-	case <-r.Context().Done():
-		wait.Stop()
-		return
+	case err != nil:
+		return // the sender went away
 	}
-	body, err := webhook.Read(host, r.Header, http.MaxBytesReader(w, r.Body, limit), r.ContentLength, secret, limit)
-	<-s.webhooks
+	body, err := webhook.ReadBuffer(buf, host, r.Header, http.MaxBytesReader(w, r.Body, limit), r.ContentLength, secret, limit)
+	// A verified delivery is copied out of the lent buffer (it is small:
+	// a push's JSON), so the slot is free while it is decoded and signalled.
+	body = bytes.Clone(body)
+	s.webhooks.put(buf)
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.Is(err, webhook.ErrTooLarge) || errors.As(err, &tooBig):

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"codectx/pkg/blob"
 )
@@ -118,5 +120,55 @@ func TestWebhook(t *testing.T) {
 	fake.fail = nil
 	if code, _ := post("/v1/webhooks/github/acme", "push", signed("a-secret", push2), push2); code != http.StatusAccepted {
 		t.Errorf("the host's retry of a delivery that failed = %d, want 202", code)
+	}
+}
+
+func TestBodyPool(t *testing.T) {
+	ctx := context.Background()
+	p := newBodyPool(2)
+	a, err := p.get(ctx, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.get(ctx, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both lent: a third waits its time out, or ends with its request.
+	if _, err := p.get(ctx, 20*time.Millisecond); !errors.Is(err, errBusy) {
+		t.Fatalf("third get with both lent = %v, want errBusy", err)
+	}
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := p.get(gone, time.Second); !errors.Is(err, context.Canceled) {
+		t.Fatalf("get on an ended request = %v, want context.Canceled", err)
+	}
+
+	// A buffer given back while another is lent goes to the next delivery
+	// as it is: big bodies reuse the same memory instead of new buffers.
+	a.Grow(1 << 20)
+	grown := a.Cap()
+	p.put(a)
+	c, err := p.get(ctx, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c != a || c.Cap() != grown || c.Len() != 0 {
+		t.Fatalf("under load got buffer %p (cap %d, len %d), want the one given back, %p, emptied with its %d bytes", c, c.Cap(), c.Len(), a, grown)
+	}
+
+	// Once nothing is lent, every buffer is cut back.
+	b.Grow(1 << 20)
+	p.put(c)
+	p.put(b)
+	for range p.size() {
+		f, err := p.get(ctx, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Cap() > keepBuffer {
+			t.Errorf("idle pool kept a buffer of %d bytes, want at most %d", f.Cap(), keepBuffer)
+		}
+		defer p.put(f)
 	}
 }

@@ -84,6 +84,15 @@ var ErrTooLarge = errors.New("webhook: delivery too large")
 // size is the body's declared length (-1 if unknown): a body that says it
 // fits is read into one buffer of that size, never grown by doubling.
 func Read(host string, h http.Header, r io.Reader, size int64, secret string, limit int64) ([]byte, error) {
+	return ReadBuffer(new(bytes.Buffer), host, h, r, size, secret, limit)
+}
+
+// ReadBuffer is Read into buf, which it resets first: a server that lends
+// a fixed set of buffers to the deliveries it reads bounds their memory by
+// the set, whatever the collector's timing. The body returned is buf's
+// bytes, valid until buf is used again.
+func ReadBuffer(buf *bytes.Buffer, host string, h http.Header, r io.Reader, size int64, secret string, limit int64) ([]byte, error) {
+	buf.Reset()
 	if secret == "" {
 		return nil, fmt.Errorf("%w: no secret configured", ErrUnauthorized)
 	}
@@ -113,14 +122,13 @@ func Read(host string, h http.Header, r io.Reader, size int64, secret string, li
 	default:
 		return nil, fmt.Errorf("%w %q (want %s, %s or %s)", ErrUnknownHost, host, GitHub, GitLab, Gitea)
 	}
-	var buf bytes.Buffer
 	if size > 0 && size <= limit {
 		buf.Grow(int(size) + bytes.MinRead) // ReadFrom wants MinRead spare to see EOF
 	}
-	w := io.Writer(&buf)
+	w := io.Writer(buf)
 	mac := hmac.New(sha256.New, []byte(secret))
 	if sig != nil {
-		w = io.MultiWriter(&buf, mac)
+		w = io.MultiWriter(buf, mac)
 	}
 	n, err := io.Copy(w, io.LimitReader(r, limit+1))
 	if err != nil {
