@@ -518,7 +518,7 @@ func (s *Server) checkLocation(where string, operator, local bool) (int, error) 
 	if loc.Kind == location.Local {
 		if !local {
 			// A path on the server reaches every tenant's files there.
-			return http.StatusForbidden, errors.New("location: a path on the server needs an operator key; tenants index clone URLs (https, ssh, git)")
+			return http.StatusForbidden, errors.New("location: a path on the server needs an operator key; tenants index clone URLs (https, git)")
 		}
 		if loc.Scheme == "" && !loc.IsAbs() {
 			return http.StatusBadRequest, errors.New("location: want a clone URL or an absolute path on the server")
@@ -538,6 +538,14 @@ func (s *Server) checkLocation(where string, operator, local bool) (int, error) 
 		}
 		if loc.Scheme == "http" && !trusted {
 			return http.StatusForbidden, errors.New("location: plain http only for hosts on the server's allow-list; use https")
+		}
+		if loc.Scheme == "ssh" {
+			// go-git signs every ssh clone with the server's own SSH
+			// agent (SSH_AUTH_SOCK): a tenant's ssh URL would fetch, with
+			// the operator's key, any repository that key reads, other
+			// tenants' included (and the clone cache would hand it over
+			// by the same URL). Only an operator may name one.
+			return http.StatusForbidden, errors.New("location: ssh clones use the server's own credentials; tenants index https or git URLs (an operator may index an ssh URL for a tenant)")
 		}
 		if !trusted && !strings.Contains(host, ".") && !strings.Contains(host, ":") {
 			// A public host has a dot; a bare name is a local one.

@@ -22,6 +22,12 @@ const Bucket = "CODECTX_SESSIONS"
 // Store is a session.Store on a JetStream key-value bucket.
 type Store struct{ kv jetstream.KeyValue }
 
+// MaxBytes bounds the bucket: a session id is the caller's choice, so
+// without a bound one tenant's sessions could fill the disk the embedded
+// NATS shares with the delivery log and the work queues. A full bucket
+// refuses new writes until sessions expire.
+const MaxBytes = 1 << 30
+
 // Open creates or updates the bucket with the TTL (default
 // session.DefaultTTL) and returns its store.
 func Open(ctx context.Context, js jetstream.JetStream, ttl time.Duration) (*Store, error) {
@@ -30,7 +36,7 @@ func Open(ctx context.Context, js jetstream.JetStream, ttl time.Duration) (*Stor
 	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: Bucket, Description: "codectx query sessions: chunks already sent", TTL: ttl, History: 1,
-		Storage: jetstream.FileStorage, MaxValueSize: 1 << 20,
+		Storage: jetstream.FileStorage, MaxValueSize: 1 << 20, MaxBytes: MaxBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("natskv: open %s: %w", Bucket, err)
