@@ -60,9 +60,15 @@ func Key(tenant, id string) (string, error) {
 	return "t." + tenant + "." + id, nil
 }
 
-// Mem is an in-process Store.
+// DefaultMaxSessions bounds the sessions a Mem keeps.
+const DefaultMaxSessions = 10000
+
+// Mem is an in-process Store. It keeps at most Max sessions: a session id
+// is the caller's choice, so a full store forgets the session written
+// longest ago (a forgotten session sends its chunks again).
 type Mem struct {
 	TTL time.Duration // default DefaultTTL
+	Max int           // sessions kept; default DefaultMaxSessions
 	Now func() time.Time
 
 	mu sync.Mutex
@@ -109,6 +115,19 @@ func (m *Mem) Save(_ context.Context, key string, s *Session) error {
 		if !now.Before(e.exp) {
 			delete(m.m, k)
 		}
+	}
+	limit := m.Max
+	if limit <= 0 {
+		limit = DefaultMaxSessions
+	}
+	if _, ok := m.m[key]; !ok && len(m.m) >= limit {
+		oldest := ""
+		for k, e := range m.m {
+			if oldest == "" || e.exp.Before(m.m[oldest].exp) {
+				oldest = k
+			}
+		}
+		delete(m.m, oldest)
 	}
 	sent := append([]query.Sent(nil), s.Sent...)
 	for i := range sent {

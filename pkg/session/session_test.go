@@ -50,3 +50,22 @@ func TestAddCaps(t *testing.T) {
 		t.Fatalf("len %d first %d; want the newest %d", len(s.Sent), s.Sent[0].StartLine, session.MaxSent)
 	}
 }
+
+// A full Mem forgets the session written longest ago, not the new one.
+func TestMemMax(t *testing.T) {
+	now := time.Unix(1000, 0)
+	m := &session.Mem{Max: 3, Now: func() time.Time { return now }}
+	ctx := context.Background()
+	one := &session.Session{Sent: []query.Sent{{Path: "a.go", Tokens: 1}}}
+	for _, k := range []string{"a", "b", "c", "b", "d"} { // b rewritten: a is the oldest
+		now = now.Add(time.Second)
+		if err := m.Save(ctx, k, one); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, want := range map[string]int{"a": 0, "b": 1, "c": 1, "d": 1} {
+		if s, _ := m.Load(ctx, k); len(s.Sent) != want {
+			t.Errorf("session %s after 4 sessions in a store of 3: %d chunks, want %d", k, len(s.Sent), want)
+		}
+	}
+}

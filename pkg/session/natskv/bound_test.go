@@ -2,18 +2,21 @@ package natskv_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"codectx/pkg/query"
 	"codectx/pkg/queue/natsq"
+	"codectx/pkg/session"
 	"codectx/pkg/session/natskv"
 )
 
-// The session bucket is bounded: any tenant's key may create sessions
-// (an id is the caller's choice, each kept up to 1 MiB for the TTL), so
-// without a bound one tenant could fill the disk the embedded NATS shares
-// with the delivery log and the work queues of every tenant.
-func TestBucketBounded(t *testing.T) {
+func openJS(t *testing.T) jetstream.JetStream {
+	t.Helper()
 	srv, err := natsq.StartEmbedded(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -26,22 +29,77 @@ func TestBucketBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(q.Close)
-	if _, err := natskv.Open(ctx, q.JetStream(), time.Hour); err != nil {
+	return q.JetStream()
+}
+
+// The session bucket is bounded (a session id is the caller's choice, so
+// one tenant could otherwise fill the disk the embedded NATS shares with
+// every tenant's queues), and a tenant that fills it makes the oldest
+// sessions go, not other tenants' writes fail.
+func TestBucketBounded(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	js := openJS(t)
+	if _, err := natskv.Open(ctx, js, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	kv, err := q.JetStream().KeyValue(ctx, natskv.Bucket)
+	st, err := js.Stream(ctx, "KV_"+natskv.Bucket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := kv.Status(ctx)
+	if max := st.CachedInfo().Config.MaxBytes; max != natskv.MaxBytes {
+		t.Errorf("session bucket MaxBytes = %d, want %d", max, natskv.MaxBytes)
+	}
+
+	// A bucket of 256 KiB; beta's session is written first, then acme
+	// writes 40 sessions of about 20 KB each (three times the bucket).
+	const limit = 256 << 10
+	kv, err := natskv.OpenBounded(ctx, js, time.Hour, limit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := q.JetStream().Stream(ctx, "KV_"+st.Bucket())
-	if err != nil {
+	sent := func(n int, tag string) *session.Session {
+		s := &session.Session{}
+		for i := range n {
+			s.Add(query.Sent{Repo: "r", Path: fmt.Sprintf("%s/%s/f%d.go", tag, strings.Repeat("x", 100), i), StartLine: 1, EndLine: 2})
+		}
+		return s
+	}
+	betaKey, _ := session.Key("beta", "first")
+	if err := kv.Save(ctx, betaKey, sent(3, "beta")); err != nil {
 		t.Fatal(err)
 	}
-	if max := info.CachedInfo().Config.MaxBytes; max <= 0 {
-		t.Errorf("session bucket MaxBytes = %d: unbounded, one tenant's sessions can fill the shared disk", max)
+	for i := range 40 {
+		k, _ := session.Key("acme", fmt.Sprintf("flood-%d", i))
+		if err := kv.Save(ctx, k, sent(120, "acme")); err != nil {
+			t.Fatalf("acme's session %d of a full bucket: %v (want the oldest dropped instead)", i, err)
+		}
+	}
+	if info, err := js.Stream(ctx, "KV_"+natskv.Bucket); err != nil {
+		t.Fatal(err)
+	} else if b := info.CachedInfo().State.Bytes; b > limit {
+		t.Errorf("bucket holds %d bytes, over its %d", b, limit)
+	}
+	// beta's old session was dropped (it was the oldest), and beta can
+	// still write and read a session.
+	if s, err := kv.Load(ctx, betaKey); err != nil || len(s.Sent) != 0 {
+		t.Errorf("beta's oldest session after the flood: %d chunks, %v; want it dropped", len(s.Sent), err)
+	}
+	k, _ := session.Key("beta", "second")
+	if err := kv.Save(ctx, k, sent(5, "beta")); err != nil {
+		t.Fatalf("beta's save into the full bucket: %v", err)
+	}
+	if s, err := kv.Load(ctx, k); err != nil || len(s.Sent) != 5 {
+		t.Errorf("beta's new session: %d chunks, %v; want 5", len(s.Sent), err)
+	}
+	// Opening again (another replica, a restart) keeps the policy.
+	if _, err := natskv.OpenBounded(ctx, js, time.Hour, limit); err != nil {
+		t.Fatal(err)
+	}
+	k, _ = session.Key("acme", "after-reopen")
+	for range 10 {
+		if err := kv.Save(ctx, k, sent(120, "acme")); err != nil {
+			t.Fatalf("save after reopening: %v", err)
+		}
 	}
 }

@@ -24,22 +24,42 @@ type Store struct{ kv jetstream.KeyValue }
 
 // MaxBytes bounds the bucket: a session id is the caller's choice, so
 // without a bound one tenant's sessions could fill the disk the embedded
-// NATS shares with the delivery log and the work queues. A full bucket
-// refuses new writes until sessions expire.
+// NATS shares with the delivery log and the work queues.
 const MaxBytes = 1 << 30
 
 // Open creates or updates the bucket with the TTL (default
-// session.DefaultTTL) and returns its store.
+// session.DefaultTTL), bounded at MaxBytes, and returns its store.
 func Open(ctx context.Context, js jetstream.JetStream, ttl time.Duration) (*Store, error) {
+	return OpenBounded(ctx, js, ttl, MaxBytes)
+}
+
+// OpenBounded is Open with the bucket bounded at maxBytes. A full bucket
+// drops its oldest writes, not the new one: the sessions written longest
+// ago are forgotten (a forgotten session sends its chunks again), so
+// a tenant that fills the bucket cannot make other tenants' session
+// queries fail.
+func OpenBounded(ctx context.Context, js jetstream.JetStream, ttl time.Duration, maxBytes int64) (*Store, error) {
 	if ttl <= 0 {
 		ttl = session.DefaultTTL
 	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: Bucket, Description: "codectx query sessions: chunks already sent", TTL: ttl, History: 1,
-		Storage: jetstream.FileStorage, MaxValueSize: 1 << 20, MaxBytes: MaxBytes,
+		Storage: jetstream.FileStorage, MaxValueSize: 1 << 20, MaxBytes: maxBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("natskv: open %s: %w", Bucket, err)
+	}
+	// A key-value bucket refuses writes once full (DiscardNew); sessions
+	// are a cache, so the oldest go instead.
+	st, err := js.Stream(ctx, "KV_"+Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("natskv: open %s: %w", Bucket, err)
+	}
+	if cfg := st.CachedInfo().Config; cfg.Discard != jetstream.DiscardOld {
+		cfg.Discard = jetstream.DiscardOld
+		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("natskv: open %s: drop the oldest sessions when full: %w", Bucket, err)
+		}
 	}
 	return &Store{kv: kv}, nil
 }
