@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -112,6 +113,7 @@ type Server struct {
 	limits   Limits
 	rate     *rateLimiter
 	webhooks *bodyPool        // the buffers deliveries are read into
+	noSecret string           // random: the webhook secret of a tenant without one, which nothing verifies against
 	heads    sync.Map         // tenant\x00repo -> index.Head last read, served while the store is down
 	xrepo    xrepoCache       // per tenant: the cross-repository import graph
 	fails    *ratelog.Limiter // failure log lines, rate-limited per cause
@@ -136,6 +138,7 @@ func (s *Server) init() {
 		s.limits = s.Limits.withDefaults()
 		s.rate = newRateLimiter(s.limits.Rate, s.limits.Burst)
 		s.webhooks = newBodyPool(s.limits.Webhooks)
+		s.noSecret = rand.Text()
 		if s.Deliveries == nil {
 			s.Deliveries = NewMemDeliveries(DefaultDeliveryWindow, 0)
 		}

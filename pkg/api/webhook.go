@@ -138,9 +138,12 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	secret := s.Webhooks.Secrets[tenant]
-	if secret == "" {
-		writeError(w, http.StatusForbidden, fmt.Errorf("webhooks are not enabled for tenant %q", tenant))
-		return
+	configured := secret != ""
+	if !configured {
+		// A tenant without a secret (or no such tenant) is answered as a
+		// wrong signature is, by the same steps: a secret nobody knows.
+		// A distinct answer would tell anyone which tenants exist.
+		secret = s.noSecret
 	}
 	limit := s.limits.WebhookBody
 	if r.ContentLength > limit {
@@ -169,7 +172,7 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("delivery larger than the %d-byte limit", limit))
 		return
 	case errors.Is(err, webhook.ErrUnauthorized):
-		s.Log.Warn("webhook rejected", "host", host, "tenant", tenant, "error", err)
+		s.Log.Warn("webhook rejected", "host", host, "tenant", tenant, "secret_configured", configured, "error", err)
 		writeError(w, http.StatusUnauthorized, err)
 		return
 	case errors.Is(err, webhook.ErrUnknownHost):

@@ -61,7 +61,7 @@ func TestWebhook(t *testing.T) {
 		{"push", "/v1/webhooks/github/acme", "push", signed("a-secret", push), push, http.StatusAccepted, true},
 		{"another tenant's secret", "/v1/webhooks/github/other", "push", signed("a-secret", push), push, http.StatusUnauthorized, false},
 		{"unsigned", "/v1/webhooks/github/acme", "push", "", push, http.StatusUnauthorized, false},
-		{"tenant without webhooks", "/v1/webhooks/github/nobody", "push", signed("a-secret", push), push, http.StatusForbidden, false},
+		{"tenant without webhooks", "/v1/webhooks/github/nobody", "push", signed("a-secret", push), push, http.StatusUnauthorized, false},
 		{"invalid tenant", "/v1/webhooks/github/a..b", "push", signed("a-secret", push), push, http.StatusBadRequest, false},
 		{"malformed", "/v1/webhooks/github/acme", "push", signed("a-secret", `{"ref":`), `{"ref":`, http.StatusBadRequest, false},
 		{"ping", "/v1/webhooks/github/acme", "ping", signed("a-secret", `{}`), `{}`, http.StatusOK, false},

@@ -252,17 +252,28 @@ func TestSecurityHTTP(t *testing.T) {
 				"of another body":      {"acme", hostSig(host, acmeSecret, body+" ")},
 				"no secret for tenant": {"nobody", hostSig(host, acmeSecret, body)},
 			}
-			for name, c := range cases {
-				want := http.StatusUnauthorized
-				if c.tenant == "nobody" {
-					want = http.StatusForbidden
-				}
+			// A tenant without a secret, or none at all, is answered as a
+			// wrong signature is, word for word: no answer tells anyone
+			// which tenants exist.
+			var refusal string
+			for _, name := range []string{"bad", "missing", "other tenant's", "for another tenant", "of another body", "no secret for tenant"} {
+				c := cases[name]
 				if host == "gitlab" && name == "of another body" {
 					continue // GitLab signs nothing: its token is the proof
 				}
-				if code, b := deliver(host, c.tenant, body, c.hdr, ""); code != want {
-					t.Errorf("%s, %s signature = %d %s, want %d", host, name, code, b, want)
+				code, b := deliver(host, c.tenant, body, c.hdr, "")
+				if code != http.StatusUnauthorized {
+					t.Errorf("%s, %s signature = %d %s, want 401", host, name, code, b)
 				}
+				if name == "bad" {
+					refusal = b
+				}
+				if name == "no secret for tenant" && b != refusal {
+					t.Errorf("%s: a tenant without a secret answered %q, a wrong signature %q: the answers tell tenants apart", host, b, refusal)
+				}
+			}
+			if code, b := deliver(host, "no-such-tenant", body, hostSig(host, acmeSecret, body), ""); code != http.StatusUnauthorized || b != refusal {
+				t.Errorf("%s: a tenant that does not exist answered %d %q, want 401 %q", host, code, b, refusal)
 			}
 		}
 		unchanged(t)
