@@ -19,6 +19,7 @@ const (
 	errRevision = "RevisionNotFound"
 	errEmpty    = "EmptyRepository"
 	errRejected = "PublishRejected"
+	errTooLarge = "RepositoryTooLarge"
 )
 
 // public messages by error type: all a tenant learns of a failed snapshot.
@@ -28,6 +29,7 @@ var public = map[string]string{
 	errRevision: "revision not found",
 	errEmpty:    "the repository has no commits",
 	errRejected: "the index could not be published under this repository name",
+	errTooLarge: "the repository is larger than the server's clone limit",
 }
 
 // classify turns an activity's error into an application error whose
@@ -48,6 +50,8 @@ func classify(err error) error {
 		typ = errEmpty
 	case errors.Is(err, blob.ErrInvalidKey):
 		typ = errRejected
+	case errors.Is(err, source.ErrTooLarge):
+		typ = errTooLarge
 	default:
 		return err
 	}

@@ -38,6 +38,10 @@ type Policy struct {
 	AllowPrivate bool
 	// Resolver resolves host names; default net.DefaultResolver.
 	Resolver *net.Resolver
+	// FetchBytes, when positive, bounds the bytes one clone or fetch may
+	// write to the clone cache (pkg/source): a tenant names what the
+	// server clones, and must not fill its disk.
+	FetchBytes int64
 }
 
 // Restricted reports whether tenants may index only from Hosts.

@@ -42,6 +42,12 @@ func openURL(ctx context.Context, url string, loc location.Location, opt Options
 		}
 		ctx = netguard.With(ctx, opt.Net)
 	}
+	if loc.Kind == location.Remote {
+		// Only what a tenant may name is limited: a local repository
+		// (an operator's) is on this machine already, and go-git's
+		// file transport cannot stop its git-upload-pack mid-pack.
+		opt.fetchBytes = fetchLimit(ctx)
+	}
 	dir := filepath.Join(opt.CacheDir, cacheName(url))
 	repo, err := cached(ctx, dir, url, opt)
 	if err != nil {
@@ -63,8 +69,19 @@ func cached(ctx context.Context, dir, url string, opt Options) (*git.Repository,
 		if opt.Offline || hasCommit(repo, opt.Rev) {
 			return repo, nil
 		}
+		if limit := opt.fetchBytes; limit > 0 {
+			// The fetch writes through a handle that counts its bytes;
+			// repo is opened again after it, to see the new packs.
+			if repo, err = openBudget(dir, limit); err != nil {
+				return nil, err
+			}
+		}
 		if err := fetch(ctx, repo, opt); err != nil {
+			removeTemps(dir)
 			return nil, fmt.Errorf("fetch %s (Options.Offline uses the cached clone): %w", Redact(url), err)
+		}
+		if opt.fetchBytes > 0 {
+			return git.PlainOpen(dir)
 		}
 		return repo, nil
 	}
@@ -93,6 +110,14 @@ func clone(ctx context.Context, dir, url string, opt Options) (*git.Repository, 
 	repo, err := git.PlainInit(dir, true)
 	if err != nil {
 		return nil, fmt.Errorf("init %s: %w", dir, err)
+	}
+	limit := opt.fetchBytes
+	if limit > 0 {
+		// What the clone writes is counted (ErrTooLarge past the limit);
+		// the caller removes the partial clone.
+		if repo, err = openBudget(dir, limit); err != nil {
+			return nil, err
+		}
 	}
 	remote, err := repo.CreateRemote(&config.RemoteConfig{
 		Name:  git.DefaultRemoteName,
@@ -124,6 +149,9 @@ func clone(ctx context.Context, dir, url string, opt Options) (*git.Repository, 
 		if err := repo.Storer.SetReference(head); err != nil {
 			return nil, fmt.Errorf("set HEAD: %w", err)
 		}
+	}
+	if limit > 0 {
+		return git.PlainOpen(dir)
 	}
 	return repo, nil
 }

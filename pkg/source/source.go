@@ -75,6 +75,8 @@ type Options struct {
 	// skipped as missing is walked again. Git only; ignored when
 	// Base.Tree is empty.
 	Base *Listing
+
+	fetchBytes int64 // a remote clone's limit (netguard.Policy.FetchBytes)
 }
 
 // Listing is the listing of one git tree: its hash and the files and

@@ -47,6 +47,7 @@ const (
 	envKeys         = "CODECTX_KEYS"
 	// The bounds of the clone cache (DATA/clones).
 	envCloneMaxBytes = "CODECTX_CLONE_CACHE_MAX_BYTES"
+	envCloneBytes    = "CODECTX_CLONE_MAX_BYTES"
 	envCloneMaxAge   = "CODECTX_CLONE_CACHE_MAX_AGE"
 )
 
@@ -85,8 +86,12 @@ type config struct {
 	// allowHosts and allowPrivate make the network policy of clones.
 	allowHosts   string
 	allowPrivate bool
+	cloneBytes   int64
 	clones       pipeline.CloneLimits
 }
+
+// defaultCloneBytes is the default bound of one remote clone or fetch.
+const defaultCloneBytes = 4 << 30
 
 // netFlags registers the network policy of the roles that clone or accept
 // clone URLs.
@@ -95,6 +100,8 @@ func (c *config) netFlags(fs *flag.FlagSet) {
 		"comma-separated hosts tenants may index from (\"github.com\", \".example.com\" for subdomains, \"host:port\"); they may resolve to private addresses; empty = any public host ($"+envAllowHosts+")")
 	fs.BoolVar(&c.allowPrivate, "allow-private-networks", envBool(envAllowPrivate, false),
 		"let clones connect to loopback, private and link-local addresses (refused by default) ($"+envAllowPrivate+")")
+	bytesVar(fs, &c.cloneBytes, "clone-max-bytes", envCloneBytes, defaultCloneBytes,
+		"bound of what one clone or fetch of a remote repository may write to DATA/clones, in `bytes` (a unit may follow: 4GiB): a tenant names what is cloned, and a larger repository fails its snapshot (\"larger than the server's clone limit\") instead of filling the disk; local repositories are not bounded; 0 = no bound ($"+envCloneBytes+")")
 	bytesVar(fs, &c.clones.MaxBytes, "clone-cache-max-bytes", envCloneMaxBytes, pipeline.DefaultCloneMaxBytes,
 		"bound of the clone cache in DATA/clones, in `bytes` (a unit may follow: 20GiB): least recently used clones not in use are removed above it; 0 = no bound ($"+envCloneMaxBytes+")")
 	fs.DurationVar(&c.clones.MaxAge, "clone-cache-max-age", envDuration(envCloneMaxAge, pipeline.DefaultCloneMaxAge),
@@ -108,7 +115,7 @@ func (c *config) keepClones(ctx context.Context, log *slog.Logger) {
 
 // netPolicy is the network policy of clones the flags describe.
 func (c *config) netPolicy() *netguard.Policy {
-	p := &netguard.Policy{AllowPrivate: c.allowPrivate}
+	p := &netguard.Policy{AllowPrivate: c.allowPrivate, FetchBytes: c.cloneBytes}
 	for _, h := range strings.Split(c.allowHosts, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			p.Hosts = append(p.Hosts, h)
