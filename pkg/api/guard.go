@@ -77,6 +77,15 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			writeError(w, http.StatusMisdirectedRequest, fmt.Errorf("host %q: this server answers only to localhost, 127.0.0.1 and [::1]", r.Host))
 			return
 		}
+		if !s.LoopbackOnly && !s.keysOn() && !s.openHost(r.Host) {
+			// An open API on other interfaces (a container's 0.0.0.0,
+			// published on the host's loopback or port-forwarded) is
+			// reached by a rebound page too, whose Origin is its own
+			// Host: without keys, answer only to addresses, localhost and
+			// the names the operator listed.
+			writeError(w, http.StatusMisdirectedRequest, fmt.Errorf("host %q: without API keys this server answers only to IP addresses, localhost and the names of --api-hosts", r.Host))
+			return
+		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead && len(s.Keys) == 0 && crossSite(r) {
 			// Without keys the API trusts whoever reaches it; a browser
 			// reaches it on behalf of any web page, so refuse those.
@@ -96,6 +105,26 @@ func loopbackHost(host string) bool {
 	}
 	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
 	return strings.EqualFold(h, "localhost") || h == "127.0.0.1" || h == "::1"
+}
+
+// openHost reports whether an API without keys answers to a Host header:
+// an IP address, localhost, or a name of Server.Hosts (any port). A page
+// that rebinds a name of its own to this machine sends that name.
+func (s *Server) openHost(host string) bool {
+	h, _, err := net.SplitHostPort(host)
+	if err != nil {
+		h = host
+	}
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	if net.ParseIP(h) != nil || strings.EqualFold(h, "localhost") {
+		return true
+	}
+	for _, allowed := range s.Hosts {
+		if strings.EqualFold(h, allowed) {
+			return true
+		}
+	}
+	return false
 }
 
 // crossSite reports whether a browser sent the request for another site:

@@ -87,6 +87,11 @@ type Server struct {
 	// (421 otherwise): set it when listening on loopback, so that a web
 	// page cannot reach the API by rebinding its own name to 127.0.0.1.
 	LoopbackOnly bool
+	// Hosts are the names (Host header, any port) an API without keys
+	// answers to besides IP addresses and localhost when it does not
+	// listen on loopback only; other names get 421, so that a web page
+	// rebinding its own name to the server cannot use the open API.
+	Hosts []string
 	// Deliveries remembers webhook deliveries to refuse replays; nil = an
 	// in-memory log of the last DefaultDeliveryWindow (lost on restart).
 	Deliveries Deliveries

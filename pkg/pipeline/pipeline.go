@@ -23,6 +23,7 @@ import (
 	"codectx/pkg/chunk"
 	"codectx/pkg/graph"
 	"codectx/pkg/index"
+	"codectx/pkg/queue"
 	"codectx/pkg/source"
 )
 
@@ -261,6 +262,12 @@ func BuildSegment(ctx context.Context, store *blob.Bucket, job GraphJob) (string
 	m, err := ReadManifest(ctx, store, job.ManifestKey)
 	if err != nil {
 		return "", err
+	}
+	if m.Tenant != job.Tenant || m.Repo != job.Repo {
+		// The segment is written under the job's tenant from the parse
+		// results of the manifest's: a job naming a manifest of another
+		// tenant or repository would copy its code there.
+		return "", queue.Permanent(fmt.Errorf("manifest %s is of %s/%s, not of the job's %s/%s", job.ManifestKey, m.Tenant, m.Repo, job.Tenant, job.Repo))
 	}
 	m = FilterFailed(m, job.Failed)
 	var data []byte

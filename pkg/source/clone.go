@@ -2,7 +2,7 @@ package source
 
 import (
 	"context"
-	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -66,6 +66,13 @@ func openURL(ctx context.Context, url string, loc location.Location, opt Options
 func cached(ctx context.Context, dir, url string, opt Options) (*git.Repository, error) {
 	repo, err := git.PlainOpen(dir)
 	if err == nil {
+		// The directory is this URL's clone only if its origin is this
+		// URL: a clone of another location (two names folded onto one
+		// directory) would be fetched from that location, with its
+		// credentials, and read as this one.
+		if r, rerr := repo.Remote(git.DefaultRemoteName); rerr != nil || len(r.Config().URLs) == 0 || r.Config().URLs[0] != url {
+			return nil, fmt.Errorf("clone cache: %s holds the clone of another location than %s", filepath.Base(dir), Redact(url))
+		}
 		if opt.Offline || hasCommit(repo, opt.Rev) {
 			return repo, nil
 		}
@@ -195,8 +202,10 @@ func hasCommit(repo *git.Repository, rev string) bool {
 	return err == nil
 }
 
-// cacheName turns url into a directory name: readable, plus a short hash
-// so that distinct URLs never share a directory. The user information of
+// cacheName turns url into a directory name: readable, plus a hash of
+// 128 bits so that distinct URLs never share a directory (the readable
+// part folds many URLs into one, and a hash of 32 bits was found by brute
+// force for a URL of another tenant's). The user information of
 // the URL (user:token@) is never part of the readable name.
 func cacheName(url string) string {
 	name := Redact(url)
@@ -216,8 +225,8 @@ func cacheName(url string) string {
 	if len(name) > 80 {
 		name = name[len(name)-80:]
 	}
-	sum := sha1.Sum([]byte(url))
-	return name + "-" + hex.EncodeToString(sum[:4]) + ".git"
+	sum := sha256.Sum256([]byte(url))
+	return name + "-" + hex.EncodeToString(sum[:16]) + ".git"
 }
 
 // guardedHTTP is go-git's HTTP(S) transport for every clone of this

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"codectx/pkg/api"
@@ -15,6 +16,7 @@ const (
 	envBurst       = "CODECTX_RATE_BURST"
 	envWebhooksMax = "CODECTX_WEBHOOK_CONCURRENCY"
 	envReadTimeout = "CODECTX_HTTP_READ_TIMEOUT"
+	envAPIHosts    = "CODECTX_API_HOSTS"
 )
 
 // limitFlags are the request limits of the roles serving the API.
@@ -23,12 +25,14 @@ type limitFlags struct {
 	burst       int
 	webhooks    int
 	readTimeout time.Duration
+	hosts       string
 }
 
 func (l *limitFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&l.rate, "rate-limit", envFloat(envRate, api.DefaultRate), "requests per second per tenant before 429 (negative: no limit) ($"+envRate+")")
 	fs.IntVar(&l.burst, "rate-burst", envInt(envBurst, 0), "requests a tenant may send at once (default: twice the rate) ($"+envBurst+")")
 	fs.IntVar(&l.webhooks, "webhook-concurrency", envInt(envWebhooksMax, api.DefaultWebhooks), "webhook deliveries read at once before 503 ($"+envWebhooksMax+")")
+	fs.StringVar(&l.hosts, "api-hosts", env(envAPIHosts, ""), "comma-separated host names an API without keys answers to when it does not listen on loopback (besides IP addresses and localhost; others get 421, so that a web page cannot rebind its name to the server) ($"+envAPIHosts+")")
 	fs.DurationVar(&l.readTimeout, "http-read-timeout", envDuration(envReadTimeout, defaultReadTimeout), "time to read a whole request, body included ($"+envReadTimeout+")")
 }
 
@@ -40,6 +44,11 @@ func (l *limitFlags) apply(srv *api.Server, listen string) {
 		srv.Limits.Rate = -1
 	}
 	srv.LoopbackOnly = isLoopback(listen)
+	for _, h := range strings.Split(l.hosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			srv.Hosts = append(srv.Hosts, h)
+		}
+	}
 }
 
 // isLoopback reports whether a listen address binds loopback only.

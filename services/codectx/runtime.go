@@ -173,7 +173,9 @@ func namespaceUsable(ctx context.Context, ws workflowservice.WorkflowServiceClie
 }
 
 func connectNATS(ctx context.Context, log *slog.Logger, url string) (*natsq.Queue, error) {
-	return retry(ctx, log, "nats "+url, func(ctx context.Context) (*natsq.Queue, error) {
+	// The URL may carry credentials (user:password@, token@): logs and
+	// errors name the servers without them.
+	return retry(ctx, log, "nats "+natsq.Redact(url), func(ctx context.Context) (*natsq.Queue, error) {
 		return natsq.Connect(ctx, url)
 	})
 }

@@ -505,6 +505,10 @@ func (q *Queue) Pending(ctx context.Context, stage string) (int, error) {
 	return int(info.State.Msgs), nil
 }
 
+// Redact is a NATS server list (comma-separated URLs) without the
+// credentials of its URLs, for logs and errors.
+func Redact(urls string) string { return redact(urls) }
+
 // redact drops the credentials of a NATS URL (a list of URLs, comma
 // separated), for errors and logs.
 func redact(urls string) string {
