@@ -395,6 +395,10 @@ func ReadManifestFrom(ctx context.Context, snap *source.Snapshot, tenant, name s
 		if f.Path != "go.mod" && !strings.HasSuffix(f.Path, "/go.mod") {
 			continue
 		}
+		if f.Size > maxGoModSize {
+			// Not read: a blob's size is the repository's to choose.
+			continue
+		}
 		data, err := snap.Read(f)
 		if err != nil {
 			continue
@@ -677,6 +681,10 @@ func isCode(l codectx.Language) bool {
 	}
 	return false
 }
+
+// maxGoModSize is the size of the largest go.mod ReadManifest reads for
+// its module path; go.mod files are a few KiB.
+const maxGoModSize = 1 << 20
 
 func goModulePath(data []byte) string {
 	for _, line := range strings.Split(string(data), "\n") {

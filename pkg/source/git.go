@@ -8,9 +8,11 @@ import (
 	"io"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"codectx/pkg/codectx"
 
@@ -241,7 +243,10 @@ type treeWalker struct {
 	sizer objectSizer
 	snap  *Snapshot
 	n     int
-	base  *Listing // the listing of the base tree, when walking beside one
+	// entries counts the entries walked or taken from base, against
+	// MaxEntries.
+	entries int
+	base    *Listing // the listing of the base tree, when walking beside one
 }
 
 // walk lists tree t at prefix. base is the tree at the same prefix in the
@@ -252,6 +257,16 @@ func (w *treeWalker) walk(t *object.Tree, prefix string, base *object.Tree) erro
 		p := e.Name
 		if prefix != "" {
 			p = prefix + "/" + e.Name
+		}
+		if w.entries++; w.entries > maxEntries {
+			return fmt.Errorf("%w (%d)", ErrTooManyEntries, maxEntries)
+		}
+		if len(p) > MaxPathBytes {
+			if e.Mode == filemode.Dir {
+				p += "/"
+			}
+			w.skip(p, SkipPathTooLong)
+			continue
 		}
 		switch e.Mode {
 		case filemode.Dir:
@@ -299,6 +314,9 @@ func (w *treeWalker) reuse(dir string) bool {
 		if s.Reason == SkipMissingObject {
 			return false
 		}
+	}
+	if w.entries += (hi - lo) + (shi - slo); w.entries > maxEntries {
+		return false // walked, to fail there
 	}
 	w.snap.Files = append(w.snap.Files, w.base.Files[lo:hi]...)
 	w.snap.Skipped = append(w.snap.Skipped, w.base.Skipped[slo:shi]...)
@@ -433,13 +451,14 @@ func (g *gitReader) history(ctx context.Context, limit int, base *HistoryBase) (
 		base = nil
 	}
 	var out []Commit
+	left := MaxHistoryPaths
 	for c := g.commit; c != nil && (limit <= 0 || len(out) < limit); {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		if base != nil && c.Hash.String() == base.Commit {
 			if rest, ok := base.take(limit, len(out)); ok {
-				return append(out, rest...), nil
+				return capHistory(append(out, rest...)), nil
 			}
 			base = nil
 		}
@@ -451,7 +470,10 @@ func (g *gitReader) history(ctx context.Context, limit int, base *HistoryBase) (
 			}
 			parent = p // nil past a shallow boundary
 		}
-		files, err := g.changed(ctx, c, parent)
+		files, err := g.changed(ctx, c, parent, &left)
+		if errors.Is(err, errHistoryFull) {
+			break // the history ends before the commit that spends the budget
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -459,7 +481,7 @@ func (g *gitReader) history(ctx context.Context, limit int, base *HistoryBase) (
 			out = append(out, Commit{
 				Hash:    c.Hash.String(),
 				Author:  c.Author.Name + " <" + c.Author.Email + ">",
-				Message: strings.TrimRight(c.Message, "\n"),
+				Message: capMessage(strings.TrimRight(c.Message, "\n")),
 				When:    c.Author.When,
 				Files:   files,
 			})
@@ -500,8 +522,51 @@ func (b *HistoryBase) take(limit, n int) ([]Commit, bool) {
 	return b.Commits, complete
 }
 
-// changed lists the paths c changed against parent (nil: all its files).
-func (g *gitReader) changed(ctx context.Context, c, parent *object.Commit) ([]string, error) {
+// MaxHistoryPaths bounds the changed paths a history holds over all its
+// commits: it ends before the commit that would pass the bound. Tree
+// objects are shared, so a small repository can make every commit of its
+// history change every file of a large tree.
+const MaxHistoryPaths = 1 << 20
+
+// MaxMessageBytes bounds a commit message kept in the history.
+const MaxMessageBytes = 64 << 10
+
+// maxEntries is MaxEntries; tests lower it.
+var maxEntries = MaxEntries
+
+var errHistoryFull = errors.New("history: changed paths past MaxHistoryPaths")
+
+// capHistory cuts cs before the commit whose files take the sum of files
+// past MaxHistoryPaths, as the history walk does.
+func capHistory(cs []Commit) []Commit {
+	n := 0
+	for i, c := range cs {
+		if n += len(c.Files); n > MaxHistoryPaths {
+			return cs[:i]
+		}
+	}
+	return cs
+}
+
+// capMessage cuts m to at most MaxMessageBytes, on a UTF-8 boundary.
+func capMessage(m string) string {
+	if len(m) <= MaxMessageBytes {
+		return m
+	}
+	m = m[:MaxMessageBytes]
+	for i := 0; i < utf8.UTFMax && len(m) > 0; i++ {
+		if r, size := utf8.DecodeLastRuneInString(m); r != utf8.RuneError || size != 1 {
+			break
+		}
+		m = m[:len(m)-1]
+	}
+	return m
+}
+
+// changed lists the paths c changed against parent (nil: all its files),
+// taking them from *left (errHistoryFull when it runs out). Paths longer
+// than MaxPathBytes are not listed, as in the snapshot's listing.
+func (g *gitReader) changed(ctx context.Context, c, parent *object.Commit, left *int) ([]string, error) {
 	to, err := g.tree(c)
 	if err != nil {
 		return nil, err
@@ -515,20 +580,113 @@ func (g *gitReader) changed(ctx context.Context, c, parent *object.Commit) ([]st
 	if from == nil && to == nil {
 		return nil, nil
 	}
-	changes, err := object.DiffTreeWithOptions(ctx, from, to, nil)
-	if err != nil {
+	d := differ{ctx: ctx, g: g, left: *left}
+	if err := d.diff(from, to, ""); err != nil {
 		return nil, fmt.Errorf("diff %s: %w", c.Hash, err)
 	}
-	files := make([]string, 0, len(changes))
-	for _, ch := range changes {
-		name := ch.To.Name
-		if name == "" {
-			name = ch.From.Name
-		}
-		files = append(files, path.Clean(name))
+	*left = d.left
+	sort.Strings(d.out)
+	return slices.Compact(d.out), nil
+}
+
+// differ lists the paths that differ between two trees, walking only the
+// subtrees whose hashes differ.
+type differ struct {
+	ctx  context.Context
+	g    *gitReader
+	out  []string
+	left int
+	n    int
+}
+
+// diff adds the paths under prefix that differ between trees a and b
+// (either may be nil: all the paths of the other).
+func (d *differ) diff(a, b *object.Tree, prefix string) error {
+	var ae, be []object.TreeEntry
+	if a != nil {
+		ae = a.Entries
 	}
-	sort.Strings(files)
-	return files, nil
+	if b != nil {
+		be = b.Entries
+	}
+	old := make(map[string]int, len(ae))
+	for i, e := range ae {
+		old[e.Name] = i
+	}
+	seen := make(map[string]bool, len(be))
+	for i := range be {
+		e := &be[i]
+		seen[e.Name] = true
+		var o *object.TreeEntry
+		if j, ok := old[e.Name]; ok {
+			o = &ae[j]
+			if o.Hash == e.Hash && o.Mode == e.Mode {
+				continue
+			}
+		}
+		if err := d.entry(prefix, o, e); err != nil {
+			return err
+		}
+	}
+	for i := range ae {
+		if !seen[ae[i].Name] {
+			if err := d.entry(prefix, &ae[i], nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// entry adds the paths of a changed entry: a (old) and b (new), either nil.
+func (d *differ) entry(prefix string, a, b *object.TreeEntry) error {
+	if d.n++; d.n%1024 == 0 {
+		if err := d.ctx.Err(); err != nil {
+			return err
+		}
+	}
+	name := b
+	if name == nil {
+		name = a
+	}
+	p := name.Name
+	if prefix != "" {
+		p = prefix + "/" + p
+	}
+	if len(p) > MaxPathBytes {
+		return nil
+	}
+	var ta, tb *object.Tree
+	var err error
+	file := false
+	for _, e := range []*object.TreeEntry{a, b} {
+		if e == nil {
+			continue
+		}
+		if e.Mode != filemode.Dir {
+			file = true
+			continue
+		}
+		t, terr := d.g.repo.TreeObject(e.Hash)
+		if terr != nil {
+			return fmt.Errorf("tree %s: %w", p, terr)
+		}
+		if e == a {
+			ta = t
+		} else {
+			tb = t
+		}
+	}
+	if file {
+		if d.left--; d.left < 0 {
+			return errHistoryFull
+		}
+		d.out = append(d.out, path.Clean(p))
+	}
+	if ta != nil || tb != nil {
+		err = d.diff(ta, tb, p)
+	}
+	return err
 }
 
 // tree returns the (sub)tree of c, nil when the subdirectory is absent.

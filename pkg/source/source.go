@@ -47,6 +47,24 @@ var ErrRevisionNotFound = errors.New("revision not found")
 // the object store (partial clones).
 const SkipMissingObject = "missing_object"
 
+// SkipPathTooLong is the skip reason of a tree entry whose path is longer
+// than MaxPathBytes; a directory's entries under it are not walked.
+const SkipPathTooLong = "path_too_long"
+
+// MaxPathBytes bounds the length of a listed path (Linux's PATH_MAX). Every
+// level of a tree walk holds its path, so without a bound a chain of
+// nested trees costs memory quadratic in its depth.
+const MaxPathBytes = 4096
+
+// MaxEntries bounds the entries (files, skipped entries and directories)
+// a git listing walks. A tree names its subtrees by hash, so a few small
+// trees that each name the next one many times describe billions of files.
+const MaxEntries = 1 << 21
+
+// ErrTooManyEntries is returned (wrapped) by Open when the tree of the
+// revision has more than MaxEntries entries.
+var ErrTooManyEntries = errors.New("the tree has more entries than the server lists")
+
 // Options tune Open.
 type Options struct {
 	CacheDir string    // where clone URLs are cloned/fetched (bare); required for URLs
@@ -97,7 +115,7 @@ type File struct {
 // Skipped is an entry that is not a readable regular file.
 type Skipped struct {
 	Path   string // slash-separated; ignored directories end in "/"
-	Reason string // codectx.SkipSubmodule, SkipLFSPointer, SkipSymlink, SkipIgnored, SkipMissingObject
+	Reason string // codectx.SkipSubmodule, SkipLFSPointer, SkipSymlink, SkipIgnored, SkipMissingObject, SkipPathTooLong
 }
 
 // Commit is one entry of Snapshot.History.
