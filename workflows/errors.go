@@ -20,6 +20,7 @@ const (
 	errEmpty    = "EmptyRepository"
 	errRejected = "PublishRejected"
 	errTooLarge = "RepositoryTooLarge"
+	errTooMany  = "TooManyEntries"
 )
 
 // public messages by error type: all a tenant learns of a failed snapshot.
@@ -30,6 +31,7 @@ var public = map[string]string{
 	errEmpty:    "the repository has no commits",
 	errRejected: "the index could not be published under this repository name",
 	errTooLarge: "the repository is larger than the server's clone limit",
+	errTooMany:  "the repository's tree has more entries than the server lists",
 }
 
 // classify turns an activity's error into an application error whose
@@ -52,6 +54,8 @@ func classify(err error) error {
 		typ = errRejected
 	case errors.Is(err, source.ErrTooLarge):
 		typ = errTooLarge
+	case errors.Is(err, source.ErrTooManyEntries):
+		typ = errTooMany
 	default:
 		return err
 	}

@@ -1,0 +1,41 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"codectx/pkg/netguard"
+	"codectx/pkg/source"
+
+	"go.temporal.io/sdk/temporal"
+)
+
+// Failures a tenant's repository causes are final (no retry can change
+// them) and say their cause in a public message; others are retried.
+func TestClassify(t *testing.T) {
+	for _, tt := range []struct {
+		err       error
+		typ, text string
+	}{
+		{fmt.Errorf("clone x: %w", source.ErrTooLarge), errTooLarge, "larger than the server's clone limit"},
+		{fmt.Errorf("list: %w", source.ErrTooManyEntries), errTooMany, "more entries than the server lists"},
+		{fmt.Errorf("dial: %w", netguard.ErrRefused), errRefused, "location refused"},
+		{fmt.Errorf("open: %w", source.ErrEmptyRepo), errEmpty, "no commits"},
+	} {
+		var ae *temporal.ApplicationError
+		err := classify(tt.err)
+		if !errors.As(err, &ae) || !ae.NonRetryable() || ae.Type() != tt.typ {
+			t.Errorf("classify(%v) = %v, want a final %s error", tt.err, err, tt.typ)
+			continue
+		}
+		if got := PublicError(err); got != public[tt.typ] || !strings.Contains(got, tt.text) {
+			t.Errorf("PublicError of %s = %q, want %q saying %q", tt.typ, got, public[tt.typ], tt.text)
+		}
+	}
+	infra := errors.New("store: connection reset")
+	if err := classify(infra); err != infra {
+		t.Errorf("classify(an infrastructure error) = %v, want it unchanged (retried)", err)
+	}
+}
