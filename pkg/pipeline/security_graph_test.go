@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"codectx/pkg/blob"
-	"codectx/pkg/index"
 	"codectx/pkg/queue"
 )
 
@@ -25,29 +24,11 @@ func TestGraphJobOfAnotherTenantsManifest(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "vault.go"), []byte("package vault\n\nconst Token = \"acme-private\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := OpenSnapshot(ctx, dir, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snap.Close()
-	store := blob.NewMem()
+	store, commit, mk := parsed(t, dir, "acme", "vault")
 	w := &Workers{Store: store}
-	data, _ := json.Marshal(ParseBatch{Tenant: "acme", Repo: "vault", Commit: snap.Commit, Location: dir, Files: snap.Files})
-	if err := w.HandleParse(ctx, queue.Message{Data: data}); err != nil {
-		t.Fatal(err)
-	}
-	m, err := index.ReadManifest(ctx, snap, "acme", "vault", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mdata, _ := json.Marshal(m)
-	mk := ManifestKey("acme", "vault", snap.Commit)
-	if err := store.Put(ctx, mk, mdata); err != nil {
-		t.Fatal(err)
-	}
 	for _, j := range []GraphJob{
-		{Tenant: "beta", Repo: "vault", Commit: snap.Commit, ManifestKey: mk},
-		{Tenant: "acme", Repo: "other", Commit: snap.Commit, ManifestKey: mk},
+		{Tenant: "beta", Repo: "vault", Commit: commit, ManifestKey: mk},
+		{Tenant: "acme", Repo: "other", Commit: commit, ManifestKey: mk},
 	} {
 		job, _ := json.Marshal(j)
 		err := w.HandleGraph(ctx, queue.Message{Data: job})
@@ -61,7 +42,7 @@ func TestGraphJobOfAnotherTenantsManifest(t *testing.T) {
 		}
 	}
 	// The job of the manifest's own tenant and repository is built.
-	job, _ := json.Marshal(GraphJob{Tenant: "acme", Repo: "vault", Commit: snap.Commit, ManifestKey: mk})
+	job, _ := json.Marshal(GraphJob{Tenant: "acme", Repo: "vault", Commit: commit, ManifestKey: mk})
 	if err := w.HandleGraph(ctx, queue.Message{Data: job}); err != nil {
 		t.Fatal(err)
 	}

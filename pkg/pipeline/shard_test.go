@@ -47,27 +47,8 @@ func TestGraphShards(t *testing.T) {
 		}
 	}
 	build := func(shardBytes int64) (*segment.Segment, []string) {
-		snap, err := OpenSnapshot(ctx, dir, "", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer snap.Close()
-		store := blob.NewMem()
-		w := &Workers{Store: store}
-		data, _ := json.Marshal(ParseBatch{Tenant: "t", Repo: "r", Commit: snap.Commit, Location: dir, Files: snap.Files})
-		if err := w.HandleParse(ctx, queue.Message{Data: data}); err != nil {
-			t.Fatal(err)
-		}
-		m, err := index.ReadManifest(ctx, snap, "t", "r", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mdata, _ := json.Marshal(m)
-		mk := ManifestKey("t", "r", snap.Commit)
-		if err := store.Put(ctx, mk, mdata); err != nil {
-			t.Fatal(err)
-		}
-		key, err := BuildSegment(ctx, store, GraphJob{Tenant: "t", Repo: "r", Commit: snap.Commit, ManifestKey: mk, ShardBytes: shardBytes})
+		store, commit, mk := parsed(t, dir, "t", "r")
+		key, err := BuildSegment(ctx, store, GraphJob{Tenant: "t", Repo: "r", Commit: commit, ManifestKey: mk, ShardBytes: shardBytes})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,4 +80,34 @@ func TestGraphShards(t *testing.T) {
 	if s := one.Graph.Stats(); s.CallEdges == 0 || s.TypeEdges == 0 {
 		t.Fatalf("graph %+v has no edges to compare", s)
 	}
+}
+
+// parsed runs the parse stage of the directory dir as tenant/repo into a
+// memory store and writes its manifest there, as the orchestrator does
+// before a graph job: the store, the snapshot's commit and the manifest's
+// key.
+func parsed(t *testing.T, dir, tenant, repo string) (*blob.Bucket, string, string) {
+	t.Helper()
+	ctx := context.Background()
+	snap, err := OpenSnapshot(ctx, dir, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	store := blob.NewMem()
+	w := &Workers{Store: store}
+	data, _ := json.Marshal(ParseBatch{Tenant: tenant, Repo: repo, Commit: snap.Commit, Location: dir, Files: snap.Files})
+	if err := w.HandleParse(ctx, queue.Message{Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := index.ReadManifest(ctx, snap, tenant, repo, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mdata, _ := json.Marshal(m)
+	mk := ManifestKey(tenant, repo, snap.Commit)
+	if err := store.Put(ctx, mk, mdata); err != nil {
+		t.Fatal(err)
+	}
+	return store, snap.Commit, mk
 }
