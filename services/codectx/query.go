@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"codectx/pkg/api"
 	"codectx/pkg/codectx"
@@ -146,23 +147,72 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
+// writeHuman prints r for a terminal. The repository chooses every path,
+// symbol and line of it, so control characters (C0 but the line breaks
+// and tabs of the context, DEL, C1, the bidirectional overrides) and
+// bytes that are not UTF-8 are shown escaped: raw, an escape sequence in
+// a file would reach the terminal of whoever runs the query.
 func writeHuman(w io.Writer, r *query.Response) {
 	commit := r.Commit
 	if len(commit) > 12 {
 		commit = commit[:12]
 	}
-	fmt.Fprintf(w, "query    %s\n", r.Query)
-	fmt.Fprintf(w, "trigger  %s (confidence %.2f)", r.Trigger, r.Confidence)
+	line := func(s string) string { return termSafe(s, false) }
+	fmt.Fprintf(w, "query    %s\n", line(r.Query))
+	fmt.Fprintf(w, "trigger  %s (confidence %.2f)", line(r.Trigger), r.Confidence)
 	if len(r.Symbols) > 0 {
-		fmt.Fprintf(w, "  symbols: %s", strings.Join(r.Symbols, ", "))
+		fmt.Fprintf(w, "  symbols: %s", line(strings.Join(r.Symbols, ", ")))
 	}
-	fmt.Fprintf(w, "\nrepo     %s@%s  arms: %s\n", r.Repo, commit, strings.Join(r.Arms, ","))
+	fmt.Fprintf(w, "\nrepo     %s@%s  arms: %s\n", line(r.Repo), line(commit), line(strings.Join(r.Arms, ",")))
 	fmt.Fprintf(w, "tokens   %d of %d, %d chunks, %d dropped\n\nfiles:\n", r.Tokens, r.Budget, len(r.Chunks), r.Dropped)
 	for i, f := range r.Files {
 		if i == 10 {
 			break
 		}
-		fmt.Fprintf(w, "  %2d. %-60s %.4f [%s]\n", i+1, f.Path, f.Score, strings.Join(f.Signals, ","))
+		fmt.Fprintf(w, "  %2d. %-60s %.4f [%s]\n", i+1, line(f.Path), f.Score, line(strings.Join(f.Signals, ",")))
 	}
-	fmt.Fprintf(w, "\ncontext:\n%s\n", r.Context)
+	fmt.Fprintf(w, "\ncontext:\n%s\n", termSafe(r.Context, true))
+}
+
+// termSafe returns s with the characters a terminal would act on escaped
+// (\x1b, \u009b, \xff for a byte that is not UTF-8); with lines, line
+// feeds, tabs and the CR of a CRLF are kept.
+func termSafe(s string, lines bool) string {
+	if !needsEscape(s, lines) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case lines && (r == '\n' || r == '\t' || r == '\r' && strings.HasPrefix(s[i+1:], "\n")):
+			b.WriteRune(r)
+		case unsafeRune(r):
+			if r < 0x80 {
+				fmt.Fprintf(&b, `\x%02x`, r)
+			} else {
+				fmt.Fprintf(&b, `\u%04x`, r)
+			}
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+func needsEscape(s string, lines bool) bool {
+	for i, r := range s {
+		if r == utf8.RuneError || unsafeRune(r) && !(lines && (r == '\n' || r == '\t' || r == '\r' && strings.HasPrefix(s[i+1:], "\n"))) {
+			return true
+		}
+	}
+	return false
+}
+
+// unsafeRune reports a control character or a bidirectional override.
+func unsafeRune(r rune) bool {
+	return r < 0x20 || r >= 0x7f && r < 0xa0 || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
 }
