@@ -41,7 +41,22 @@ type gitReader struct {
 	repo   *git.Repository
 	closer io.Closer // the storage of repo, when it holds open files
 	commit *object.Commit
-	sub    string // subtree the snapshot is rooted at, "" for the whole tree
+	sub    string     // subtree the snapshot is rooted at, "" for the whole tree
+	costs  *packCosts // opened on first use; nil without packs on disk
+	cerr   error      // why costs could not be opened
+	copen  bool
+}
+
+// packCosts returns the repository's pack header reader (nil when its
+// storage is not on disk). The caller holds g.mu, or is the listing.
+func (g *gitReader) packCosts() (*packCosts, error) {
+	if !g.copen {
+		g.copen = true
+		if st, ok := g.repo.Storer.(*filesystem.Storage); ok {
+			g.costs, g.cerr = openPackCosts(st.Filesystem())
+		}
+	}
+	return g.costs, g.cerr
 }
 
 // maxOpenPacks bounds the pack files a snapshot keeps open.
@@ -168,6 +183,9 @@ func readRepo(ctx context.Context, repo *git.Repository, sub string, opt Options
 	if sz, ok := repo.Storer.(objectSizer); ok {
 		w.sizer = sz
 	}
+	if w.costs, err = g.packCosts(); err != nil {
+		return nil, err
+	}
 	var base *object.Tree
 	if b := opt.Base; b != nil && b.Tree != "" {
 		if h, ok := parseHash(b.Tree); ok {
@@ -241,6 +259,7 @@ type treeWalker struct {
 	ctx   context.Context
 	repo  *git.Repository
 	sizer objectSizer
+	costs *packCosts // sizes of packed objects from their headers, and their delta chains' cost
 	snap  *Snapshot
 	n     int
 	// entries counts the entries walked or taken from base, against
@@ -355,6 +374,12 @@ func (w *treeWalker) file(p string, h plumbing.Hash) error {
 		w.skip(p, SkipMissingObject)
 		return nil
 	}
+	if errors.Is(err, errCostly) {
+		// A blob whose delta chain inflates far more than the blob: the
+		// repository's packs were made to cost the reader, not by git.
+		w.skip(p, codectx.SkipTooLarge)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("blob %s of %s: %w", h, p, err)
 	}
@@ -373,6 +398,13 @@ func (w *treeWalker) file(p string, h plumbing.Hash) error {
 }
 
 func (w *treeWalker) size(h plumbing.Hash) (int64, error) {
+	if w.costs != nil {
+		// go-git's size lookup inflates a delta's instructions whole to
+		// read the size at their start; the pack's headers say it.
+		if size, ok, err := w.costs.cost(h); ok || err != nil {
+			return size, err
+		}
+	}
 	if w.sizer != nil {
 		return w.sizer.EncodedObjectSize(h)
 	}
@@ -416,6 +448,15 @@ func (g *gitReader) read(f File) ([]byte, error) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	// Checked again here: a listing reused from an earlier snapshot was
+	// not made by this reader.
+	if costs, err := g.packCosts(); err != nil {
+		return nil, fmt.Errorf("blob %s: %w", f.Blob, err)
+	} else if costs != nil {
+		if _, _, err := costs.cost(h); err != nil {
+			return nil, fmt.Errorf("blob %s: %w", f.Blob, err)
+		}
+	}
 	o, err := g.repo.Storer.EncodedObject(plumbing.BlobObject, h)
 	if err != nil {
 		return nil, fmt.Errorf("blob %s: %w", f.Blob, err)
@@ -709,10 +750,14 @@ func (g *gitReader) tree(c *object.Commit) (*object.Tree, error) {
 }
 
 func (g *gitReader) close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.costs != nil {
+		g.costs.Close()
+		g.costs = nil
+	}
 	if g.closer == nil {
 		return nil
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	return g.closer.Close()
 }
