@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -272,6 +273,7 @@ type treeWalker struct {
 // base listing's tree (nil when there is none): a subtree with the same
 // hash in both is taken from the listing.
 func (w *treeWalker) walk(t *object.Tree, prefix string, base *object.Tree) error {
+	seen := make(map[string]bool, len(t.Entries))
 	for _, e := range t.Entries {
 		p := e.Name
 		if prefix != "" {
@@ -280,6 +282,16 @@ func (w *treeWalker) walk(t *object.Tree, prefix string, base *object.Tree) erro
 		if w.entries++; w.entries > maxEntries {
 			return fmt.Errorf("%w (%d)", ErrTooManyEntries, maxEntries)
 		}
+		if !validName(e.Name) || seen[e.Name] {
+			// Listed quoted: the name is not a path to open.
+			q := strconv.Quote(e.Name)
+			if prefix != "" {
+				q = prefix + "/" + q
+			}
+			w.skip(q, SkipBadName)
+			continue
+		}
+		seen[e.Name] = true
 		if len(p) > MaxPathBytes {
 			if e.Mode == filemode.Dir {
 				p += "/"
@@ -694,7 +706,7 @@ func (d *differ) entry(prefix string, a, b *object.TreeEntry) error {
 	if prefix != "" {
 		p = prefix + "/" + p
 	}
-	if len(p) > MaxPathBytes {
+	if len(p) > MaxPathBytes || !validName(name.Name) {
 		return nil
 	}
 	var ta, tb *object.Tree
@@ -760,4 +772,17 @@ func (g *gitReader) close() error {
 		return nil
 	}
 	return g.closer.Close()
+}
+
+// validName reports whether a tree entry's name is one git itself would
+// check out: not empty, ".", "..", ".git" in any case, and without a
+// slash, backslash or NUL. A repository writes its trees with any tool,
+// and an answer's path is opened by its reader relative to a checkout:
+// "..", or "a\..\x" on Windows, would lead it outside.
+func validName(name string) bool {
+	switch {
+	case name == "", name == ".", name == "..", strings.EqualFold(name, ".git"):
+		return false
+	}
+	return !strings.ContainsAny(name, "/\\\x00")
 }

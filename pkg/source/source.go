@@ -47,6 +47,11 @@ var ErrRevisionNotFound = errors.New("revision not found")
 // the object store (partial clones).
 const SkipMissingObject = "missing_object"
 
+// SkipBadName is the skip reason of a tree entry whose name git would not
+// check out ("", ".", "..", ".git", a slash, backslash or NUL in it) or
+// that its tree names twice; it is listed quoted.
+const SkipBadName = "bad_name"
+
 // SkipPathTooLong is the skip reason of a tree entry whose path is longer
 // than MaxPathBytes; a directory's entries under it are not walked.
 const SkipPathTooLong = "path_too_long"
@@ -115,7 +120,7 @@ type File struct {
 // Skipped is an entry that is not a readable regular file.
 type Skipped struct {
 	Path   string // slash-separated; ignored directories end in "/"
-	Reason string // codectx.SkipSubmodule, SkipLFSPointer, SkipSymlink, SkipIgnored, SkipMissingObject, SkipPathTooLong
+	Reason string // codectx.SkipSubmodule, SkipLFSPointer, SkipSymlink, SkipIgnored, SkipMissingObject, SkipPathTooLong, SkipBadName
 }
 
 // Commit is one entry of Snapshot.History.
