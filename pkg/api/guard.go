@@ -20,14 +20,15 @@ import (
 // is authenticated. Zero fields take the defaults below; docs/security.md
 // lists them.
 type Limits struct {
-	QueryBody   int64   // bytes of a POST /v1/query body; default 64 KiB (413 beyond)
-	IndexBody   int64   // bytes of a POST /v1/index body; default 16 KiB (413 beyond)
-	WebhookBody int64   // bytes of a webhook delivery; default 25 MiB, GitHub's cap (413 beyond)
-	MCPBody     int64   // bytes of a /v1/mcp request; default 1 MiB
-	Query       int     // bytes of QueryRequest.Query; default 8 KiB (400 beyond)
-	Webhooks    int     // deliveries read and verified at once; default 4 (503 beyond)
-	Rate        float64 // requests per second per tenant; default 50; negative = unlimited (429 beyond)
-	Burst       int     // requests a tenant may send at once; default 2*Rate
+	QueryBody   int64         // bytes of a POST /v1/query body; default 64 KiB (413 beyond)
+	IndexBody   int64         // bytes of a POST /v1/index body; default 16 KiB (413 beyond)
+	WebhookBody int64         // bytes of a webhook delivery; default 25 MiB, GitHub's cap (413 beyond)
+	MCPBody     int64         // bytes of a /v1/mcp request; default 1 MiB
+	Query       int           // bytes of QueryRequest.Query; default 8 KiB (400 beyond)
+	Webhooks    int           // deliveries read and verified at once; default 4 (503 beyond)
+	WebhookRead time.Duration // time a delivery's body may take once it holds a slot; default 10 s, GitHub's delivery timeout (cut beyond: 400)
+	Rate        float64       // requests per second per tenant; default 50; negative = unlimited (429 beyond)
+	Burst       int           // requests a tenant may send at once; default 2*Rate
 }
 
 // Default limits.
@@ -38,6 +39,7 @@ const (
 	DefaultMCPBody     = 1 << 20
 	DefaultQuery       = 8 << 10
 	DefaultWebhooks    = 4
+	DefaultWebhookRead = 10 * time.Second
 	DefaultRate        = 50
 )
 
@@ -56,6 +58,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.Webhooks <= 0 {
 		l.Webhooks = DefaultWebhooks
+	}
+	if l.WebhookRead <= 0 {
+		l.WebhookRead = DefaultWebhookRead
 	}
 	if l.Rate == 0 {
 		l.Rate = DefaultRate

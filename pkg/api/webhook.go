@@ -161,6 +161,10 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		return // the sender went away
 	}
+	// A slot is held while the body comes: a sender that trickles it is
+	// cut after Limits.WebhookRead, not the server's read timeout, so a
+	// few slow connections cannot keep every tenant's deliveries out.
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.limits.WebhookRead))
 	body, err := webhook.ReadBuffer(buf, host, r.Header, http.MaxBytesReader(w, r.Body, limit), r.ContentLength, secret, limit)
 	// A verified delivery is copied out of the lent buffer (it is small:
 	// a push's JSON), so the slot is free while it is decoded and signalled.

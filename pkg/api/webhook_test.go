@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -170,5 +172,48 @@ func TestBodyPool(t *testing.T) {
 			t.Errorf("idle pool kept a buffer of %d bytes, want at most %d", f.Cap(), keepBuffer)
 		}
 		defer p.put(f)
+	}
+}
+
+// A delivery that trickles its body holds its read slot only for
+// Limits.WebhookRead, not the server's read timeout: with one slot, a
+// signed ping sent behind a slow sender is answered, not refused 503.
+func TestWebhookSlowBodyFreesSlot(t *testing.T) {
+	ts, _ := newServer(t, &Server{Store: blob.NewMem(), Indexer: &fakeIndexer{}, Routes: AllRoutes,
+		Limits:   Limits{Webhooks: 1, WebhookRead: 300 * time.Millisecond},
+		Webhooks: WebhookConfig{Secrets: map[string]string{"acme": "a-secret"}}})
+	addr := strings.TrimPrefix(ts.URL, "http://")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/webhooks/github/acme HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nX-GitHub-Event: push\r\nX-Hub-Signature-256: %s\r\nContent-Length: 1000\r\n\r\n", addr, signed("a-secret", "x"))
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // a byte every 100 ms: 100 s for the body
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if _, err := conn.Write([]byte(" ")); err != nil {
+				return
+			}
+		}
+	}()
+	time.Sleep(200 * time.Millisecond) // the slow delivery holds the slot
+	req, _ := http.NewRequest("POST", ts.URL+"/v1/webhooks/github/acme", strings.NewReader(`{}`))
+	req.Header.Set("X-GitHub-Event", "ping")
+	req.Header.Set("X-Hub-Signature-256", signed("a-secret", `{}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("a ping behind a trickling delivery = %d, want 200 (the slow one cut after 300 ms)", resp.StatusCode)
 	}
 }
