@@ -710,7 +710,6 @@ func (d *differ) entry(prefix string, a, b *object.TreeEntry) error {
 		return nil
 	}
 	var ta, tb *object.Tree
-	var err error
 	file := false
 	for _, e := range []*object.TreeEntry{a, b} {
 		if e == nil {
@@ -736,10 +735,10 @@ func (d *differ) entry(prefix string, a, b *object.TreeEntry) error {
 		}
 		d.out = append(d.out, path.Clean(p))
 	}
-	if ta != nil || tb != nil {
-		err = d.diff(ta, tb, p)
+	if ta == nil && tb == nil {
+		return nil
 	}
-	return err
+	return d.diff(ta, tb, p)
 }
 
 // tree returns the (sub)tree of c, nil when the subdirectory is absent.

@@ -83,6 +83,24 @@ func writePack(t *testing.T, repo *git.Repository, objs []packObject) {
 	}
 }
 
+// openOne commits a tree of the one file a.go (blob h) and opens it,
+// after collecting what came before: it returns the snapshot (closed at
+// the test's end) and allocated() before the open.
+func openOne(t *testing.T, dir string, repo *git.Repository, h plumbing.Hash, msg string) (*Snapshot, uint64) {
+	t.Helper()
+	tree := store(t, repo.Storer, &object.Tree{Entries: []object.TreeEntry{{Name: "a.go", Mode: filemode.Regular, Hash: h}}})
+	commitOn(t, repo, tree, msg)
+	runtime.GC()
+	runtime.GC()
+	before := allocated()
+	s, err := Open(context.Background(), dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, before
+}
+
 func allocated() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
@@ -100,16 +118,7 @@ func TestSecurityDeltaBase(t *testing.T) {
 	d = append(append(d, byte(len(small))), small...)
 	writePack(t, repo, []packObject{{blob: make([]byte, baseSize)}, {delta: d, base: 0}})
 	h := plumbing.ComputeHash(plumbing.BlobObject, small)
-	tree := store(t, repo.Storer, &object.Tree{Entries: []object.TreeEntry{{Name: "a.go", Mode: filemode.Regular, Hash: h}}})
-	commitOn(t, repo, tree, "delta\n")
-	runtime.GC()
-	runtime.GC()
-	before := allocated()
-	s, err := Open(context.Background(), dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, before := openOne(t, dir, repo, h, "delta\n")
 	t.Logf("files %v skipped %v, listing allocated %d MiB", s.Files, s.Skipped, (allocated()-before)>>20)
 	for _, f := range s.Files {
 		b, err := s.Read(f)
@@ -139,16 +148,7 @@ func TestSecurityDeltaStream(t *testing.T) {
 	full := append([]byte(nil), bytes.Repeat([]byte{'x'}, target)...)
 	h := plumbing.ComputeHash(plumbing.BlobObject, full)
 	full = nil
-	tree := store(t, repo.Storer, &object.Tree{Entries: []object.TreeEntry{{Name: "a.go", Mode: filemode.Regular, Hash: h}}})
-	commitOn(t, repo, tree, "stream\n")
-	runtime.GC()
-	runtime.GC()
-	before := allocated()
-	s, err := Open(context.Background(), dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, before := openOne(t, dir, repo, h, "stream\n")
 	t.Logf("files %v skipped %v", s.Files, s.Skipped)
 	if a := allocated() - before; a > 16<<20 {
 		t.Errorf("listing a file of a %d MiB delta allocated %d MiB", target>>20, a>>20)

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"net"
 	"strconv"
-	"strings"
 	"time"
 
 	"codectx/pkg/api"
@@ -44,11 +43,7 @@ func (l *limitFlags) apply(srv *api.Server, listen string) {
 		srv.Limits.Rate = -1
 	}
 	srv.LoopbackOnly = isLoopback(listen)
-	for _, h := range strings.Split(l.hosts, ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			srv.Hosts = append(srv.Hosts, h)
-		}
-	}
+	srv.Hosts = splitList(l.hosts)
 }
 
 // isLoopback reports whether a listen address binds loopback only.

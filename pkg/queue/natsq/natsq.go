@@ -75,12 +75,12 @@ type Queue struct {
 func Connect(ctx context.Context, url string) (*Queue, error) {
 	nc, err := nats.Connect(url, nats.Name("codectx"), nats.MaxReconnects(-1))
 	if err != nil {
-		return nil, fmt.Errorf("queue connect %s: %w", redact(url), err)
+		return nil, fmt.Errorf("queue connect %s: %w", Redact(url), err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("queue connect %s: %w", redact(url), err)
+		return nil, fmt.Errorf("queue connect %s: %w", Redact(url), err)
 	}
 	q := &Queue{nc: nc, js: js, streams: map[string]bool{}}
 	if err := q.ensureDLQ(ctx); err != nil {
@@ -505,13 +505,9 @@ func (q *Queue) Pending(ctx context.Context, stage string) (int, error) {
 	return int(info.State.Msgs), nil
 }
 
-// Redact is a NATS server list (comma-separated URLs) without the
-// credentials of its URLs, for logs and errors.
-func Redact(urls string) string { return redact(urls) }
-
-// redact drops the credentials of a NATS URL (a list of URLs, comma
+// Redact drops the credentials of a NATS URL (a list of URLs, comma
 // separated), for errors and logs.
-func redact(urls string) string {
+func Redact(urls string) string {
 	parts := strings.Split(urls, ",")
 	for i, p := range parts {
 		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
