@@ -384,6 +384,7 @@ func checkChart(rendered map[string]string) []error {
 
 	// One ConfigMap with the shared environment.
 	var configMap string
+	fromSecret := []string{"CODECTX_S3_ACCESS_KEY", "CODECTX_S3_SECRET_KEY"} // env each role must take from a Secret
 	switch cms := byKind["ConfigMap"]; len(cms) {
 	case 1:
 		configMap = cms[0].Metadata.Name
@@ -393,6 +394,17 @@ func checkChart(rendered map[string]string) []error {
 					bad("ConfigMap %s: holds the S3 credential %s in plain text", configMap, k)
 				}
 				continue
+			}
+			if k == "CODECTX_NATS" {
+				// The URL may carry credentials: then it comes from a Secret.
+				u, ok := cms[0].Data[k]
+				switch {
+				case !ok:
+					fromSecret = append(fromSecret, k)
+					continue
+				case strings.Contains(u, "@"):
+					bad("ConfigMap %s: holds NATS credentials in plain text (%s)", configMap, k)
+				}
 			}
 			if cms[0].Data[k] == "" {
 				bad("ConfigMap %s: %s missing", configMap, k)
@@ -417,7 +429,7 @@ func checkChart(rendered map[string]string) []error {
 		}
 		deployments[role] = d
 		names[o.Metadata.Name] = role
-		checkDeployment(o.Metadata.Name, role, d, configMap, bad)
+		checkDeployment(o.Metadata.Name, role, d, configMap, fromSecret, bad)
 	}
 	for _, role := range roles {
 		if _, ok := deployments[role]; !ok {
@@ -491,7 +503,7 @@ func checkChart(rendered map[string]string) []error {
 	return errs
 }
 
-func checkDeployment(name, role string, d deploymentSpec, configMap string, bad func(string, ...any)) {
+func checkDeployment(name, role string, d deploymentSpec, configMap string, fromSecret []string, bad func(string, ...any)) {
 	if len(d.Selector.MatchLabels) == 0 || d.Selector.MatchLabels[componentLabel] != role {
 		bad("Deployment %s: selector %v does not pin %s=%s", name, d.Selector.MatchLabels, componentLabel, role)
 	}
@@ -542,7 +554,7 @@ func checkDeployment(name, role string, d deploymentSpec, configMap string, bad 
 			secrets[e.Name] = true
 		}
 	}
-	for _, k := range []string{"CODECTX_S3_ACCESS_KEY", "CODECTX_S3_SECRET_KEY"} {
+	for _, k := range fromSecret {
 		if !secrets[k] {
 			bad("Deployment %s: %s not taken from a Secret", name, k)
 		}
@@ -757,7 +769,7 @@ func TestChartCheckCatchesBreakage(t *testing.T) {
 		{"no configmap env", "deployment.yaml", "name: {{ include \"codectx.fullname\" $ }}\n", "name: other\n", "env not taken from ConfigMap"},
 		{"service selector", "service.yaml", "    app.kubernetes.io/component: {{ $role }}\n{{- end }}", "{{- end }}", "want exactly one"},
 		{"service port", "service.yaml", "targetPort: http", "targetPort: api", `targetPort "api"`},
-		{"configmap key", "configmap.yaml", "CODECTX_NATS:", "CODECTX_QUEUE:", "CODECTX_NATS missing"},
+		{"configmap key", "configmap.yaml", "CODECTX_NATS:", "CODECTX_QUEUE:", "CODECTX_NATS not taken from a Secret"},
 		{"unrendered", "configmap.yaml", "data:\n", "data:\n  # {{ \"{{\" }} .Values.port }}\n", "unrendered template delimiters"},
 		{"missing value", "deployment.yaml", "mountPath: {{ $.Values.dataDir }}", "mountPath: {{ $.Values.dataDirectory }}", "<no value>"},
 		{"one template per role broken", "deployment.yaml", "{{- range $role, $cfg := .Values.roles }}", "{{- range $role, $cfg := .Values.roles }}{{- if ne $role \"gateway\" }}", ""},
@@ -1023,4 +1035,53 @@ func roleContainers(t *testing.T, out map[string]string) map[string]container {
 		roles[o.Metadata.Labels[componentLabel]] = d.Template.Spec.Containers[0]
 	}
 	return roles
+}
+
+// With TLS Secrets named, the roles that talk to Temporal (orchestrator,
+// gateway) mount its client certificate and every role mounts NATS's; a
+// NATS URL with credentials comes from a Secret, never the ConfigMap.
+func TestChartTLS(t *testing.T) {
+	out := mustRender(t, chartDir, testRelease, map[string]any{
+		"temporal": map[string]any{"tls": map[string]any{"existingSecret": "codectx-temporal-tls", "serverName": "temporal.internal"}},
+		"nats":     map[string]any{"urlSecret": "codectx-nats", "tls": map[string]any{"existingSecret": "codectx-nats-tls"}},
+	})
+	wantNoErrs(t, checkChart(out))
+	if strings.Contains(out["configmap.yaml"], "CODECTX_NATS") {
+		t.Errorf("configmap.yaml holds CODECTX_NATS though the URL is in a Secret:\n%s", out["configmap.yaml"])
+	}
+	temporalRoles := map[string]bool{"orchestrator": true, "gateway": true}
+	for role, c := range roleContainers(t, out) {
+		env := map[string]string{}
+		natsSecret := ""
+		for _, e := range c.Env {
+			env[e.Name] = e.Value
+			if e.Name == "CODECTX_NATS" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				natsSecret = e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+			}
+		}
+		mounts := map[string]string{}
+		for _, m := range c.VolumeMounts {
+			mounts[m.Name] = m.MountPath
+		}
+		if natsSecret != "codectx-nats/url" {
+			t.Errorf("%s: CODECTX_NATS from %q, want the Secret codectx-nats/url", role, natsSecret)
+		}
+		if env["CODECTX_NATS_TLS_CERT"] != "/etc/codectx/nats-tls/tls.crt" || mounts["nats-tls"] != "/etc/codectx/nats-tls" {
+			t.Errorf("%s: NATS TLS env %q, mount %q", role, env["CODECTX_NATS_TLS_CERT"], mounts["nats-tls"])
+		}
+		hasTemporal := env["CODECTX_TEMPORAL_TLS_KEY"] == "/etc/codectx/temporal-tls/tls.key" && mounts["temporal-tls"] == "/etc/codectx/temporal-tls" &&
+			env["CODECTX_TEMPORAL_TLS_SERVER_NAME"] == "temporal.internal"
+		if hasTemporal != temporalRoles[role] || (!temporalRoles[role] && mounts["temporal-tls"] != "") {
+			t.Errorf("%s: Temporal client certificate mounted %v, want %v", role, hasTemporal, temporalRoles[role])
+		}
+	}
+	def := mustRender(t, chartDir, testRelease, nil)
+	if strings.Contains(def["deployment.yaml"], "-tls") || !strings.Contains(def["configmap.yaml"], "CODECTX_NATS:") {
+		t.Error("the default chart mounts TLS Secrets or takes the NATS URL from a Secret")
+	}
+	// The check itself: a URL with credentials in the ConfigMap is caught.
+	leak := mustRender(t, chartDir, testRelease, map[string]any{"nats": map[string]any{"url": "nats://user:secret@nats:4222"}})
+	if errs := checkChart(leak); len(errs) == 0 {
+		t.Error("checkChart took NATS credentials in the ConfigMap")
+	}
 }

@@ -58,7 +58,15 @@ type Config struct {
 	Ports     Ports
 	Namespace string // created at start if missing; default "default"
 	LogLevel  string // server log level (debug, info, warn, error); default warn
+	// TLS replaces the run's own certificate authority (made at start, held
+	// only in memory) with an operator's: a server other processes dial.
+	TLS *TLS
 }
+
+// TLS is the mutual TLS of every port: Server is what the ports present
+// (it should require client certificates), Client what the services
+// present to each other.
+type TLS struct{ Server, Client *tls.Config }
 
 // Server is a running embedded Temporal server.
 type Server struct {
@@ -194,8 +202,10 @@ func start(ctx context.Context, cfg Config) (s *Server, err error) {
 		PublicClient: config.PublicClient{HostPort: front},
 	}
 
-	rt, err := newRunTLS(cfg.Host)
-	if err != nil {
+	rt := &runTLS{}
+	if cfg.TLS != nil {
+		rt.server, rt.client = cfg.TLS.Server, cfg.TLS.Client
+	} else if rt, err = newRunTLS(cfg.Host); err != nil {
 		return nil, fmt.Errorf("temporalserver: run certificates: %w", err)
 	}
 	// While the server is built and started, a Fatal log call (a port

@@ -18,6 +18,7 @@ import (
 	"codectx/pkg/index"
 	"codectx/pkg/netguard"
 	"codectx/pkg/pipeline"
+	"codectx/pkg/tlsfile"
 )
 
 // Environment variables read by the role subcommands. A flag given on the
@@ -51,6 +52,17 @@ const (
 	envCloneMaxAge   = "CODECTX_CLONE_CACHE_MAX_AGE"
 )
 
+// The PEM files of the TLS of the connections to Temporal and NATS.
+const (
+	envTemporalCA   = "CODECTX_TEMPORAL_TLS_CA"
+	envTemporalCert = "CODECTX_TEMPORAL_TLS_CERT"
+	envTemporalKey  = "CODECTX_TEMPORAL_TLS_KEY"
+	envTemporalName = "CODECTX_TEMPORAL_TLS_SERVER_NAME"
+	envNATSCA       = "CODECTX_NATS_TLS_CA"
+	envNATSCert     = "CODECTX_NATS_TLS_CERT"
+	envNATSKey      = "CODECTX_NATS_TLS_KEY"
+)
+
 // cloneGCEvery is how often the clone cache is checked against its bounds.
 const cloneGCEvery = 10 * time.Minute
 
@@ -82,7 +94,9 @@ type config struct {
 	createNS  bool
 	retention time.Duration
 	nats      string
-	s3        minio.Config
+	// temporalTLS and natsTLS are the client TLS of those connections.
+	temporalTLS, natsTLS tlsfile.Files
+	s3                   minio.Config
 	// allowHosts and allowPrivate make the network policy of clones.
 	allowHosts   string
 	allowPrivate bool
@@ -139,14 +153,25 @@ func (c *config) flags(fs *flag.FlagSet, use int) {
 		fs.StringVar(&c.namespace, "namespace", env(envNamespace, "default"), "Temporal namespace ($"+envNamespace+")")
 		fs.BoolVar(&c.createNS, "create-namespace", envBool(envCreateNS, false), "register the Temporal namespace at start if it does not exist ($"+envCreateNS+")")
 		fs.DurationVar(&c.retention, "namespace-retention", envDuration(envRetention, 72*time.Hour), "how long a namespace registered by --create-namespace keeps closed workflows ($"+envRetention+")")
+		tlsFlags(fs, &c.temporalTLS, "temporal", "Temporal", envTemporalCA, envTemporalCert, envTemporalKey)
+		fs.StringVar(&c.temporalTLS.ServerName, "temporal-tls-server-name", env(envTemporalName, ""), "name to verify in Temporal's certificate; empty = the host of --temporal (turns TLS on) ($"+envTemporalName+")")
 	}
 	if use&useNATS != 0 {
-		fs.StringVar(&c.nats, "nats", env(envNATS, "nats://127.0.0.1:4222"), "NATS server URL ($"+envNATS+")")
+		fs.StringVar(&c.nats, "nats", env(envNATS, "nats://127.0.0.1:4222"), "NATS server URL; user:password@ or token@ in it are credentials ($"+envNATS+")")
+		tlsFlags(fs, &c.natsTLS, "nats", "NATS", envNATSCA, envNATSCert, envNATSKey)
 	}
 	if use&useStore != 0 {
 		c.storeFlags(fs)
 	}
 	c.netFlags(fs)
+}
+
+// tlsFlags registers the PEM files of the client TLS of one connection:
+// --NAME-tls-ca, --NAME-tls-cert, --NAME-tls-key. Any of them turns TLS on.
+func tlsFlags(fs *flag.FlagSet, f *tlsfile.Files, name, what, envCA, envCert, envKey string) {
+	fs.StringVar(&f.CA, name+"-tls-ca", env(envCA, ""), "PEM `file` of the CA that signs "+what+"'s certificate; empty = the system's roots (any --"+name+"-tls-* turns TLS on) ($"+envCA+")")
+	fs.StringVar(&f.Cert, name+"-tls-cert", env(envCert, ""), "PEM `file` of the client certificate presented to "+what+" (mutual TLS), with --"+name+"-tls-key ($"+envCert+")")
+	fs.StringVar(&f.Key, name+"-tls-key", env(envKey, ""), "PEM `file` of the key of --"+name+"-tls-cert ($"+envKey+")")
 }
 
 func (c *config) storeFlags(fs *flag.FlagSet) {

@@ -164,6 +164,16 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 	}
+	// A TLS file that cannot be used stops the role now, not at the
+	// first of many retried dials.
+	temporalTLS, err := c.temporalTLS.Client()
+	if err != nil {
+		return fmt.Errorf("temporal: %w", err)
+	}
+	natsTLS, err := c.natsTLS.Client()
+	if err != nil {
+		return fmt.Errorf("nats: %w", err)
+	}
 	// Serve /healthz (and a /readyz that says what is missing) before the
 	// store answers: a liveness probe must not kill a pod whose store is
 	// unreachable at start.
@@ -256,7 +266,7 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}()
 
 	if use&useTemporal != 0 {
-		tc, err := dialTemporal(ctx, log, c.temporal, c.namespace, nil)
+		tc, err := dialTemporal(ctx, log, c.temporal, c.namespace, temporalTLS)
 		if err != nil {
 			return ignoreCancel(ctx, err)
 		}
@@ -269,7 +279,7 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		d.temporal.Store(tc)
 	}
 	if (use|r.soft)&useNATS != 0 {
-		q, err := connectNATS(ctx, log, c.nats)
+		q, err := connectNATS(ctx, log, c.nats, natsTLS)
 		if err != nil {
 			return ignoreCancel(ctx, err)
 		}

@@ -16,6 +16,8 @@ import (
 	"codectx/pkg/pipeline"
 	"codectx/pkg/queue/natsq"
 
+	"github.com/nats-io/nats.go"
+
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -172,11 +174,16 @@ func namespaceUsable(ctx context.Context, ws workflowservice.WorkflowServiceClie
 	return nil
 }
 
-func connectNATS(ctx context.Context, log *slog.Logger, url string) (*natsq.Queue, error) {
+// connectNATS connects to NATS; tlsConfig is nil for a plaintext server.
+func connectNATS(ctx context.Context, log *slog.Logger, url string, tlsConfig *tls.Config) (*natsq.Queue, error) {
+	var opts []nats.Option
+	if tlsConfig != nil {
+		opts = append(opts, nats.Secure(tlsConfig))
+	}
 	// The URL may carry credentials (user:password@, token@): logs and
 	// errors name the servers without them.
 	return retry(ctx, log, "nats "+natsq.Redact(url), func(ctx context.Context) (*natsq.Queue, error) {
-		return natsq.Connect(ctx, url)
+		return natsq.Connect(ctx, url, opts...)
 	})
 }
 

@@ -71,9 +71,10 @@ type Queue struct {
 	acked, retried, panics, dead atomic.Int64
 }
 
-// Connect dials the NATS server at url.
-func Connect(ctx context.Context, url string) (*Queue, error) {
-	nc, err := nats.Connect(url, nats.Name("codectx"), nats.MaxReconnects(-1))
+// Connect dials the NATS server at url; opts add to the defaults (TLS:
+// nats.Secure).
+func Connect(ctx context.Context, url string, opts ...nats.Option) (*Queue, error) {
+	nc, err := nats.Connect(url, append([]nats.Option{nats.Name("codectx"), nats.MaxReconnects(-1)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("queue connect %s: %w", Redact(url), err)
 	}
