@@ -77,6 +77,27 @@ func (s *Server) operator(r *http.Request) bool {
 	return known && k.Tenant == AllTenants && k.Scope.Allows(keys.Admin)
 }
 
+// metricsGuard lets /metrics through on an open API or with
+// PublicMetrics, else only with an operator's key (any scope): 401
+// without a known key, 403 for a tenant's.
+func (s *Server) metricsGuard(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.keysOn() && !s.PublicMetrics {
+			k, known, sent := s.keyOwner(r)
+			switch {
+			case !sent || !known:
+				w.Header().Set("WWW-Authenticate", `Bearer realm="codectx"`)
+				writeError(w, http.StatusUnauthorized, fmt.Errorf("/metrics needs an operator's API key (Authorization: Bearer KEY)"))
+				return
+			case k.Tenant != AllTenants:
+				writeError(w, http.StatusForbidden, fmt.Errorf("/metrics needs an operator's API key (tenant %q), not a tenant's", AllTenants))
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // keyOwner looks up the request's bearer key: its entry, whether it is
 // known, and whether a key was sent at all.
 func (s *Server) keyOwner(r *http.Request) (k keys.Key, known, sent bool) {

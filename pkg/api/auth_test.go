@@ -69,15 +69,36 @@ func TestAPIKeys(t *testing.T) {
 	if _, err := client("operator").Index(ctx, IndexRequest{Tenant: "acme", Location: loc}); err != nil {
 		t.Errorf("operator indexing a server path: %v", err)
 	}
-	// Health and metrics stay open for probes.
-	for _, p := range []string{"/healthz", "/metrics"} {
-		resp, err := http.Get(ts.URL + p)
+	// Health stays open for probes; metrics, which add up every tenant's
+	// activity, need an operator's key, unless served publicly.
+	get := func(ts string, path, key string) int {
+		req, _ := http.NewRequest("GET", ts+path, nil)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("GET %s = %d without a key, want 200", p, resp.StatusCode)
+		return resp.StatusCode
+	}
+	public, _ := newServer(t, &Server{Store: store, Routes: AllRoutes, Keys: keys, PublicMetrics: true})
+	open, _ := newServer(t, &Server{Store: store, Routes: AllRoutes})
+	for _, c := range []struct {
+		base, path, key string
+		want            int
+	}{
+		{ts.URL, "/healthz", "", 200},
+		{ts.URL, "/metrics", "", 401},
+		{ts.URL, "/metrics", "wrong", 401},
+		{ts.URL, "/metrics", "key-of-acme", 403},
+		{ts.URL, "/metrics", "operator", 200},
+		{public.URL, "/metrics", "", 200},
+		{open.URL, "/metrics", "", 200},
+	} {
+		if got := get(c.base, c.path, c.key); got != c.want {
+			t.Errorf("GET %s with key %q = %d, want %d", c.path, c.key, got, c.want)
 		}
 	}
 }

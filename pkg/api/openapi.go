@@ -47,7 +47,7 @@ var (
 var routeDocs = []routeDoc{
 	{pattern: "GET /healthz", path: "/healthz", id: "healthz", summary: "Liveness: 200 while the process runs", ok: 200, out: typeOf[map[string]string]()},
 	{pattern: "GET /readyz", path: "/readyz", id: "readyz", summary: "Readiness: 200 when every dependency answers, else 503 with the failing checks", ok: 200, out: typeOf[Readiness](), errors: []int{503}},
-	{pattern: "GET /metrics", path: "/metrics", id: "metrics", summary: "Prometheus metrics in the text format", ok: 200, text: "text/plain"},
+	{pattern: "GET /metrics", path: "/metrics", id: "metrics", scope: "operator", summary: "Prometheus metrics in the text format", ok: 200, text: "text/plain", errors: []int{401, 403}},
 	{pattern: "GET /v1/openapi.json", path: "/v1/openapi.json", id: "openapi", summary: "This document", ok: 200, out: typeOf[map[string]any]()},
 	{pattern: "POST /v1/query", path: "/v1/query", id: "query", routes: QueryRoutes, scope: "query",
 		summary: "Packed, token-budgeted context for a question over one repository, a list, or all of the tenant's (repos [\"*\"]), fused into one ranking",
@@ -181,7 +181,12 @@ func (s *Server) OpenAPI() (map[string]any, error) {
 			resps[fmt.Sprint(code)] = map[string]any{"description": http.StatusText(code), "content": map[string]any{"application/json": map[string]any{"schema": schema}}}
 		}
 		op["responses"] = resps
-		if r.scope != "" {
+		switch r.scope {
+		case "":
+		case "operator":
+			op["security"] = []any{map[string]any{"bearer": []string{}}, map[string]any{}}
+			op["description"] = "Needs an operator's API key (tenant \"*\", any scope) when the server has keys, unless it serves metrics publicly (--metrics-public)."
+		default:
 			op["security"] = []any{map[string]any{"bearer": []string{}}}
 			op["description"] = "Needs an API key of scope " + r.scope + " or wider for the tenant when the server has keys."
 		}

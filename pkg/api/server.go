@@ -83,6 +83,10 @@ type Server struct {
 	// Limits bound bodies, queries, concurrent deliveries and each
 	// tenant's request rate (zero fields: the defaults).
 	Limits Limits
+	// PublicMetrics serves /metrics without a key when keys are on. By
+	// default it then needs an operator's key (tenant "*"): its counters
+	// add up every tenant's activity, which no tenant may watch.
+	PublicMetrics bool
 	// LoopbackOnly answers only requests whose Host is a loopback name
 	// (421 otherwise): set it when listening on loopback, so that a web
 	// page cannot reach the API by rebinding its own name to 127.0.0.1.
@@ -162,7 +166,7 @@ func (s *Server) Handler() http.Handler {
 	handle("GET /healthz", "healthz", s.healthz)
 	handle("GET /readyz", "readyz", s.readyz)
 	s.patterns = append(s.patterns, "GET /metrics")
-	mux.Handle("GET /metrics", s.Metrics.Handler())
+	mux.Handle("GET /metrics", s.metricsGuard(s.Metrics.Handler()))
 	handle("GET /v1/openapi.json", "openapi", s.openapi)
 	if s.Routes&QueryRoutes != 0 {
 		handle("POST /v1/query", "query", s.query)

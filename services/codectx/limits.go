@@ -16,6 +16,7 @@ const (
 	envWebhooksMax = "CODECTX_WEBHOOK_CONCURRENCY"
 	envReadTimeout = "CODECTX_HTTP_READ_TIMEOUT"
 	envAPIHosts    = "CODECTX_API_HOSTS"
+	envMetricsOpen = "CODECTX_METRICS_PUBLIC"
 )
 
 // limitFlags are the request limits of the roles serving the API.
@@ -25,6 +26,8 @@ type limitFlags struct {
 	webhooks    int
 	readTimeout time.Duration
 	hosts       string
+	// publicMetrics serves /metrics without an operator's key when keys are on.
+	publicMetrics bool
 }
 
 func (l *limitFlags) register(fs *flag.FlagSet) {
@@ -32,6 +35,7 @@ func (l *limitFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&l.burst, "rate-burst", envInt(envBurst, 0), "requests a tenant may send at once (default: twice the rate) ($"+envBurst+")")
 	fs.IntVar(&l.webhooks, "webhook-concurrency", envInt(envWebhooksMax, api.DefaultWebhooks), "webhook deliveries read at once before 503 ($"+envWebhooksMax+")")
 	fs.StringVar(&l.hosts, "api-hosts", env(envAPIHosts, ""), "comma-separated host names an API without keys answers to when it does not listen on loopback (besides IP addresses and localhost; others get 421, so that a web page cannot rebind its name to the server) ($"+envAPIHosts+")")
+	fs.BoolVar(&l.publicMetrics, "metrics-public", envBool(envMetricsOpen, false), "with API keys, serve /metrics without a key; by default it then needs an operator's key (tenant \"*\"), as its counters add up every tenant's activity ($"+envMetricsOpen+")")
 	fs.DurationVar(&l.readTimeout, "http-read-timeout", envDuration(envReadTimeout, defaultReadTimeout), "time to read a whole request, body included ($"+envReadTimeout+")")
 }
 
@@ -44,6 +48,7 @@ func (l *limitFlags) apply(srv *api.Server, listen string) {
 	}
 	srv.LoopbackOnly = isLoopback(listen)
 	srv.Hosts = splitList(l.hosts)
+	srv.PublicMetrics = l.publicMetrics
 }
 
 // isLoopback reports whether a listen address binds loopback only.

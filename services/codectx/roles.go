@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -117,7 +118,7 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var limits limitFlags
 	if r.routes != 0 {
 		limits.register(fs)
-		fs.StringVar(&keysFile, "api-keys", env(envAPIKeys, ""), "API key file (codectx key create --file FILE writes it; re-read when it changes); when set, every API route but health, metrics and webhooks needs a key ($"+envAPIKeys+")")
+		fs.StringVar(&keysFile, "api-keys", env(envAPIKeys, ""), "API key file (codectx key create --file FILE writes it; re-read when it changes); when set, every API route but health and webhooks needs a key, /metrics an operator's ($"+envAPIKeys+")")
 	}
 	cacheBytes := int64(api.DefaultCacheBytes)
 	var memBytes int64
@@ -153,6 +154,7 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			log.Warn("profile", "error", err)
 		}
 	}()
+	privateDataDir(log, c.data)
 	d := &deps{log: log, namespace: c.namespace}
 	keyStore, err := openKeys(keysFile)
 	if err != nil {
@@ -289,6 +291,19 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	e := &roleEnv{cfg: c, log: log, store: store, deps: d, metrics: m, stdout: stdout, workers: workers, dense: kit}
 	return ignoreCancel(ctx, r.body(ctx, e))
+}
+
+// privateDataDir makes the data directory (clones, the local store, the
+// shard cache) private to the service user, as up does. Where it cannot
+// (a volume the pod does not own) the role runs on and says so.
+func privateDataDir(log *slog.Logger, dir string) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		log.Warn("data directory", "error", err)
+		return
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		log.Warn("data directory left as it is: other local users may read it", "dir", dir, "error", err)
+	}
 }
 
 // ignoreCancel drops the error of a body that ended because ctx did.

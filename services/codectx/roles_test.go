@@ -139,3 +139,25 @@ func TestHealthzServedWhileStoreUnreachable(t *testing.T) {
 	}
 	p.stop(t)
 }
+
+// A role tightens a data directory that an older version or a hand left
+// open to other local users, as up does.
+func TestRoleDataDirPrivate(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	p := startRole(t, "query-service", "--data", data, "--listen", addr)
+	p.waitFor(t, "readiness", 30*time.Second, func() bool { code, _ := readyz(t, "http://"+addr); return code == 200 })
+	fi, err := os.Stat(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := fi.Mode().Perm(); perm != 0o700 {
+		t.Errorf("data directory mode %v after the role started, want 0700", perm)
+	}
+}

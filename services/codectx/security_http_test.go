@@ -235,6 +235,23 @@ func TestSecurityHTTP(t *testing.T) {
 				}
 			}
 		}
+		// /metrics adds up every tenant's activity: a tenant may not
+		// watch it, an operator may.
+		for _, k := range []struct {
+			key  string
+			want int
+		}{{"", 401}, {"wrong-key", 401}, {acmeKey, 403}, {betaKey, 403}, {s.keys[api.AllTenants], 200}} {
+			code, _, b := s.raw(t, "GET", "/metrics", "", k.key, nil, nil)
+			if code != k.want {
+				t.Errorf("GET /metrics with key %q = %d, want %d", k.key, code, k.want)
+			}
+			if code != 200 && strings.Contains(b, "codectx_") {
+				t.Errorf("GET /metrics with key %q leaked the counters: %.200s", k.key, b)
+			}
+			if code == 200 && !strings.Contains(b, `codectx_http_requests_total`) {
+				t.Errorf("GET /metrics with the operator's key: no counters: %.200s", b)
+			}
+		}
 		unchanged(t)
 	})
 

@@ -74,7 +74,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var shardCache shardCacheFlags
 	shardCache.register(fs)
 	shardFlag(fs, &c.shardBytes)
-	keysFile := fs.String("api-keys", env(envAPIKeys, ""), "API key file (codectx key create writes it; re-read when it changes); when set, every API route but health, metrics and webhooks needs a key ($"+envAPIKeys+")")
+	keysFile := fs.String("api-keys", env(envAPIKeys, ""), "API key file (codectx key create writes it; re-read when it changes); when set, every API route but health and webhooks needs a key, /metrics an operator's ($"+envAPIKeys+")")
 	keysOn := fs.Bool("keys", envBool(envKeys, false), "require API keys from DATA/keys.json; on first start an admin key is written to DATA/admin.key (mode 0600) ($"+envKeys+")")
 	var prof profileFlags
 	prof.register(fs)
