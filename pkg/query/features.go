@@ -96,6 +96,11 @@ var FeatureNames = func() []string {
 		// title's words, against a file that holds them spread out.
 		"title_chunk_rr",  // 10/(10+rank) of the file's best chunk in a chunk BM25 of the title's name words
 		"title_chunk_rel", // that chunk's score / the top chunk's
+		// Each line of the query on its own (a PR's commit subjects): the
+		// title-only whole-file BM25 of every line.
+		"line_rr",   // best 10/(10+rank) over the lines
+		"line_top5", // share of the lines ranking the file in their top 5
+		"body_rr",   // 10/(10+rank) in a whole-file BM25 of the lines after the title
 	)
 }()
 
@@ -106,7 +111,8 @@ var FeatureNames = func() []string {
 var costlyFeatures = []string{"title_cover", "title_cover_rel", "query_cover", "cochange_title", "test_pair", "dir_first", "path_depth",
 	"def_share", "def_title", "def_best", "stem_ident", "stem_ident_title", "sym_cover",
 	"prop_out", "prop_in", "prop_out_sum", "prop_in_sum", "def_calls", "def_called", "test_imports", "deg_rel", "dir_share", "links_top",
-	"replay_top", "replay_prec", "replay_missed", "replay_lift", "title_chunk_rr", "title_chunk_rel"}
+	"replay_top", "replay_prec", "replay_missed", "replay_lift", "title_chunk_rr", "title_chunk_rel",
+	"line_rr", "line_top5", "body_rr"}
 
 // propDepth is how many top files of the RRF ranking the graph features
 // propagate from: fixed, so a file's features do not depend on how many
@@ -337,6 +343,7 @@ func (e *Engine) costlyFeatures(in featureInput, cands []Candidate, set func(int
 	cochange(seg, hist, tseeds, coT)
 	replayFeatures(seg, cands, set)
 	e.titleChunkFeatures(in, tt, cands, set)
+	e.lineFeatures(in, cands, set)
 
 	// Coverage: which of the title's and the query's words each file holds.
 	tcov := coverage(seg, tt, cands)
@@ -879,6 +886,71 @@ func pathWords(seg *segment.Segment, p string) words3 {
 		return w
 	}
 	return words3{tokenize.Tokens(p), tokenize.Tokens(path.Dir(p)), tokenize.Tokens(fileStem(p))}
+}
+
+// lineFeatures sets line_rr, line_top5 and body_rr: each line of the query
+// (at most 10) through the title-only whole-file BM25, and the lines after
+// the first together.
+func (e *Engine) lineFeatures(in featureInput, cands []Candidate, set func(int, string, float64)) {
+	seg := e.Seg
+	if seg.FileBM25 == nil {
+		return
+	}
+	pos := make(map[string]int, len(cands))
+	for i, c := range cands {
+		pos[c.Path] = i
+	}
+	var fileKeep func(int) bool
+	if in.keep != nil {
+		fileKeep = func(i int) bool {
+			f := seg.Files[i]
+			return len(f.Chunks) > 0 && in.keep(f.Chunks[0])
+		}
+	}
+	ranks := func(terms []string, k int) map[int]int {
+		out := map[int]int{}
+		for r, h := range seg.FileBM25.SearchFilter(terms, k, FileParams(), fileKeep) {
+			if i, ok := pos[seg.Files[h.Doc].Path]; ok {
+				out[i] = r + 1
+			}
+		}
+		return out
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(in.q), "\n") {
+		if l = strings.TrimSpace(l); l != "" && len(lines) < 10 {
+			lines = append(lines, l)
+		}
+	}
+	best := make([]float64, len(cands))
+	top5 := make([]float64, len(cands))
+	n := 0
+	for _, l := range lines {
+		terms := nameTerms(l)
+		if len(terms) == 0 {
+			continue
+		}
+		n++
+		for i, r := range ranks(terms, 30) {
+			best[i] = math.Max(best[i], 10/(10+float64(r)))
+			if r <= 5 {
+				top5[i]++
+			}
+		}
+	}
+	for i := range cands {
+		set(i, "line_rr", best[i])
+		if n > 0 {
+			set(i, "line_top5", top5[i]/float64(n))
+		}
+	}
+	if len(lines) > 1 {
+		if terms := nameTerms(strings.Join(lines[1:], "\n")); len(terms) > 0 {
+			for i, r := range ranks(terms, 30) {
+				set(i, "body_rr", 10/(10+float64(r)))
+			}
+		}
+	}
 }
 
 // titleChunkFeatures sets title_chunk_rr and title_chunk_rel: where the

@@ -87,6 +87,31 @@ func TestFeatures(t *testing.T) {
 	}
 }
 
+// TestLineFeatures checks the per-line features: a file that only the
+// second line's words rank high gets line_rr and body_rr, and the share of
+// lines ranking it in their top 5.
+func TestLineFeatures(t *testing.T) {
+	seg := buildSeg(t, map[string]string{
+		"go.mod":           "module example.com/m\n\ngo 1.22\n",
+		"cache/evict.go":   "package cache\n\n// Evict drops the least recently used cache entry.\nfunc Evict() {}\n",
+		"server/listen.go": "package server\n\n// Listen opens the socket of the server.\nfunc Listen(addr string) {}\n",
+		"server/close.go":  "package server\n\n// Close shuts the server socket.\nfunc Close() {}\n",
+	})
+	feat, _ := candidateFeatures(t, seg, "server socket listen\ncache eviction of entries")
+	if r := feat("cache/evict.go", "line_rr"); r <= 0 {
+		t.Errorf("evict.go line_rr = %v, want > 0 (the second line names it)", r)
+	}
+	if r := feat("cache/evict.go", "body_rr"); r <= 0 {
+		t.Errorf("evict.go body_rr = %v, want > 0", r)
+	}
+	if r := feat("server/listen.go", "body_rr"); r != 0 {
+		t.Errorf("listen.go body_rr = %v, want 0 (only the title names it)", r)
+	}
+	if a, b := feat("server/listen.go", "line_top5"), feat("cache/evict.go", "line_top5"); a <= 0 || b <= 0 || a > 1 || b > 1 {
+		t.Errorf("line_top5: listen.go %v, evict.go %v, want both in (0, 1]", a, b)
+	}
+}
+
 // TestDefinitionFeatures checks the features that tell files of one
 // package apart by what they define: the query's symbols a file defines
 // (def_share, def_title, def_best), a file named as a query word
