@@ -26,21 +26,31 @@ type Limits struct {
 	MCPBody     int64         // bytes of a /v1/mcp request; default 1 MiB
 	Query       int           // bytes of QueryRequest.Query; default 8 KiB (400 beyond)
 	Webhooks    int           // deliveries read and verified at once; default 4 (503 beyond)
-	WebhookRead time.Duration // time a delivery's body may take once it holds a slot; default 10 s, GitHub's delivery timeout (cut beyond: 400)
-	Rate        float64       // requests per second per tenant; default 50; negative = unlimited (429 beyond)
-	Burst       int           // requests a tenant may send at once; default 2*Rate
+	WebhookRead time.Duration // time a delivery's body may take once it holds a slot; default 10 s, GitHub's delivery timeout (cut beyond: 408)
+	// WebhookRate is the pace a delivery's body must keep once it holds a
+	// slot: after WebhookGrace, at least this many bytes a second on
+	// average, so that a sender who trickles is cut in about WebhookGrace
+	// instead of holding the slot for WebhookRead. Default 128 KiB/s after
+	// 1 s: a push's JSON (kilobytes) comes whole within the grace, and the
+	// largest delivery WebhookRead lets through needs 2.5 MB/s anyway.
+	WebhookRate  int64
+	WebhookGrace time.Duration
+	Rate         float64 // requests per second per tenant; default 50; negative = unlimited (429 beyond)
+	Burst        int     // requests a tenant may send at once; default 2*Rate
 }
 
 // Default limits.
 const (
-	DefaultQueryBody   = 64 << 10
-	DefaultIndexBody   = 16 << 10
-	DefaultWebhookBody = 25 << 20
-	DefaultMCPBody     = 1 << 20
-	DefaultQuery       = 8 << 10
-	DefaultWebhooks    = 4
-	DefaultWebhookRead = 10 * time.Second
-	DefaultRate        = 50
+	DefaultQueryBody    = 64 << 10
+	DefaultIndexBody    = 16 << 10
+	DefaultWebhookBody  = 25 << 20
+	DefaultMCPBody      = 1 << 20
+	DefaultQuery        = 8 << 10
+	DefaultWebhooks     = 4
+	DefaultWebhookRead  = 10 * time.Second
+	DefaultWebhookRate  = 128 << 10
+	DefaultWebhookGrace = time.Second
+	DefaultRate         = 50
 )
 
 func (l Limits) withDefaults() Limits {
@@ -61,6 +71,10 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.WebhookRead <= 0 {
 		l.WebhookRead = DefaultWebhookRead
+	}
+	def(&l.WebhookRate, DefaultWebhookRate)
+	if l.WebhookGrace <= 0 {
+		l.WebhookGrace = DefaultWebhookGrace
 	}
 	if l.Rate == 0 {
 		l.Rate = DefaultRate

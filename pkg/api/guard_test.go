@@ -209,7 +209,8 @@ func TestMemDeliveries(t *testing.T) {
 // refuses one over its body limit before reading it.
 func TestWebhookLimits(t *testing.T) {
 	ts, _ := newServer(t, &Server{Store: blob.NewMem(), Indexer: &fakeIndexer{}, Routes: AllRoutes,
-		Limits:   Limits{Webhooks: 1, WebhookBody: 1000},
+		// A grace longer than the test: the first delivery holds its slot.
+		Limits:   Limits{Webhooks: 1, WebhookBody: 1000, WebhookGrace: time.Minute},
 		Webhooks: WebhookConfig{Secrets: map[string]string{"acme": "a-secret"}}})
 	url := ts.URL + "/v1/webhooks/github/acme"
 	pr, pw := io.Pipe()

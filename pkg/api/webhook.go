@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -119,6 +121,43 @@ func trim(b *bytes.Buffer) *bytes.Buffer {
 	return b
 }
 
+// paced reads a delivery's body while moving the connection's read
+// deadline with what has arrived: the sender has WebhookGrace, then must
+// keep WebhookRate bytes a second on average, and has WebhookRead in all.
+type paced struct {
+	r          io.Reader
+	rc         *http.ResponseController
+	start, end time.Time
+	grace      time.Duration
+	rate       float64
+	n          int64
+}
+
+func (s *Server) paced(w http.ResponseWriter, r io.Reader) *paced {
+	now := time.Now()
+	p := &paced{r: r, rc: http.NewResponseController(w), start: now, end: now.Add(s.limits.WebhookRead),
+		grace: s.limits.WebhookGrace, rate: float64(s.limits.WebhookRate)}
+	p.rc.SetReadDeadline(p.deadline())
+	return p
+}
+
+func (p *paced) deadline() time.Time {
+	d := p.start.Add(p.grace + time.Duration(float64(p.n)/p.rate*float64(time.Second)))
+	if d.After(p.end) {
+		return p.end
+	}
+	return d
+}
+
+func (p *paced) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.n += int64(n)
+		p.rc.SetReadDeadline(p.deadline())
+	}
+	return n, err
+}
+
 // webhook verifies a push delivery for a tenant and signals the
 // repository's workflow to index the pushed commit. Unverified deliveries
 // get 401, malformed ones 400; deliveries that ask for nothing (a ping, a
@@ -161,11 +200,11 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		return // the sender went away
 	}
-	// A slot is held while the body comes: a sender that trickles it is
-	// cut after Limits.WebhookRead, not the server's read timeout, so a
-	// few slow connections cannot keep every tenant's deliveries out.
-	http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.limits.WebhookRead))
-	body, err := webhook.ReadBuffer(buf, host, r.Header, http.MaxBytesReader(w, r.Body, limit), r.ContentLength, secret, limit)
+	// A slot is held while the body comes: a sender must keep pace
+	// (Limits.WebhookRate after WebhookGrace) and finish within
+	// WebhookRead, not the server's read timeout, so a few slow
+	// connections cannot keep every tenant's deliveries out for long.
+	body, err := webhook.ReadBuffer(buf, host, r.Header, s.paced(w, http.MaxBytesReader(w, r.Body, limit)), r.ContentLength, secret, limit)
 	// A verified delivery is copied out of the lent buffer (it is small:
 	// a push's JSON), so the slot is free while it is decoded and signalled.
 	body = bytes.Clone(body)
@@ -174,6 +213,9 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, webhook.ErrTooLarge) || errors.As(err, &tooBig):
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("delivery larger than the %d-byte limit", limit))
+		return
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		writeError(w, http.StatusRequestTimeout, fmt.Errorf("delivery body too slow: it must come at %d bytes a second after %v, whole within %v", s.limits.WebhookRate, s.limits.WebhookGrace, s.limits.WebhookRead))
 		return
 	case errors.Is(err, webhook.ErrUnauthorized):
 		s.Log.Warn("webhook rejected", "host", host, "tenant", tenant, "secret_configured", configured, "error", err)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/hmac"
@@ -215,5 +216,69 @@ func TestWebhookSlowBodyFreesSlot(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("a ping behind a trickling delivery = %d, want 200 (the slow one cut after 300 ms)", resp.StatusCode)
+	}
+}
+
+// A delivery that holds a read slot must keep pace: past the grace, a
+// sender slower than Limits.WebhookRate is cut with 408 (and a delivery
+// waiting for the slot gets it), while one at twice the rate finishes
+// though it takes several times the grace.
+func TestWebhookPace(t *testing.T) {
+	ts, _ := newServer(t, &Server{Store: blob.NewMem(), Indexer: &fakeIndexer{}, Routes: AllRoutes,
+		Limits:   Limits{Webhooks: 1, WebhookRead: time.Minute, WebhookGrace: 300 * time.Millisecond, WebhookRate: 1000},
+		Webhooks: WebhookConfig{Secrets: map[string]string{"acme": "a-secret"}}})
+	addr := strings.TrimPrefix(ts.URL, "http://")
+	// send writes a delivery's headers, then its body n bytes every
+	// 50 ms, and returns the status line's code.
+	send := func(body string, n int) (int, time.Duration) {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Error(err)
+			return 0, 0
+		}
+		defer conn.Close()
+		start := time.Now()
+		fmt.Fprintf(conn, "POST /v1/webhooks/github/acme HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nX-GitHub-Event: ping\r\nX-Hub-Signature-256: %s\r\nContent-Length: %d\r\n\r\n", addr, signed("a-secret", body), len(body))
+		go func() {
+			for i := 0; i < len(body); i += n {
+				time.Sleep(50 * time.Millisecond)
+				if _, err := conn.Write([]byte(body[i:min(i+n, len(body))])); err != nil {
+					return
+				}
+			}
+		}()
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Error(err)
+			return 0, 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode, time.Since(start)
+	}
+	body := `{"zen":"` + strings.Repeat("x", 2990) + `"}`
+
+	// 20 bytes a second (1 byte every 50 ms) against a floor of 1000.
+	slow := make(chan int, 1)
+	go func() { code, _ := send(body, 1); slow <- code }()
+	time.Sleep(100 * time.Millisecond) // the trickler holds the only slot
+	req, _ := http.NewRequest("POST", ts.URL+"/v1/webhooks/github/acme", strings.NewReader(`{}`))
+	req.Header.Set("X-GitHub-Event", "ping")
+	req.Header.Set("X-Hub-Signature-256", signed("a-secret", `{}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("a ping behind a trickling delivery = %d, want 200 (the trickler cut after the grace)", resp.StatusCode)
+	}
+	if code := <-slow; code != http.StatusRequestTimeout {
+		t.Errorf("the trickling delivery = %d, want 408", code)
+	}
+
+	// 2000 bytes a second: 3000 bytes take 1.5 s, five times the grace.
+	if code, took := send(body, 100); code != http.StatusOK || took < time.Second {
+		t.Errorf("a delivery at twice the floor = %d after %v, want 200 after about 1.5 s", code, took)
 	}
 }

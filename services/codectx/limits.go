@@ -17,6 +17,7 @@ const (
 	envReadTimeout = "CODECTX_HTTP_READ_TIMEOUT"
 	envAPIHosts    = "CODECTX_API_HOSTS"
 	envMetricsOpen = "CODECTX_METRICS_PUBLIC"
+	envWebhookPace = "CODECTX_WEBHOOK_MIN_RATE"
 )
 
 // limitFlags are the request limits of the roles serving the API.
@@ -24,6 +25,7 @@ type limitFlags struct {
 	rate        float64
 	burst       int
 	webhooks    int
+	webhookRate int64
 	readTimeout time.Duration
 	hosts       string
 	// publicMetrics serves /metrics without an operator's key when keys are on.
@@ -34,6 +36,7 @@ func (l *limitFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&l.rate, "rate-limit", envFloat(envRate, api.DefaultRate), "requests per second per tenant before 429 (negative: no limit) ($"+envRate+")")
 	fs.IntVar(&l.burst, "rate-burst", envInt(envBurst, 0), "requests a tenant may send at once (default: twice the rate) ($"+envBurst+")")
 	fs.IntVar(&l.webhooks, "webhook-concurrency", envInt(envWebhooksMax, api.DefaultWebhooks), "webhook deliveries read at once before 503 ($"+envWebhooksMax+")")
+	bytesVar(fs, &l.webhookRate, "webhook-min-rate", envWebhookPace, api.DefaultWebhookRate, "`bytes` a second a webhook delivery's body must keep after its first second once it is being read (a unit may follow: 128KiB); a slower sender is cut with 408, so that trickling senders cannot hold the read slots ($"+envWebhookPace+")")
 	fs.StringVar(&l.hosts, "api-hosts", env(envAPIHosts, ""), "comma-separated host names an API without keys answers to when it does not listen on loopback (besides IP addresses and localhost; others get 421, so that a web page cannot rebind its name to the server) ($"+envAPIHosts+")")
 	fs.BoolVar(&l.publicMetrics, "metrics-public", envBool(envMetricsOpen, false), "with API keys, serve /metrics without a key; by default it then needs an operator's key (tenant \"*\"), as its counters add up every tenant's activity ($"+envMetricsOpen+")")
 	fs.DurationVar(&l.readTimeout, "http-read-timeout", envDuration(envReadTimeout, defaultReadTimeout), "time to read a whole request, body included ($"+envReadTimeout+")")
@@ -42,7 +45,7 @@ func (l *limitFlags) register(fs *flag.FlagSet) {
 // apply sets the limits and the loopback Host check on srv, which will
 // listen on listen.
 func (l *limitFlags) apply(srv *api.Server, listen string) {
-	srv.Limits.Rate, srv.Limits.Burst, srv.Limits.Webhooks = l.rate, l.burst, l.webhooks
+	srv.Limits.Rate, srv.Limits.Burst, srv.Limits.Webhooks, srv.Limits.WebhookRate = l.rate, l.burst, l.webhooks, l.webhookRate
 	if l.rate < 0 {
 		srv.Limits.Rate = -1
 	}

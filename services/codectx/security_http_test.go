@@ -445,6 +445,61 @@ func TestSecurityHTTP(t *testing.T) {
 		unchanged(t)
 	})
 
+	t.Run("trickling deliveries", func(t *testing.T) {
+		// As many senders as there are read slots trickle forged
+		// deliveries (a byte every 100 ms), reconnecting as soon as they
+		// are cut, for 4 s. Each is cut about a second in (the pace
+		// floor), so acme's signed ping, sent meanwhile, gets a slot.
+		stop := time.Now().Add(4 * time.Second)
+		var cuts atomic.Int64
+		var longest atomic.Int64
+		var wg sync.WaitGroup
+		for range api.DefaultWebhooks {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(stop) {
+					conn, err := net.Dial("tcp", addr)
+					if err != nil {
+						return
+					}
+					t0 := time.Now()
+					fmt.Fprintf(conn, "POST /v1/webhooks/github/acme HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nX-GitHub-Event: push\r\nX-Hub-Signature-256: %s\r\nContent-Length: 1000000\r\n\r\n", addr, hostSig("github", "not-the-secret", "x")["X-Hub-Signature-256"])
+					for time.Since(t0) < 30*time.Second {
+						if _, err := conn.Write([]byte(" ")); err != nil {
+							break
+						}
+						conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+						if _, err := conn.Read(make([]byte, 1)); err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+							break // answered or closed: cut
+						}
+					}
+					conn.Close()
+					cuts.Add(1)
+					if d := int64(time.Since(t0)); d > longest.Load() {
+						longest.Store(d)
+					}
+				}
+			}()
+		}
+		time.Sleep(500 * time.Millisecond)
+		ping := `{"zen":"keep it logically awesome"}`
+		code, b := deliver("github", "acme", ping, map[string]string{"X-GitHub-Event": "ping", "X-Hub-Signature-256": hostSig("github", acmeSecret, ping)["X-Hub-Signature-256"]}, "")
+		wg.Wait()
+		if code != http.StatusOK {
+			t.Errorf("acme's ping while %d senders trickle = %d %s, want 200", api.DefaultWebhooks, code, b)
+		}
+		if n := cuts.Load(); n < int64(api.DefaultWebhooks) {
+			t.Errorf("%d trickling deliveries were cut, want at least %d", n, api.DefaultWebhooks)
+		}
+		// Cut after about the 1 s grace, not the 10 s WebhookRead (5 s
+		// leaves a loaded machine room).
+		if d := time.Duration(longest.Load()); d > 5*time.Second {
+			t.Errorf("a trickling delivery held its slot %v", d)
+		}
+		unchanged(t)
+	})
+
 	t.Run("memory by unauthenticated bodies", func(t *testing.T) {
 		// 12 deliveries of 25 MB at once with wrong signatures (the issue's
 		// attack): at most 4 are read at once, so the heap grows by about
