@@ -25,6 +25,21 @@ func signed(secret, body string) string {
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
+// ping sends acme's signed GitHub ping to the server at base.
+func ping(t *testing.T, base, secret string) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+"/v1/webhooks/github/acme", strings.NewReader(`{}`))
+	req.Header.Set("X-GitHub-Event", "ping")
+	req.Header.Set("X-Hub-Signature-256", signed(secret, `{}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 func TestWebhook(t *testing.T) {
 	const after = "2222222222222222222222222222222222222222"
 	push := `{"ref":"refs/heads/main","before":"1111111111111111111111111111111111111111","after":"` + after +
@@ -205,17 +220,8 @@ func TestWebhookSlowBodyFreesSlot(t *testing.T) {
 		}
 	}()
 	time.Sleep(200 * time.Millisecond) // the slow delivery holds the slot
-	req, _ := http.NewRequest("POST", ts.URL+"/v1/webhooks/github/acme", strings.NewReader(`{}`))
-	req.Header.Set("X-GitHub-Event", "ping")
-	req.Header.Set("X-Hub-Signature-256", signed("a-secret", `{}`))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("a ping behind a trickling delivery = %d, want 200 (the slow one cut after 300 ms)", resp.StatusCode)
+	if code := ping(t, ts.URL, "a-secret"); code != http.StatusOK {
+		t.Errorf("a ping behind a trickling delivery = %d, want 200 (the slow one cut after 300 ms)", code)
 	}
 }
 
@@ -261,17 +267,8 @@ func TestWebhookPace(t *testing.T) {
 	slow := make(chan int, 1)
 	go func() { code, _ := send(body, 1); slow <- code }()
 	time.Sleep(100 * time.Millisecond) // the trickler holds the only slot
-	req, _ := http.NewRequest("POST", ts.URL+"/v1/webhooks/github/acme", strings.NewReader(`{}`))
-	req.Header.Set("X-GitHub-Event", "ping")
-	req.Header.Set("X-Hub-Signature-256", signed("a-secret", `{}`))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("a ping behind a trickling delivery = %d, want 200 (the trickler cut after the grace)", resp.StatusCode)
+	if code := ping(t, ts.URL, "a-secret"); code != http.StatusOK {
+		t.Errorf("a ping behind a trickling delivery = %d, want 200 (the trickler cut after the grace)", code)
 	}
 	if code := <-slow; code != http.StatusRequestTimeout {
 		t.Errorf("the trickling delivery = %d, want 408", code)
