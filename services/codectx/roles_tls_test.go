@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +57,12 @@ func TestRolesTLS(t *testing.T) {
 			"--nats-tls-ca", ca.File, "--nats-tls-cert", c.CertFile, "--nats-tls-key", c.KeyFile}
 	}
 
-	good, goodBase := start(files(role)...)
+	// The good role takes NATS's files from the environment, Temporal's
+	// from flags: the deployment's way and the command line's.
+	t.Setenv(envNATSCA, ca.File)
+	t.Setenv(envNATSCert, role.CertFile)
+	t.Setenv(envNATSKey, role.KeyFile)
+	good, goodBase := start(files(role)[:6]...)
 	good.waitFor(t, "readiness over mutual TLS", time.Minute, func() bool { code, _ := readyz(t, goodBase); return code == 200 })
 
 	// Refused: no TLS at all, the CA without a client certificate, and a
@@ -66,6 +72,9 @@ func TestRolesTLS(t *testing.T) {
 		"plaintext":              {"--nats", strings.Replace(natsURL, "tls://", "nats://", 1)},
 		"CA without client cert": {"--temporal-tls-ca", ca.File, "--nats-tls-ca", ca.File},
 		"another CA's cert":      files(stranger),
+	}
+	for _, k := range []string{envNATSCA, envNATSCert, envNATSKey} {
+		os.Unsetenv(k) // t.Setenv restores them at the end
 	}
 	bases := map[string]string{}
 	for name, args := range refused {
