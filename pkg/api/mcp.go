@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"path"
 	"slices"
@@ -56,6 +57,7 @@ const (
 	maxImpact        = 500
 	maxImpactDepth   = 6
 	maxReadLines     = 2000
+	maxReadBytes     = 256 << 10
 	defaultReadLines = 400
 )
 
@@ -79,11 +81,41 @@ func (s *Server) mcpHandler() http.Handler {
 		if !ok {
 			return
 		}
+		if r.Method == http.MethodPost && !s.mcpSingle(w, r) {
+			return
+		}
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
 }
 
 type principalKey struct{}
+
+// mcpSingle reads an MCP POST body (at most Limits.MCPBody) and refuses a
+// JSON-RPC batch: the SDK runs every call of a batch at once and holds
+// every answer until the last, so one request, one token of the tenant's
+// rate, ran thousands of tool calls (a 1 MiB batch of read calls asked
+// for tens of GB of heap). MCP dropped batches in 2025-06-18; the SDK
+// still takes them from older clients. It writes the error answer and
+// returns false when the request may not proceed; otherwise r.Body is
+// the body read.
+func (s *Server) mcpSingle(w http.ResponseWriter, r *http.Request) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.limits.MCPBody))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("body larger than the %d-byte limit of this route", s.limits.MCPBody))
+		return false
+	case err != nil:
+		writeError(w, http.StatusBadRequest, fmt.Errorf("bad request body: %w", err))
+		return false
+	}
+	if rest := bytes.TrimLeft(body, " \t\r\n\f\v\ufeff"); len(rest) > 0 && rest[0] == '[' {
+		writeError(w, http.StatusBadRequest, errors.New("JSON-RPC batches are not accepted: send one message per request"))
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return true
+}
 
 // MCPServer returns an MCP server whose tools read the published indexes
 // of the store on behalf of p. `codectx mcp --data` runs it over stdio;
@@ -144,7 +176,7 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "read", Annotations: ro, Description: "Read an indexed file, or a line range of it, exactly as it is at the indexed commit. " +
 		"path is relative to the repository root, as search results name it. " +
-		"Without a range, the first 400 lines; at most 2000 lines per call."},
+		"Without a range, the first 400 lines; at most 2000 lines (and 256 KiB) per call: end_line says where the text ends."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, ReadOutput, error) {
 			out, err := s.toolRead(ctx, p, in)
 			if err != nil {
@@ -851,6 +883,16 @@ func (s *Server) toolRead(ctx context.Context, p Principal, in ReadInput) (ReadO
 	end = min(end, start+maxReadLines-1, len(lines))
 	if start > len(lines) {
 		return ReadOutput{}, fmt.Errorf("%s has %d lines; start_line %d is past the end", clean, len(lines), start)
+	}
+	// At most maxReadBytes of text (at least one line): 2000 long lines
+	// of a file near the 1 MiB limit cost about 10 MB of heap per call
+	// as the answer is built and encoded (audit 5: a tenant's burst of
+	// 100 such calls grew the shared heap by 880 MB).
+	for i, n := start-1, 0; i < end; i++ {
+		if n += len(lines[i]); n > maxReadBytes && i > start-1 {
+			end = i
+			break
+		}
 	}
 	text := string(bytes.Join(lines[start-1:end], nil))
 	return ReadOutput{Provenance: provenance(seg, clean, start, end), Text: text, StartLine: start, EndLine: end, TotalLines: len(lines)}, nil

@@ -325,13 +325,26 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		code := searchCode(err)
 		if code >= 500 && r.Context().Err() == nil {
-			s.fails.Warn(r.Context(), "query\x00"+req.Tenant+"\x00"+strings.Join(repos, ","), "query failed",
-				"tenant", req.Tenant, "repos", strings.Join(repos, ","), "code", code, "cause", err.Error())
+			// One key per tenant and status: the repos list is the
+			// caller's (up to 64 KiB, duplicates and "*" included), so a
+			// key or a line of it let one tenant fill the limiter's 4096
+			// keys with 64 KiB each and write a 64 KiB line per request.
+			s.fails.Warn(r.Context(), "query\x00"+req.Tenant+"\x00"+strconv.Itoa(code), "query failed",
+				"tenant", req.Tenant, "repos", reposSummary(repos), "code", code, "cause", err.Error())
 		}
 		writeError(w, code, err)
 		return
 	}
 	writeResponse(w, resp)
+}
+
+// reposSummary names at most 8 of a request's repositories for a log line.
+func reposSummary(repos []string) string {
+	const most = 8
+	if len(repos) <= most {
+		return strings.Join(repos, ",")
+	}
+	return strings.Join(repos[:most], ",") + fmt.Sprintf(",... (%d in all)", len(repos))
 }
 
 // respBufs are the buffers answers are encoded into.

@@ -587,6 +587,25 @@ func TestSecurityHTTP(t *testing.T) {
 		if code, _, b := s.raw(t, "POST", "/v1/mcp", ctJSON, acmeKey, strings.NewReader(huge), mcpHdr); code < 400 {
 			t.Errorf("oversized MCP request = %d %.200s, want refused", code, b)
 		}
+		// A JSON-RPC batch is one request and one token of the rate but
+		// ran every call at once (a 14 KB batch of reads took 1 GB of
+		// heap): refused, whatever the protocol version the client names.
+		var calls []string
+		for i := range 50 {
+			calls = append(calls, strings.Replace(call, `"id":1`, fmt.Sprintf(`"id":%d`, i+1), 1))
+		}
+		for _, version := range []string{"", "2025-03-26", "2025-06-18"} {
+			h := map[string]string{"Accept": mcpHdr["Accept"]}
+			if version != "" {
+				h["Mcp-Protocol-Version"] = version
+			}
+			if code, _, b := s.raw(t, "POST", "/v1/mcp", ctJSON, acmeKey, strings.NewReader("["+strings.Join(calls, ",")+"]"), h); code != http.StatusBadRequest || strings.Contains(b, "ApplyDiscount") {
+				t.Errorf("a batch of 50 search calls (protocol %q) = %d %.200s, want 400 and no result", version, code, b)
+			}
+		}
+		if code, _, b := s.raw(t, "POST", "/v1/mcp", ctJSON, acmeKey, strings.NewReader(call), mcpHdr); code != http.StatusOK || !strings.Contains(b, "ApplyDiscount") {
+			t.Errorf("acme's single MCP search = %d %.200s, want 200 with its result", code, b)
+		}
 		unchanged(t)
 	})
 

@@ -103,3 +103,31 @@ func TestBucketBounded(t *testing.T) {
 		}
 	}
 }
+
+// A session of session.MaxSent chunks with long paths encodes to more
+// than a value of the bucket holds: Save keeps its newest chunks instead
+// of failing (audit 5: the write failed with "maximum payload exceeded",
+// and so did every later query of the session).
+func TestSaveTrimsToFit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := natskv.Open(ctx, openJS(t), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("d", 1200)
+	sess := &session.Session{}
+	for i := range session.MaxSent {
+		sess.Add(query.Sent{Repo: "r", Commit: strings.Repeat("c", 40), Path: fmt.Sprintf("%s/%d.go", long, i), StartLine: 1, EndLine: 2, Symbol: fmt.Sprintf("F%d", i)})
+	}
+	if err := st.Save(ctx, "t.beta.big", sess); err != nil {
+		t.Fatalf("save of a %d-chunk session with long paths: %v", len(sess.Sent), err)
+	}
+	got, err := st.Load(ctx, "t.beta.big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(got.Sent); n == 0 || n == len(sess.Sent) || got.Sent[n-1].Symbol != sess.Sent[len(sess.Sent)-1].Symbol {
+		t.Fatalf("loaded %d chunks ending %+v; want the newest ones, fewer than %d", n, got.Sent[max(n-1, 0):], len(sess.Sent))
+	}
+}

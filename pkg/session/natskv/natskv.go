@@ -44,7 +44,7 @@ func OpenBounded(ctx context.Context, js jetstream.JetStream, ttl time.Duration,
 	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: Bucket, Description: "codectx query sessions: chunks already sent", TTL: ttl, History: 1,
-		Storage: jetstream.FileStorage, MaxValueSize: 1 << 20, MaxBytes: maxBytes,
+		Storage: jetstream.FileStorage, MaxValueSize: maxValue, MaxBytes: maxBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("natskv: open %s: %w", Bucket, err)
@@ -83,11 +83,29 @@ func (s *Store) Load(ctx context.Context, key string) (*session.Session, error) 
 	return &out, nil
 }
 
+// maxValue is the largest session the bucket takes.
+const maxValue = 1 << 20
+
+// fitValue is what Save writes at most: under maxValue and the NATS
+// server's default 1 MB message payload, with room for the headers.
+const fitValue = 1000 << 10
+
 // Save implements session.Store. The bucket's TTL runs from this write.
+// A session whose encoding would not fit a value (session.MaxSent chunks
+// with long paths and names do not) forgets its oldest chunks until it
+// fits: before, the write failed and so did every later query of the
+// session, until its TTL ran out.
 func (s *Store) Save(ctx context.Context, key string, sess *session.Session) error {
 	data, err := json.Marshal(sess)
 	if err != nil {
 		return err
+	}
+	for len(data) > fitValue && len(sess.Sent) > 0 {
+		drop := max(1, len(sess.Sent)*(len(data)-fitValue)/len(data)+len(sess.Sent)/16)
+		sess = &session.Session{Sent: sess.Sent[min(drop, len(sess.Sent)):]}
+		if data, err = json.Marshal(sess); err != nil {
+			return err
+		}
 	}
 	if _, err := s.kv.Put(ctx, kvKey(key), data); err != nil {
 		return fmt.Errorf("natskv: save session: %w", err)
