@@ -42,7 +42,7 @@ func (s *Server) keysOn() bool { return len(s.Keys) > 0 || s.KeyStore != nil }
 // of another tenant or of a narrower scope.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, tenant string, need keys.Scope) bool {
 	if !s.keysOn() {
-		return s.allow(w, tenant)
+		return s.allow(w, r, tenant)
 	}
 	k, known, sent := s.keyOwner(r)
 	if !sent {
@@ -64,7 +64,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, tenant string
 		writeError(w, http.StatusForbidden, fmt.Errorf("this API key has scope %s; this needs %s", k.Scope, need))
 		return false
 	}
-	return s.allow(w, tenant)
+	return s.allow(w, r, tenant)
 }
 
 // operator reports whether the request may act beyond one tenant: always
@@ -125,7 +125,7 @@ func (s *Server) keyOwner(r *http.Request) (k keys.Key, known, sent bool) {
 // writes the 401 answer and returns false without a known key.
 func (s *Server) principal(w http.ResponseWriter, r *http.Request) (Principal, bool) {
 	if !s.keysOn() {
-		return Principal{Tenant: index.DefaultTenant, Operator: true}, s.allow(w, index.DefaultTenant)
+		return Principal{Tenant: index.DefaultTenant, Operator: true}, s.allow(w, r, index.DefaultTenant)
 	}
 	k, known, sent := s.keyOwner(r)
 	switch {
@@ -141,9 +141,9 @@ func (s *Server) principal(w http.ResponseWriter, r *http.Request) (Principal, b
 		writeError(w, http.StatusForbidden, fmt.Errorf("this API key has scope %s; MCP needs query", k.Scope))
 		return Principal{}, false
 	case k.Tenant == AllTenants:
-		return Principal{Tenant: index.DefaultTenant, Operator: true}, s.allow(w, index.DefaultTenant)
+		return Principal{Tenant: index.DefaultTenant, Operator: true}, s.allow(w, r, index.DefaultTenant)
 	}
-	return Principal{Tenant: k.Tenant}, s.allow(w, k.Tenant)
+	return Principal{Tenant: k.Tenant}, s.allow(w, r, k.Tenant)
 }
 
 // lookup finds the tenant of key. It compares the key's hash with every

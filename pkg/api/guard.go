@@ -36,7 +36,13 @@ type Limits struct {
 	WebhookRate  int64
 	WebhookGrace time.Duration
 	Rate         float64 // requests per second per tenant; default 50; negative = unlimited (429 beyond)
-	Burst        int     // requests a tenant may send at once; default 2*Rate
+	// TenantConcurrency is how many requests of one tenant are worked on
+	// at once. Past it a request waits up to a second for its tenant's
+	// turn, then gets 429. Default: with keys (tenants), half the CPUs (at
+	// least 1), so that one tenant's costly queries leave the others
+	// cores; without keys (one user), no bound. Negative: no bound.
+	TenantConcurrency int
+	Burst             int // requests a tenant may send at once; default 2*Rate
 }
 
 // Default limits.
@@ -267,14 +273,27 @@ func (l *rateLimiter) prune(now time.Time) {
 	}
 }
 
-// allow spends one request of tenant's rate; it writes 429 with
-// Retry-After and returns false when the tenant is over its rate.
-func (s *Server) allow(w http.ResponseWriter, tenant string) bool {
+// allow spends one request of tenant's rate and, on the routes that
+// hold tenant slots (holdSlots), takes one of tenant's slots until the
+// handler returns; it writes 429 with Retry-After and returns false when
+// the tenant is over its rate or its slots stayed busy.
+func (s *Server) allow(w http.ResponseWriter, r *http.Request, tenant string) bool {
 	ok, wait := s.rate.take(tenant)
-	if ok {
-		return true
+	if !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+		writeError(w, http.StatusTooManyRequests, fmt.Errorf("tenant %q is over its rate of %g requests per second", tenant, s.limits.Rate))
+		return false
 	}
-	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
-	writeError(w, http.StatusTooManyRequests, fmt.Errorf("tenant %q is over its rate of %g requests per second", tenant, s.limits.Rate))
-	return false
+	hd, _ := r.Context().Value(heldKey{}).(*held)
+	if hd == nil || hd.release != nil || s.busy == nil {
+		return true // a route without tenant slots, or the slot is held already
+	}
+	release, ok := s.busy.acquire(r.Context(), tenant, tenantWait)
+	if !ok {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, fmt.Errorf("tenant %q has %d requests being worked on: retry", tenant, s.limits.TenantConcurrency))
+		return false
+	}
+	hd.release = release
+	return true
 }

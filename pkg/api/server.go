@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -121,6 +122,7 @@ type Server struct {
 	segs     *segCache
 	limits   Limits
 	rate     *rateLimiter
+	busy     *inflight
 	webhooks *bodyPool        // the buffers deliveries are read into
 	noSecret string           // random: the webhook secret of a tenant without one, which nothing verifies against
 	heads    sync.Map         // tenant\x00repo -> index.Head last read, served while the store is down
@@ -146,6 +148,12 @@ func (s *Server) init() {
 		s.fails = ratelog.New(s.Log, ratelog.DefaultInterval)
 		s.limits = s.Limits.withDefaults()
 		s.rate = newRateLimiter(s.limits.Rate, s.limits.Burst)
+		if s.limits.TenantConcurrency == 0 && s.keysOn() {
+			s.limits.TenantConcurrency = max(1, runtime.GOMAXPROCS(0)/2)
+		}
+		if s.limits.TenantConcurrency > 0 {
+			s.busy = newInflight(s.limits.TenantConcurrency)
+		}
 		s.webhooks = newBodyPool(s.limits.Webhooks)
 		s.noSecret = rand.Text()
 		if s.Deliveries == nil {
@@ -161,7 +169,7 @@ func (s *Server) Handler() http.Handler {
 	s.patterns = nil
 	handle := func(pattern, route string, h http.HandlerFunc) {
 		s.patterns = append(s.patterns, pattern)
-		mux.Handle(pattern, s.Metrics.Middleware(route, h))
+		mux.Handle(pattern, s.Metrics.Middleware(route, holdSlots(h)))
 	}
 	handle("GET /healthz", "healthz", s.healthz)
 	handle("GET /readyz", "readyz", s.readyz)

@@ -228,7 +228,7 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if !s.allow(w, tenant) {
+	if !s.allow(w, r, tenant) {
 		return
 	}
 	push, err := webhook.Decode(host, r.Header, body, webhook.Options{Branches: s.Webhooks.Branches})

@@ -18,6 +18,7 @@ const (
 	envAPIHosts    = "CODECTX_API_HOSTS"
 	envMetricsOpen = "CODECTX_METRICS_PUBLIC"
 	envWebhookPace = "CODECTX_WEBHOOK_MIN_RATE"
+	envTenantBusy  = "CODECTX_TENANT_CONCURRENCY"
 )
 
 // limitFlags are the request limits of the roles serving the API.
@@ -26,6 +27,7 @@ type limitFlags struct {
 	burst       int
 	webhooks    int
 	webhookRate int64
+	tenantBusy  int
 	readTimeout time.Duration
 	hosts       string
 	// publicMetrics serves /metrics without an operator's key when keys are on.
@@ -34,6 +36,7 @@ type limitFlags struct {
 
 func (l *limitFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&l.rate, "rate-limit", envFloat(envRate, api.DefaultRate), "requests per second per tenant before 429 (negative: no limit) ($"+envRate+")")
+	fs.IntVar(&l.tenantBusy, "tenant-concurrency", envInt(envTenantBusy, 0), "requests of one tenant worked on at once; past it a request waits up to 1 s for its tenant's turn, then 429 (default: with API keys half the CPUs, at least 1, so one tenant's costly queries leave the others cores; without keys no bound; negative: no bound) ($"+envTenantBusy+")")
 	fs.IntVar(&l.burst, "rate-burst", envInt(envBurst, 0), "requests a tenant may send at once (default: twice the rate) ($"+envBurst+")")
 	fs.IntVar(&l.webhooks, "webhook-concurrency", envInt(envWebhooksMax, api.DefaultWebhooks), "webhook deliveries read at once before 503 ($"+envWebhooksMax+")")
 	bytesVar(fs, &l.webhookRate, "webhook-min-rate", envWebhookPace, api.DefaultWebhookRate, "`bytes` a second a webhook delivery's body must keep after its first second once it is being read (a unit may follow: 128KiB); a slower sender is cut with 408, so that trickling senders cannot hold the read slots ($"+envWebhookPace+")")
@@ -46,6 +49,7 @@ func (l *limitFlags) register(fs *flag.FlagSet) {
 // listen on listen.
 func (l *limitFlags) apply(srv *api.Server, listen string) {
 	srv.Limits.Rate, srv.Limits.Burst, srv.Limits.Webhooks, srv.Limits.WebhookRate = l.rate, l.burst, l.webhooks, l.webhookRate
+	srv.Limits.TenantConcurrency = l.tenantBusy
 	if l.rate < 0 {
 		srv.Limits.Rate = -1
 	}
