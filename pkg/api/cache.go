@@ -39,6 +39,7 @@ type segCache struct {
 	bySeg map[*segment.Segment]*segEntry // the loaded entries
 	last  map[string]*segEntry           // by repository (repoOf): the one last loaded, while cached
 	bytes int64                          // sum of the loaded entries' sizes
+	owned map[string]int64               // of bytes, by tenant (tenantOf)
 	heap  int64                          // of bytes, in the heap
 	hit   int
 	miss  int // loads started
@@ -70,7 +71,7 @@ func newSegCache(store *blob.Bucket, maxBytes int64, shards *index.ShardCache) *
 	if maxBytes <= 0 {
 		maxBytes = DefaultCacheBytes
 	}
-	return &segCache{store: store, max: maxBytes, shards: shards, ll: list.New(), m: map[string]*list.Element{}, bySeg: map[*segment.Segment]*segEntry{}, last: map[string]*segEntry{}, residentEvery: defaultResidentEvery}
+	return &segCache{store: store, max: maxBytes, shards: shards, ll: list.New(), m: map[string]*list.Element{}, bySeg: map[*segment.Segment]*segEntry{}, last: map[string]*segEntry{}, owned: map[string]int64{}, residentEvery: defaultResidentEvery}
 }
 
 func (c *segCache) get(ctx context.Context, key string) (*segment.Segment, error) {
@@ -138,6 +139,7 @@ func (c *segCache) charge(e *segEntry, mapped int64) {
 	}
 	size := max(heap+mapped, 1) // > 0: loaded
 	c.bytes += size - e.size
+	c.owned[tenantOf(e.key)] += size - e.size
 	c.heap += heap - e.heap
 	e.size, e.heap, e.mapped = size, heap, mapped
 	c.evict(e)
@@ -172,28 +174,59 @@ func (c *segCache) used(segs []*segment.Segment) {
 	}
 }
 
-// evict drops the least recently used loaded entries until the loaded
-// bytes fit the budget, never keep (the entry just loaded). Entries still
-// loading hold no bytes yet and stay. A dropped segment releases its
-// mapped shards (their pages are dropped; queries still using the segment
-// page them back in, see package mapfile).
+// evict drops loaded entries until the loaded bytes fit the budget,
+// never keep (the entry just loaded): each time the least recently used
+// entry of the tenant holding the most bytes. With one tenant that is the
+// least recently used entry; with several, one tenant's many segments
+// cannot push another's few out (a tenant querying its own repositories
+// evicts its own first). Entries still loading hold no bytes yet and
+// stay. A dropped segment releases its mapped shards (their pages are
+// dropped; queries still using the segment page them back in, see
+// package mapfile).
 func (c *segCache) evict(keep *segEntry) {
-	for el := c.ll.Back(); el != nil && c.bytes > c.max; {
-		prev := el.Prev()
-		if e := el.Value.(*segEntry); e != keep && e.size > 0 {
-			c.ll.Remove(el)
-			delete(c.m, e.key)
-			delete(c.bySeg, e.seg)
-			if c.last[repoOf(e.key)] == e {
-				delete(c.last, repoOf(e.key))
+	for c.bytes > c.max {
+		oldest := map[string]*list.Element{} // by tenant: its least recently used evictable entry
+		for el := c.ll.Back(); el != nil; el = el.Prev() {
+			if e := el.Value.(*segEntry); e != keep && e.size > 0 {
+				if t := tenantOf(e.key); oldest[t] == nil {
+					oldest[t] = el
+				}
 			}
-			c.bytes -= e.size
-			c.heap -= e.heap
-			e.seg.Release()
 		}
-		el = prev
+		var victim *list.Element
+		var most int64 = -1
+		for t, el := range oldest {
+			if b := c.owned[t]; b > most || (b == most && t < tenantOf(victim.Value.(*segEntry).key)) {
+				victim, most = el, b
+			}
+		}
+		if victim == nil {
+			break
+		}
+		e := victim.Value.(*segEntry)
+		c.ll.Remove(victim)
+		delete(c.m, e.key)
+		delete(c.bySeg, e.seg)
+		if c.last[repoOf(e.key)] == e {
+			delete(c.last, repoOf(e.key))
+		}
+		c.bytes -= e.size
+		c.heap -= e.heap
+		if t := tenantOf(e.key); c.owned[t] == e.size {
+			delete(c.owned, t)
+		} else {
+			c.owned[t] -= e.size
+		}
+		e.seg.Release()
 	}
 	c.tell()
+}
+
+// tenantOf is the tenant of a segment key (segments/TENANT/...).
+func tenantOf(key string) string {
+	_, rest, _ := strings.Cut(key, "/")
+	t, _, _ := strings.Cut(rest, "/")
+	return t
 }
 
 // load loads the segment at key, taking the shards it shares with prev

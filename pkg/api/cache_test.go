@@ -298,3 +298,60 @@ func sharedParts(seg, prev *segment.Segment) int {
 	}
 	return n
 }
+
+// TestCacheFairAcrossTenants: a cache that holds about three segments,
+// acme's one repository and beta's five. Beta querying its five in turn
+// evicts its own segments, not acme's: acme's next query is a hit. With
+// plain LRU acme's segment went first.
+func TestCacheFairAcrossTenants(t *testing.T) {
+	store := blob.NewMem()
+	build := func(tenant, name string) {
+		dir := filepath.Join(t.TempDir(), name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 30 {
+			body := fmt.Sprintf("package %s\n\n// Handle%d serves request %d of %s.\nfunc Handle%d(n int) int {\n\treturn n + %d\n}\n", name, i, i, name, i, i)
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.go", i)), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := index.Build(context.Background(), store, dir, index.Options{Name: name, Tenant: tenant, Workers: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	build("acme", "shop")
+	beta := []string{"b0", "b1", "b2", "b3", "b4"}
+	for _, r := range beta {
+		build("beta", r)
+	}
+	ctx := context.Background()
+	s := &Server{Store: store, Routes: QueryRoutes, CacheSize: 1 << 40}
+	_, c := newServer(t, s)
+	ask := func(tenant, repo string) {
+		t.Helper()
+		if _, err := c.Query(ctx, QueryRequest{Tenant: tenant, Repo: repo, Query: "Handle7 serves request", Budget: 500}); err != nil {
+			t.Fatalf("query %s/%s: %v", tenant, repo, err)
+		}
+	}
+	ask("acme", "shop")
+	_, one, _ := s.segs.stats()
+	// Room for about three segments of this size.
+	s.segs.mu.Lock()
+	s.segs.max = 3*one + one/2
+	s.segs.mu.Unlock()
+	hits := func() int { _, _, h := s.segs.stats(); return h }
+	for range 3 {
+		for _, r := range beta {
+			ask("beta", r)
+		}
+	}
+	h0 := hits()
+	ask("acme", "shop")
+	if hits() != h0+1 {
+		t.Errorf("beta's five repositories evicted acme's one: acme's query was a miss")
+	}
+	if n, b, _ := s.segs.stats(); b > s.segs.max && n > 1 {
+		t.Errorf("%d segments hold %d bytes, over the budget %d", n, b, s.segs.max)
+	}
+}
