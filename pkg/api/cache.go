@@ -185,21 +185,7 @@ func (c *segCache) used(segs []*segment.Segment) {
 // package mapfile).
 func (c *segCache) evict(keep *segEntry) {
 	for c.bytes > c.max {
-		oldest := map[string]*list.Element{} // by tenant: its least recently used evictable entry
-		for el := c.ll.Back(); el != nil; el = el.Prev() {
-			if e := el.Value.(*segEntry); e != keep && e.size > 0 {
-				if t := tenantOf(e.key); oldest[t] == nil {
-					oldest[t] = el
-				}
-			}
-		}
-		var victim *list.Element
-		var most int64 = -1
-		for t, el := range oldest {
-			if b := c.owned[t]; b > most || (b == most && t < tenantOf(victim.Value.(*segEntry).key)) {
-				victim, most = el, b
-			}
-		}
+		victim := c.victim(keep)
 		if victim == nil {
 			break
 		}
@@ -220,6 +206,34 @@ func (c *segCache) evict(keep *segEntry) {
 		e.seg.Release()
 	}
 	c.tell()
+}
+
+// victim is the entry evict drops next: the least recently used loaded
+// entry (not keep) of the tenant holding the most bytes, else, when that
+// tenant holds only keep, the least recently used of any; nil when none
+// is loaded. Called with c.mu held.
+func (c *segCache) victim(keep *segEntry) *list.Element {
+	var heavy string
+	var most int64 = -1
+	for t, b := range c.owned {
+		if b > most || (b == most && t < heavy) {
+			heavy, most = t, b
+		}
+	}
+	var lru *list.Element
+	for el := c.ll.Back(); el != nil; el = el.Prev() {
+		e := el.Value.(*segEntry)
+		if e == keep || e.size == 0 {
+			continue
+		}
+		if tenantOf(e.key) == heavy {
+			return el
+		}
+		if lru == nil {
+			lru = el
+		}
+	}
+	return lru
 }
 
 // tenantOf is the tenant of a segment key (segments/TENANT/...).
