@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"codectx/pkg/api"
+	"codectx/pkg/tlsfile/tlstest"
 )
 
 // e2eBin is where scripts/e2e-deps.sh caches the servers of the
@@ -200,7 +201,13 @@ func TestDistributedEndToEnd(t *testing.T) {
 	startProc(t, "temporal", nil, filepath.Join(bin, "temporal"), "server", "start-dev", "--headless", "--ip", tHost, "--port", tPort,
 		"--http-port", portOf(t), "--metrics-port", portOf(t), "--db-filename", filepath.Join(t.TempDir(), "temporal.db"), "--log-level", "error")
 	_, nPort, _ := net.SplitHostPort(nAddr)
-	startProc(t, "nats", nil, filepath.Join(bin, "nats-server"), "-a", "127.0.0.1", "-p", nPort, "-js", "-sd", t.TempDir())
+	// NATS requires mutual TLS of the run's CA: the roles reach it with
+	// the files CODECTX_NATS_TLS_* name, as the chart mounts them.
+	certs := t.TempDir()
+	ca := tlstest.NewCA(t, certs, "e2e")
+	natsCert, roleCert := ca.Issue(t, certs, "nats"), ca.Issue(t, certs, "role")
+	startProc(t, "nats", nil, filepath.Join(bin, "nats-server"), "-a", "127.0.0.1", "-p", nPort, "-js", "-sd", t.TempDir(),
+		"--tlsverify", "--tlscert", natsCert.CertFile, "--tlskey", natsCert.KeyFile, "--tlscacert", ca.File)
 	minioData := t.TempDir()
 	minioEnv := []string{"MINIO_ROOT_USER=codectx-e2e", "MINIO_ROOT_PASSWORD=codectx-e2e-secret", "MINIO_BROWSER=off", "MINIO_UPDATE=off"}
 	startMinio := func() *proc {
@@ -214,7 +221,8 @@ func TestDistributedEndToEnd(t *testing.T) {
 
 	// The roles, each its own process, configured by CODECTX_* only.
 	common := []string{
-		"CODECTX_TEMPORAL=" + tAddr, "CODECTX_TEMPORAL_NAMESPACE=codectx-e2e", "CODECTX_NATS=nats://" + nAddr,
+		"CODECTX_TEMPORAL=" + tAddr, "CODECTX_TEMPORAL_NAMESPACE=codectx-e2e", "CODECTX_NATS=tls://" + nAddr,
+		"CODECTX_NATS_TLS_CA=" + ca.File, "CODECTX_NATS_TLS_CERT=" + roleCert.CertFile, "CODECTX_NATS_TLS_KEY=" + roleCert.KeyFile,
 		"CODECTX_S3_ENDPOINT=" + mAddr, "CODECTX_S3_ACCESS_KEY=codectx-e2e", "CODECTX_S3_SECRET_KEY=codectx-e2e-secret",
 		"CODECTX_ALLOW_HOSTS=" + gl.Addr().String(),
 	}
