@@ -45,6 +45,9 @@ func TestClientErrors(t *testing.T) {
 			}
 		})
 	}
+	if c, err := (tlsfile.Files{CA: ca.File, ServerName: "nats.internal"}).Client(); err != nil || c.ServerName != "nats.internal" {
+		t.Errorf("server name: %v, %v; want the config to verify nats.internal", c, err)
+	}
 	if c, err := (tlsfile.Files{}).Client(); c != nil || err != nil {
 		t.Errorf("zero Files: %v, %v; want no TLS", c, err)
 	}

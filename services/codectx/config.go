@@ -61,6 +61,7 @@ const (
 	envNATSCA       = "CODECTX_NATS_TLS_CA"
 	envNATSCert     = "CODECTX_NATS_TLS_CERT"
 	envNATSKey      = "CODECTX_NATS_TLS_KEY"
+	envNATSName     = "CODECTX_NATS_TLS_SERVER_NAME"
 )
 
 // cloneGCEvery is how often the clone cache is checked against its bounds.
@@ -159,6 +160,7 @@ func (c *config) flags(fs *flag.FlagSet, use int) {
 	if use&useNATS != 0 {
 		fs.StringVar(&c.nats, "nats", env(envNATS, "nats://127.0.0.1:4222"), "NATS server URL; user:password@ or token@ in it are credentials ($"+envNATS+")")
 		tlsFlags(fs, &c.natsTLS, "nats", "NATS", envNATSCA, envNATSCert, envNATSKey)
+		fs.StringVar(&c.natsTLS.ServerName, "nats-tls-server-name", env(envNATSName, ""), "name to verify in NATS's certificate; empty = the host of --nats (turns TLS on) ($"+envNATSName+")")
 	}
 	if use&useStore != 0 {
 		c.storeFlags(fs)
