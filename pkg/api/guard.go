@@ -201,16 +201,22 @@ func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
 			err = errors.New("data after the JSON value")
 		}
 	}
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("body larger than the %d-byte limit of this route", limit))
-		return false
-	case err != nil:
-		writeError(w, http.StatusBadRequest, fmt.Errorf("bad request body: %w", err))
+	if err != nil {
+		bodyRefused(w, err, limit)
 		return false
 	}
 	return true
+}
+
+// bodyRefused answers a request whose body could not be read or decoded:
+// 413 past limit (http.MaxBytesReader), else 400.
+func bodyRefused(w http.ResponseWriter, err error, limit int64) {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("body larger than the %d-byte limit of this route", limit))
+		return
+	}
+	writeError(w, http.StatusBadRequest, fmt.Errorf("bad request body: %w", err))
 }
 
 // rateLimiter is a token bucket per tenant.
@@ -285,8 +291,8 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request, tenant string) bo
 		return false
 	}
 	hd, _ := r.Context().Value(heldKey{}).(*held)
-	if hd == nil || hd.release != nil || s.busy == nil {
-		return true // a route without tenant slots, or the slot is held already
+	if hd == nil || hd.release != nil {
+		return true // no bound (busy is nil), or the slot is held already
 	}
 	release, ok := s.busy.acquire(r.Context(), tenant, tenantWait)
 	if !ok {

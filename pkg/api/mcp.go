@@ -100,13 +100,8 @@ type principalKey struct{}
 // the body read.
 func (s *Server) mcpSingle(w http.ResponseWriter, r *http.Request) bool {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.limits.MCPBody))
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("body larger than the %d-byte limit of this route", s.limits.MCPBody))
-		return false
-	case err != nil:
-		writeError(w, http.StatusBadRequest, fmt.Errorf("bad request body: %w", err))
+	if err != nil {
+		bodyRefused(w, err, s.limits.MCPBody)
 		return false
 	}
 	if rest := bytes.TrimLeft(body, " \t\r\n\f\v\ufeff"); len(rest) > 0 && rest[0] == '[' {

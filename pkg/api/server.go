@@ -169,7 +169,11 @@ func (s *Server) Handler() http.Handler {
 	s.patterns = nil
 	handle := func(pattern, route string, h http.HandlerFunc) {
 		s.patterns = append(s.patterns, pattern)
-		mux.Handle(pattern, s.Metrics.Middleware(route, holdSlots(h)))
+		var hh http.Handler = h
+		if s.busy != nil {
+			hh = holdSlots(h) // a request's context carries its tenant slot
+		}
+		mux.Handle(pattern, s.Metrics.Middleware(route, hh))
 	}
 	handle("GET /healthz", "healthz", s.healthz)
 	handle("GET /readyz", "readyz", s.readyz)

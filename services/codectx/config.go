@@ -130,13 +130,7 @@ func (c *config) keepClones(ctx context.Context, log *slog.Logger) {
 
 // netPolicy is the network policy of clones the flags describe.
 func (c *config) netPolicy() *netguard.Policy {
-	p := &netguard.Policy{AllowPrivate: c.allowPrivate, FetchBytes: c.cloneBytes}
-	for _, h := range strings.Split(c.allowHosts, ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			p.Hosts = append(p.Hosts, h)
-		}
-	}
-	return p
+	return &netguard.Policy{AllowPrivate: c.allowPrivate, FetchBytes: c.cloneBytes, Hosts: splitList(c.allowHosts)}
 }
 
 // Which dependencies a role connects to (selects the flags it takes).

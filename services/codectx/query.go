@@ -187,7 +187,7 @@ func termSafe(s string, lines bool) string {
 		switch {
 		case r == utf8.RuneError && n == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case lines && (r == '\n' || r == '\t' || r == '\r' && strings.HasPrefix(s[i+1:], "\n")):
+		case lines && kept(s, i, r):
 			b.WriteRune(r)
 		case unsafeRune(r):
 			if r < 0x80 {
@@ -205,11 +205,17 @@ func termSafe(s string, lines bool) string {
 
 func needsEscape(s string, lines bool) bool {
 	for i, r := range s {
-		if r == utf8.RuneError || unsafeRune(r) && !(lines && (r == '\n' || r == '\t' || r == '\r' && strings.HasPrefix(s[i+1:], "\n"))) {
+		if r == utf8.RuneError || unsafeRune(r) && !(lines && kept(s, i, r)) {
 			return true
 		}
 	}
 	return false
+}
+
+// kept reports whether the control character r at s[i] stays raw in a
+// multi-line text: a line feed, a tab, the CR of a CRLF.
+func kept(s string, i int, r rune) bool {
+	return r == '\n' || r == '\t' || r == '\r' && strings.HasPrefix(s[i+1:], "\n")
 }
 
 // unsafeRune reports a control character or a bidirectional override.

@@ -297,13 +297,17 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // shard cache) private to the service user, as up does. Where it cannot
 // (a volume the pod does not own) the role runs on and says so.
 func privateDataDir(log *slog.Logger, dir string) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		log.Warn("data directory", "error", err)
-		return
-	}
-	if err := os.Chmod(dir, 0o700); err != nil {
+	if err := privateDir(dir); err != nil {
 		log.Warn("data directory left as it is: other local users may read it", "dir", dir, "error", err)
 	}
+}
+
+// privateDir makes dir, or tightens it, to mode 0700.
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return os.Chmod(dir, 0o700)
 }
 
 // ignoreCancel drops the error of a body that ended because ctx did.

@@ -116,10 +116,7 @@ Stop with SIGINT or SIGTERM.`)
 	}
 	// A data dir made by an older version or by hand may be open to other
 	// local users; nothing in it is theirs to read.
-	if err := os.MkdirAll(c.data, 0o700); err != nil {
-		return fmt.Errorf("up: %w", err)
-	}
-	if err := os.Chmod(c.data, 0o700); err != nil {
+	if err := privateDir(c.data); err != nil {
 		return fmt.Errorf("up: %w", err)
 	}
 	if *keysOn && *keysFile == "" {
