@@ -4,17 +4,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"io"
-	"log"
-	"net/http/cgi"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"codectx/pkg/netguard"
+	"codectx/pkg/testrepo"
 )
 
 // randomText is n bytes that do not compress.
@@ -26,31 +21,13 @@ func randomText(t *testing.T, n int) string {
 	return hex.EncodeToString(b)
 }
 
-// gitHTTP serves the repositories under root by git's smart HTTP protocol
-// (git http-backend) on loopback, and returns its base URL.
-func gitHTTP(t *testing.T, root string) string {
-	t.Helper()
-	out, err := exec.Command("git", "--exec-path").Output()
-	if err != nil {
-		t.Fatalf("git --exec-path: %v", err)
-	}
-	h := &cgi.Handler{
-		Path:   filepath.Join(strings.TrimSpace(string(out)), "git-http-backend"),
-		Env:    []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"},
-		Logger: log.New(io.Discard, "", 0), // a refused fetch breaks its pipe
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
 // A remote clone or fetch past the policy's FetchBytes fails with
 // ErrTooLarge and leaves nothing of itself in the clone cache: no partial
 // clone, no temporary pack, the cached clone as it was.
 func TestFetchLimit(t *testing.T) {
 	f := newFixture(t)
 	first := f.commit("first", map[string]string{"big.txt": randomText(t, 300<<10)})
-	url := gitHTTP(t, filepath.Dir(f.dir)) + "/proj/.git"
+	url := testrepo.SmartHTTP(t, filepath.Dir(f.dir)) + "/proj/.git"
 	small := netguard.With(ctx, &netguard.Policy{AllowPrivate: true, FetchBytes: 64 << 10})
 	large := netguard.With(ctx, &netguard.Policy{AllowPrivate: true, FetchBytes: 16 << 20})
 

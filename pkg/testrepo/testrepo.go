@@ -3,8 +3,14 @@
 package testrepo
 
 import (
+	"io"
+	"log"
+	"net/http/cgi"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,4 +138,23 @@ class SessionStore:
         return []
 `,
 	"README.md": "# shop\n\nA tiny shop used in tests.\n",
+}
+
+// SmartHTTP serves the repositories under root by git's smart HTTP
+// protocol on loopback until the test ends, and returns its base URL
+// (http://127.0.0.1:PORT; ROOT/NAME/.git is URL/NAME/.git). It runs git
+// http-backend, so unlike the rest of this package it needs git.
+func SmartHTTP(t testing.TB, root string) string {
+	t.Helper()
+	out, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		t.Fatalf("git --exec-path: %v", err)
+	}
+	srv := httptest.NewServer(&cgi.Handler{
+		Path:   filepath.Join(strings.TrimSpace(string(out)), "git-http-backend"),
+		Env:    []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"},
+		Logger: log.New(io.Discard, "", 0), // a fetch the client refuses breaks its pipe
+	})
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

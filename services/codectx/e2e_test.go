@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/cgi"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"codectx/pkg/api"
+	"codectx/pkg/testrepo"
 	"codectx/pkg/tlsfile/tlstest"
 )
 
@@ -169,7 +169,6 @@ func TestDistributedEndToEnd(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
-	backend := filepath.Join(gitRun(t, "", "--exec-path"), "git-http-backend")
 	t0 := time.Now()
 	timing := func(what string, since time.Time) {
 		t.Logf("timing: %-44s %6.1fs", what, time.Since(since).Seconds())
@@ -185,14 +184,9 @@ func TestDistributedEndToEnd(t *testing.T) {
 	// Git over smart HTTP on loopback.
 	gitRoot := t.TempDir()
 	src := bigRepo(t, gitRoot, "ledger", 600)
-	gl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gitSrv := &http.Server{Handler: &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + gitRoot, "GIT_HTTP_EXPORT_ALL=1"}}}
-	go gitSrv.Serve(gl)
-	t.Cleanup(func() { gitSrv.Close() })
-	cloneURL := "http://" + gl.Addr().String() + "/ledger.git"
+	gitBase := testrepo.SmartHTTP(t, gitRoot)
+	gitHost := strings.TrimPrefix(gitBase, "http://")
+	cloneURL := gitBase + "/ledger.git"
 
 	// Temporal, NATS, MinIO.
 	tStart := time.Now()
@@ -224,7 +218,7 @@ func TestDistributedEndToEnd(t *testing.T) {
 		"CODECTX_TEMPORAL=" + tAddr, "CODECTX_TEMPORAL_NAMESPACE=codectx-e2e", "CODECTX_NATS=tls://" + nAddr,
 		"CODECTX_NATS_TLS_CA=" + ca.File, "CODECTX_NATS_TLS_CERT=" + roleCert.CertFile, "CODECTX_NATS_TLS_KEY=" + roleCert.KeyFile,
 		"CODECTX_S3_ENDPOINT=" + mAddr, "CODECTX_S3_ACCESS_KEY=codectx-e2e", "CODECTX_S3_SECRET_KEY=codectx-e2e-secret",
-		"CODECTX_ALLOW_HOSTS=" + gl.Addr().String(),
+		"CODECTX_ALLOW_HOSTS=" + gitHost,
 	}
 	addrs := map[string]string{}
 	role := func(name string) *proc {

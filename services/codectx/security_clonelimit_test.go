@@ -5,18 +5,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"io"
-	"log"
-	"net/http/cgi"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"codectx/pkg/api"
+	"codectx/pkg/testrepo"
 )
 
 // A tenant names what the server clones: a repository larger than
@@ -31,20 +27,11 @@ func TestSecurityCloneLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	commitTree(t, filepath.Join(root, "big"), map[string]string{"big.go": "package big\n// " + hex.EncodeToString(noise) + "\n"})
-	out, err := exec.Command("git", "--exec-path").Output()
-	if err != nil {
-		t.Fatalf("git --exec-path: %v", err)
-	}
-	srv := httptest.NewServer(&cgi.Handler{
-		Path:   filepath.Join(strings.TrimSpace(string(out)), "git-http-backend"),
-		Env:    []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"},
-		Logger: log.New(io.Discard, "", 0), // the refused clone breaks its pipe
-	})
-	t.Cleanup(srv.Close)
-	addr := strings.TrimPrefix(srv.URL, "http://")
+	base := testrepo.SmartHTTP(t, root)
+	addr := strings.TrimPrefix(base, "http://")
 
 	s := startSecureUp(t, "--allow-hosts", addr, "--clone-max-bytes", "64KiB")
-	b, _ := json.Marshal(api.IndexRequest{Tenant: tenantA, Repo: "big", Location: srv.URL + "/big/.git"})
+	b, _ := json.Marshal(api.IndexRequest{Tenant: tenantA, Repo: "big", Location: base + "/big/.git"})
 	if code, body := s.do(t, "POST", "/v1/index", tenantA, string(b)); code != 202 {
 		t.Fatalf("acme's index of a 300 KB repository = %d %s, want 202 (refused when cloned)", code, body)
 	}
