@@ -56,6 +56,9 @@ type Activities struct {
 	// jobs inside the workflow task (default 2s; negative: not at all)
 	// before the workflow waits in WaitParse and Graph instead.
 	LocalWait time.Duration
+	// TenantSnapshots bounds the snapshots of one tenant in progress at
+	// once (TenantLeaseWorkflow); 0 or less: no bound.
+	TenantSnapshots int
 }
 
 func (a *Activities) localWait() time.Duration {

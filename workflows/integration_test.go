@@ -244,7 +244,7 @@ func TestPipeline(t *testing.T) {
 	fl := &flaky{Bucket: base}
 	store := blob.NewBucket(fl)
 
-	acts := &workflows.Activities{Store: store, Queue: q, CacheDir: t.TempDir(), BatchSize: 2, ParseTimeout: time.Minute, PollInterval: 50 * time.Millisecond}
+	acts := &workflows.Activities{Store: store, Queue: q, CacheDir: t.TempDir(), BatchSize: 2, ParseTimeout: time.Minute, PollInterval: 50 * time.Millisecond, TenantSnapshots: 1}
 	ts.NewWorker(workflows.TaskQueue, func(r worker.Registry) { workflows.Register(r, acts) })
 	cfg := queue.Config{AckWait: time.Second, MaxDeliver: 3, Workers: 2}
 	gctx, gcancel := context.WithCancel(ctx)
@@ -411,7 +411,10 @@ func TestPipeline(t *testing.T) {
 
 	if *update {
 		record(ctx, t, c, workflows.RepoWorkflowID(index.DefaultTenant, repo)+"/snapshot-3", filepath.Join(pkgDir, "testdata", "snapshot_history.json"))
-		record(ctx, t, c, workflows.RepoWorkflowID(index.DefaultTenant, repo), filepath.Join(pkgDir, "testdata", "repo_history.json"))
+		// repo_history.json was recorded before the tenant lease and is
+		// kept as it was.
+		record(ctx, t, c, workflows.RepoWorkflowID(index.DefaultTenant, repo), filepath.Join(pkgDir, "testdata", "repo_lease_history.json"))
+		record(ctx, t, c, workflows.LeaseWorkflowID(index.DefaultTenant), filepath.Join(pkgDir, "testdata", "lease_history.json"))
 	}
 }
 

@@ -82,6 +82,7 @@ func Register(r worker.Registry, a *Activities) {
 	r.RegisterWorkflow(RepoWorkflow)
 	r.RegisterWorkflow(SnapshotWorkflow)
 	r.RegisterWorkflow(OrgWorkflow)
+	r.RegisterWorkflow(TenantLeaseWorkflow)
 	r.RegisterActivity(a)
 }
 
@@ -134,6 +135,9 @@ type RepoStatus struct {
 	// Child is the workflow ID of the running SnapshotWorkflow ("" when
 	// idle): query it for its SnapshotProgress.
 	Child string
+	// Lease is the token of the tenant's snapshot slot this repository
+	// waits for (State StateQueued) or holds ("" = none).
+	Lease string
 }
 
 // RepoWorkflow serialises the indexing of one repository. Pushes received
@@ -145,13 +149,13 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 	if carry != nil {
 		st = *carry
 	}
-	state, current, child := StateIdle, "", ""
+	state, current, child, lease := StateIdle, "", "", ""
 	if err := workflow.SetQueryHandler(ctx, StatusQuery, func() (RepoStatus, error) {
 		return RepoStatus{
 			Tenant: tenant, Repo: repo, State: state, Current: current, Pending: st.Pending,
 			LastCommit: st.LastCommit, Last: st.Last, LastError: st.LastError,
 			LastDetail: st.LastDetail, Received: st.Received, Covered: st.Covered, Snapshots: st.Snapshots, Location: st.Location,
-			Child: child,
+			Child: child, Lease: lease,
 		}, nil
 	}); err != nil {
 		return err
@@ -175,6 +179,7 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 			p = Push{}
 		}
 	}
+	held, kept := false, 0 // a tenant slot is held; snapshots it was kept for
 	for runs := 0; ; {
 		if st.Pending == nil && len(st.Queue) > 0 {
 			p := st.Queue[len(st.Queue)-1]
@@ -190,6 +195,22 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 		p := *st.Pending
 		st.Pending = nil
 		upto := st.Received - len(st.Queue) // queued pushes are not covered yet
+		if workflow.GetVersion(ctx, tenantLeaseVersion, workflow.DefaultVersion, 1) == 1 {
+			if held && kept < leaseKeep {
+				kept++ // a push waited for the last snapshot: its slot goes on
+			} else {
+				// Pushes that arrive while the slot is awaited join
+				// Pending: they are covered by the next snapshot, not this
+				// one. A slot kept too long is not released: this request
+				// (same owner) takes its place, behind those waiting.
+				kept = 0
+				state, current = StateQueued, p.Commit
+				lease = fmt.Sprintf("%s/%d", workflow.GetInfo(ctx).WorkflowExecution.RunID, st.Snapshots)
+				if held = waitLease(ctx, tenant, RepoWorkflowID(tenant, repo), lease, ch, take); !held {
+					lease = ""
+				}
+			}
+		}
 		child = fmt.Sprintf("%s/snapshot-%d", RepoWorkflowID(tenant, repo), st.Snapshots)
 		state, current = StateIndexing, p.Commit
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: child})
@@ -217,7 +238,20 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 			st.LastCommit = res.Commit
 		}
 		st.Covered = upto
+		// Idle before the slot is given back: the next holder's
+		// "indexing" never overlaps this one's.
 		state, current, child = StateIdle, "", ""
+		if held {
+			// With a push waiting, the next snapshot keeps the slot (up
+			// to leaseKeep in a row): asking again, or releasing, costs
+			// round trips through the server's queues ahead of the next
+			// child's start, about 0.1 s in `up`.
+			drain()
+			if st.Pending == nil && len(st.Queue) == 0 {
+				releaseLease(ctx, tenant, lease)
+				held, lease = false, ""
+			}
+		}
 		runs++
 		if runs >= snapshotsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 			drain()
@@ -421,6 +455,15 @@ const localWaitsVersion = "local-waits"
 // forwardQueueVersion marks RepoWorkflow runs that queue webhook pushes of
 // other commits instead of dropping all but the last received.
 const forwardQueueVersion = "forward-queue"
+
+// leaseKeep bounds the snapshots in a row that keep a tenant slot because
+// a push was waiting when the one before ended; then the repository asks
+// again, behind the tenant's others.
+const leaseKeep = 8
+
+// tenantLeaseVersion marks RepoWorkflow runs that take one of their
+// tenant's snapshot slots (TenantLeaseWorkflow) before each snapshot.
+const tenantLeaseVersion = "tenant-lease"
 
 // maxQueued bounds RepoCarry.Queue; the oldest queued push goes first.
 const maxQueued = 16

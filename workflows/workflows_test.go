@@ -53,6 +53,7 @@ func repoEnv(t *testing.T, perRun int) (*testsuite.TestWorkflowEnvironment, *fak
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(RepoWorkflow)
 	env.RegisterWorkflow(SnapshotWorkflow)
+	env.RegisterActivity(&Activities{}) // no tenant bound: AcquireLease answers false
 	f := &fakeSnapshots{}
 	env.OnWorkflow(SnapshotWorkflow, mock.Anything, mock.Anything).Return(f.run)
 	return env, f
@@ -463,11 +464,15 @@ func TestReplay(t *testing.T) {
 		// and Graph through the task queue), and with it.
 		{"testdata/snapshot_local_steps_history.json", SnapshotWorkflow},
 		{"testdata/snapshot_local_waits_history.json", SnapshotWorkflow},
+		// Recorded before the tenant lease (repo_history.json) and with it.
+		{"testdata/repo_lease_history.json", RepoWorkflow},
+		{"testdata/lease_history.json", TenantLeaseWorkflow},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflow(SnapshotWorkflow)
 			r.RegisterWorkflow(RepoWorkflow)
+			r.RegisterWorkflow(TenantLeaseWorkflow)
 			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, tc.file); err != nil {
 				t.Fatal(err)
 			}

@@ -87,6 +87,7 @@ type IndexResponse struct {
 const (
 	StateIdle     = "idle"     // nothing to do
 	StateIndexing = "indexing" // a snapshot is being indexed
+	StateQueued   = "queued"   // a snapshot waits for one of its tenant's slots (--tenant-snapshots)
 	StateUnknown  = "unknown"  // no orchestrator configured, or it does not know the repo
 )
 
@@ -154,7 +155,7 @@ type LeftOut struct {
 // Done reports whether every push received has been covered by a finished
 // snapshot.
 func (s RepoStatus) Done() bool {
-	return s.State != StateIndexing && !s.HasPending && s.Covered >= s.Received && s.Received > 0
+	return s.State != StateIndexing && s.State != StateQueued && !s.HasPending && s.Covered >= s.Received && s.Received > 0
 }
 
 // ErrUnknownRepo is returned (wrapped) by an Indexer that has no workflow

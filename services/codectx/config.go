@@ -62,6 +62,7 @@ const (
 	envNATSCert     = "CODECTX_NATS_TLS_CERT"
 	envNATSKey      = "CODECTX_NATS_TLS_KEY"
 	envNATSName     = "CODECTX_NATS_TLS_SERVER_NAME"
+	envTenantSnaps  = "CODECTX_TENANT_SNAPSHOTS"
 )
 
 // cloneGCEvery is how often the clone cache is checked against its bounds.
@@ -103,6 +104,9 @@ type config struct {
 	allowPrivate bool
 	cloneBytes   int64
 	clones       pipeline.CloneLimits
+	// tenantSnapshots bounds one tenant's snapshots in progress (the
+	// orchestrator's workflows); 0 or less: no bound.
+	tenantSnapshots int
 }
 
 // defaultCloneBytes is the default bound of one remote clone or fetch.
@@ -320,6 +324,29 @@ func memoryFlag(fs *flag.FlagSet, v *int64) {
 // graph stage cuts a snapshot into.
 func shardFlag(fs *flag.FlagSet, v *int64) {
 	bytesVar(fs, v, "shard-bytes", envShardBytes, index.DefaultShardBytes, "source `bytes` per index shard (a unit may follow: 16MiB): a push rewrites only the shards holding changed files; negative: one segment per snapshot ($"+envShardBytes+")")
+}
+
+// defaultTenantSnapshots is the default bound of --tenant-snapshots: as
+// many as an OrgWorkflow indexes at once by default.
+const defaultTenantSnapshots = 4
+
+// tenantSnapshotsFlag registers --tenant-snapshots, the bound of one
+// tenant's snapshots in progress. 0 is the default: resolve it with
+// tenantSnapshots.
+func tenantSnapshotsFlag(fs *flag.FlagSet, v *int, def string) {
+	fs.IntVar(v, "tenant-snapshots", envInt(envTenantSnaps, 0), "snapshots of one tenant indexed at once; its other pushes wait (status \"queued\") so that one tenant's many repositories cannot fill the shared parse and graph queues ahead of the others' (default: "+def+"; negative: no bound) ($"+envTenantSnaps+")")
+}
+
+// tenantSnapshots resolves --tenant-snapshots: v when set, else the
+// default bound if multi, else none (-1).
+func tenantSnapshots(v int, multi bool) int {
+	switch {
+	case v != 0:
+		return v
+	case multi:
+		return defaultTenantSnapshots
+	}
+	return -1
 }
 
 // shardCacheFlags are --shard-cache and --shard-cache-bytes: the local

@@ -131,6 +131,9 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if r.name == "graph-worker" {
 		shardFlag(fs, &c.shardBytes)
 	}
+	if r.name == "orchestrator" {
+		tenantSnapshotsFlag(fs, &c.tenantSnapshots, fmt.Sprint(defaultTenantSnapshots))
+	}
 	var prof profileFlags
 	prof.register(fs)
 	workers := r.workers
@@ -326,12 +329,12 @@ func waitDone(ctx context.Context, _ *roleEnv) error {
 func orchestratorRole() role {
 	return role{
 		name:  "orchestrator",
-		help:  "Runs the Temporal worker of the indexing workflows (RepoWorkflow, SnapshotWorkflow,\nOrgWorkflow) and their activities on task queue " + workflows.TaskQueue + ".",
+		help:  "Runs the Temporal worker of the indexing workflows (RepoWorkflow, SnapshotWorkflow,\nOrgWorkflow, TenantLeaseWorkflow) and their activities on task queue " + workflows.TaskQueue + ".",
 		use:   useTemporal | useNATS,
 		dense: denseQdrant,
 		body: func(ctx context.Context, e *roleEnv) error {
 			e.cfg.keepClones(ctx, e.log)
-			w := newSDKWorker(e.deps.client(), e.deps.queue.Load(), e.store, e.cfg.data, e.cfg.netPolicy(), 0, e.dense)
+			w := newSDKWorker(e.deps.client(), e.deps.queue.Load(), e.store, e.cfg.data, e.cfg.netPolicy(), 0, tenantSnapshots(e.cfg.tenantSnapshots, true), e.dense)
 			if err := w.Start(); err != nil {
 				return fmt.Errorf("start temporal worker: %w", err)
 			}
@@ -352,8 +355,9 @@ var infraRetry []time.Duration
 var queueBackoff []time.Duration
 
 // newSDKWorker is the orchestrator's Temporal worker. poll is how often the
-// waiting activities look for stage results (0: the workflows default).
-func newSDKWorker(c client.Client, q *natsq.Queue, store *blob.Bucket, data string, net *netguard.Policy, poll time.Duration, kit *denseKit) worker.Worker {
+// waiting activities look for stage results (0: the workflows default);
+// tenantSnaps bounds a tenant's snapshots in progress (0: no bound).
+func newSDKWorker(c client.Client, q *natsq.Queue, store *blob.Bucket, data string, net *netguard.Policy, poll time.Duration, tenantSnaps int, kit *denseKit) worker.Worker {
 	w := worker.New(c, workflows.TaskQueue, worker.Options{
 		WorkerStopTimeout: 10 * time.Second,
 		// Heartbeats carry the parse progress that status reports: send
@@ -361,7 +365,7 @@ func newSDKWorker(c client.Client, q *natsq.Queue, store *blob.Bucket, data stri
 		// timeout, 16 s for WaitParse).
 		MaxHeartbeatThrottleInterval: 2 * time.Second,
 	})
-	a := &workflows.Activities{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), Net: net, PollInterval: poll, InfraRetry: infraRetry}
+	a := &workflows.Activities{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), Net: net, PollInterval: poll, InfraRetry: infraRetry, TenantSnapshots: tenantSnaps}
 	if kit != nil && kit.emb != nil {
 		a.Embedder, a.Vectors = kit.emb, kit.store
 	}

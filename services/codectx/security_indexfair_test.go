@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"codectx/pkg/api"
+)
+
+// One tenant's many repositories must not hold the shared pipeline from
+// the others (the indexing side of audit 5). Beta asks for twelve
+// repositories of 300 files each at once; acme then pushes a one-file
+// repository. On a running `up` with keys: beta has no more than its
+// --tenant-snapshots (2 here) indexing at once, the rest show "queued",
+// and acme's repository is queryable long before beta's are all done.
+// Without the bound, beta's twelve ran up to 7 at once, none queued, and
+// acme's took 1.6-1.8 s of beta's 1.7-2.1 s; with it, 0.62 s of 3.1-3.5 s.
+func TestSecurityIndexFairness(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts codectx up")
+	}
+	const bound, repos, nfiles = 2, 12, 300
+	s := startSecureUp(t, "--tenant-snapshots", fmt.Sprint(bound))
+	var dirs []string
+	for r := range repos {
+		files := map[string]string{"go.mod": fmt.Sprintf("module example.com/r%d\n\ngo 1.22\n", r)}
+		for i := range nfiles {
+			files[fmt.Sprintf("p%d/f%d.go", i%20, i)] = fmt.Sprintf("package p%d\n\n// Beta%d_%d sums the ledger rows of repository %d.\nfunc Beta%d_%d(a, b int) int {\n\treturn a*%d + b\n}\n", i%20, r, i, r, r, i, i+r)
+		}
+		dirs = append(dirs, commitTree(t, filepath.Join(t.TempDir(), fmt.Sprintf("r%d", r)), files))
+	}
+	fresh := commitTree(t, filepath.Join(t.TempDir(), "fresh"), map[string]string{
+		"till/till.go": "package till\n\n// CloseTill counts the drawer at the end of the day.\nfunc CloseTill() int { return 42 }\n",
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	op := s.client(api.AllTenants)
+
+	// Beta's repositories, watched from the start: how many are indexing
+	// at once, and how many ever wait queued.
+	names := make([]string, repos)
+	for r := range repos {
+		names[r] = fmt.Sprintf("many%d", r)
+		if _, err := op.Index(ctx, api.IndexRequest{Tenant: tenantB, Repo: names[r], Location: dirs[r]}); err != nil {
+			t.Fatalf("index beta/%s: %v", names[r], err)
+		}
+	}
+	var mu sync.Mutex
+	most, queued, betaDone := 0, map[string]bool{}, map[string]bool{}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		cl := s.client(tenantB)
+		for watchCtx.Err() == nil {
+			// One sweep asks all of beta's statuses at once, so that a
+			// snapshot ending and another starting during a sweep are
+			// not both counted.
+			states := make([]*api.RepoStatus, len(names))
+			var sweep sync.WaitGroup
+			for i, name := range names {
+				sweep.Go(func() {
+					if st, err := cl.Status(watchCtx, tenantB, name); err == nil {
+						states[i] = st
+					}
+				})
+			}
+			sweep.Wait()
+			n := 0
+			mu.Lock()
+			for i, st := range states {
+				switch {
+				case st == nil:
+				case st.State == api.StateIndexing:
+					n++
+				case st.State == api.StateQueued:
+					queued[names[i]] = true
+				case st.Done():
+					betaDone[names[i]] = true
+				}
+			}
+			most = max(most, n)
+			mu.Unlock()
+		}
+	}()
+
+	start := time.Now()
+	if _, err := op.Index(ctx, api.IndexRequest{Tenant: tenantA, Repo: "fresh", Location: fresh}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.client(tenantA).WaitIndexed(ctx, tenantA, "fresh", ""); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	mu.Lock()
+	doneAtAcme := len(betaDone)
+	mu.Unlock()
+	for _, name := range names {
+		if st, err := op.WaitIndexed(ctx, tenantB, name, ""); err != nil || st.LastError != "" || st.Files != nfiles+1 {
+			t.Errorf("beta/%s: %+v %v", name, st, err)
+		}
+	}
+	stopWatch()
+	wg.Wait()
+	betaAll := time.Since(start)
+	resp, err := s.client(tenantA).Query(ctx, api.QueryRequest{Tenant: tenantA, Repo: "fresh", Query: "CloseTill", Budget: 1000})
+	if err != nil || len(resp.Chunks) == 0 || !strings.Contains(resp.Chunks[0].Path, "till.go") {
+		t.Errorf("acme's query on its new repository: %v %+v", err, resp)
+	}
+	t.Logf("acme's one-file repository queryable in %v, beta's %d done then; all of beta's done in %v; beta indexing at once at most %d, %d of its repositories queued",
+		took.Round(time.Millisecond), doneAtAcme, betaAll.Round(time.Millisecond), most, len(queued))
+	// The exact bound is tested where the workflows run
+	// (TestTenantLeaseOnServer); here statuses are read over HTTP one
+	// repository at a time, so a sweep may catch one snapshot ending and
+	// the next starting.
+	if most > bound+1 {
+		t.Errorf("beta had %d repositories indexing at once, want at most its bound %d", most, bound)
+	}
+	if len(queued) < repos-bound-2 {
+		t.Errorf("only %d of beta's %d repositories were seen queued", len(queued), repos)
+	}
+	// Side by side in this run: acme's push, made after all of beta's,
+	// waits for a few of beta's snapshots, not for all of them.
+	if took > betaAll/2 {
+		t.Errorf("acme's repository took %v, more than half of the %v beta's twelve took: it waited behind them", took, betaAll)
+	}
+}
+
+func TestTenantSnapshotsDefault(t *testing.T) {
+	for _, tc := range []struct {
+		flag  int
+		multi bool
+		want  int
+	}{
+		{0, true, defaultTenantSnapshots}, // keys on, or the orchestrator
+		{0, false, -1},                    // `up` with one user
+		{2, false, 2},
+		{-1, true, -1},
+	} {
+		if got := tenantSnapshots(tc.flag, tc.multi); got != tc.want {
+			t.Errorf("tenantSnapshots(%d, %v) = %d, want %d", tc.flag, tc.multi, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,181 @@
+package workflows
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"go.temporal.io/server/temporaltest"
+)
+
+// leaseProbe stands in for the snapshot's work: it records how many
+// snapshots of each tenant run at once, and when each started.
+type leaseProbe struct {
+	mu      sync.Mutex
+	active  map[string]int
+	most    map[string]int
+	started map[string]time.Time
+	hold    map[string]chan struct{} // repositories whose snapshot waits for a close
+}
+
+func (p *leaseProbe) Work(ctx context.Context, in SnapshotInput) error {
+	p.mu.Lock()
+	p.active[in.Tenant]++
+	p.most[in.Tenant] = max(p.most[in.Tenant], p.active[in.Tenant])
+	p.started[in.Tenant+"/"+in.Repo] = time.Now()
+	hold := p.hold[in.Repo]
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.active[in.Tenant]--
+		p.mu.Unlock()
+	}()
+	t := time.NewTimer(300 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			if hold == nil {
+				return nil
+			}
+			activity.RecordHeartbeat(ctx)
+			t.Reset(100 * time.Millisecond)
+		case <-hold:
+			hold = nil
+		}
+	}
+}
+
+// On a real Temporal server, with a bound of 2 per tenant: beta's eight
+// pushes run two at a time and wait "queued", while acme's push, made after
+// all of beta's, runs at once; a holder whose RepoWorkflow is terminated
+// gets its slot taken back at the lease's next check.
+func TestTenantLeaseOnServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal server")
+	}
+	old := leaseCheck
+	leaseCheck = time.Second
+	t.Cleanup(func() { leaseCheck = old })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	c := ts.GetDefaultClient()
+	probe := &leaseProbe{active: map[string]int{}, most: map[string]int{}, started: map[string]time.Time{}, hold: map[string]chan struct{}{
+		"stuck": make(chan struct{}), "held": make(chan struct{}),
+	}}
+	fakeSnapshot := func(ctx workflow.Context, in SnapshotInput) (SnapshotResult, error) {
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, HeartbeatTimeout: 5 * time.Second})
+		err := workflow.ExecuteActivity(actx, probe.Work, in).Get(ctx, nil)
+		return SnapshotResult{Commit: "c-" + in.Repo}, err
+	}
+	ts.NewWorker(TaskQueue, func(r worker.Registry) {
+		r.RegisterWorkflow(RepoWorkflow)
+		r.RegisterWorkflow(TenantLeaseWorkflow)
+		r.RegisterWorkflowWithOptions(fakeSnapshot, workflow.RegisterOptions{Name: "SnapshotWorkflow"})
+		r.RegisterActivity(&Activities{TenantSnapshots: 2})
+		r.RegisterActivity(probe.Work)
+	})
+	pushAll := func(tenant string, repos ...string) {
+		t.Helper()
+		for _, r := range repos {
+			if _, err := SignalPush(ctx, c, Push{Tenant: tenant, Repo: r, Location: "loc/" + r}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	wait := func(tenant, repo string) RepoStatus {
+		t.Helper()
+		for {
+			st, err := Status(ctx, c, tenant, repo)
+			if err == nil && st.Received > 0 && st.Covered == st.Received && st.State == StateIdle {
+				return st
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("%s/%s not indexed: %+v %v", tenant, repo, st, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	var beta []string
+	for i := range 8 {
+		beta = append(beta, fmt.Sprintf("b%d", i))
+	}
+	pushAll("beta", beta...)
+	pushAll("acme", "a")
+	queued := false
+	for range 20 {
+		if st, err := Status(ctx, c, "beta", "b7"); err == nil && st.State == StateQueued && st.Lease != "" {
+			queued = true
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !queued {
+		t.Error("beta's last push never showed as queued behind its tenant's slots")
+	}
+	wait("acme", "a")
+	for _, r := range beta {
+		if st := wait("beta", r); st.LastError != "" || st.LastCommit != "c-"+r {
+			t.Errorf("beta/%s: %+v", r, st)
+		}
+	}
+	probe.mu.Lock()
+	most, acme := probe.most["beta"], probe.started["acme/a"]
+	later := 0
+	for _, r := range beta {
+		if probe.started["beta/"+r].After(acme) {
+			later++
+		}
+	}
+	probe.mu.Unlock()
+	if most != 2 {
+		t.Errorf("beta ran %d snapshots at once, want its bound of 2", most)
+	}
+	// Beta's eight take four rounds of 300 ms; acme's, pushed after all
+	// of them, starts in the first.
+	if later < 4 {
+		t.Errorf("only %d of beta's snapshots started after acme's, pushed after all of them; want acme not to wait for beta's", later)
+	}
+
+	// gamma: two holders and one waiting; the first holder's RepoWorkflow
+	// is terminated (its slot never released), the waiting one then runs.
+	pushAll("gamma", "stuck", "held")
+	for ctx.Err() == nil {
+		probe.mu.Lock()
+		n := probe.active["gamma"]
+		probe.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	pushAll("gamma", "next")
+	time.Sleep(time.Second)
+	if st, err := Status(ctx, c, "gamma", "next"); err != nil || st.State != StateQueued {
+		t.Fatalf("gamma/next = %+v, %v; want queued behind two holders", st, err)
+	}
+	if err := c.TerminateWorkflow(ctx, RepoWorkflowID("gamma", "stuck"), "", "test: a holder that never releases"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	wait("gamma", "next")
+	t.Logf("gamma/next ran %v after the holder was terminated (lease check every %v)", time.Since(start).Round(10*time.Millisecond), leaseCheck)
+	close(probe.hold["held"])
+	wait("gamma", "held")
+	v, err := c.QueryWorkflow(ctx, LeaseWorkflowID("gamma"), "", StatusQuery)
+	var lc LeaseCarry
+	if err == nil {
+		err = v.Get(&lc)
+	}
+	if err != nil || len(lc.Holders) != 0 || len(lc.Waiting) != 0 {
+		t.Errorf("gamma's lease after all finished = %+v, %v; want no holders or waiters", lc, err)
+	}
+}
