@@ -29,6 +29,18 @@ FooTest.java, FooIT.java, *.test-d.ts and package-info.java as not source,
 and skips changes whose gold files differ only in comments and whitespace.
 --exclude drops the PRs of the given task files (by merge commit), so
 tasks mined in addition never repeat the corpus's.
+
+--before TASKS.jsonl mines, for each repository given, only the history
+strictly older than its tasks in TASKS: the walk starts at the first
+parent of the earliest (by commit date) base commit of the repository's
+tasks there (REV is then not given), and those tasks' PRs are excluded.
+That is a repository's own past as a deployment would see it at the
+first snapshot, for tasks that adapt a ranker to one repository
+(scripts/adapt-rank.py). --pick newest takes the newest N candidates
+instead of N evenly spaced ones. --before TASKS.jsonl --each takes
+instead, for each task of TASKS, the newest N candidates strictly older
+than that task's own base commit (first parent on); each mined task
+lists in "before" the tasks it was mined for.
 """
 import argparse, subprocess, re, json, sys
 EXTS = {'python': ['.py'], 'go': ['.go'], 'javascript': ['.js', '.mjs', '.cjs'],
@@ -37,6 +49,9 @@ ap = argparse.ArgumentParser()
 ap.add_argument('--per-repo', type=int, default=9)
 ap.add_argument('--out', required=True)
 ap.add_argument('--exclude', action='append', default=[], help='task files whose PRs (merge commits) are not mined again')
+ap.add_argument('--before', help='task file: mine each repository only before the earliest base commit of its tasks there')
+ap.add_argument('--each', action='store_true', help='with --before: the newest N candidates before each task\'s own base commit')
+ap.add_argument('--pick', choices=['spread', 'newest'], default='spread', help='evenly spaced candidates (default) or the newest')
 ap.add_argument('--list', help='JSON list of {repo, language, rev} to mine (with --mirrors)')
 ap.add_argument('--mirrors', help='directory of OWNER+NAME/repo git directories, for --list')
 ap.add_argument('repos', nargs='*', help='owner/name=LANG=GIT_DIR[=REV]')
@@ -59,6 +74,16 @@ for p in args.exclude:
         for line in f:
             if line.strip():
                 seen_merges.add(json.loads(line)['merge_commit'])
+before = {}
+before_tasks = {}
+if args.before:
+    with open(args.before) as f:
+        for line in f:
+            if line.strip():
+                t = json.loads(line)
+                before.setdefault(t['repo'], []).append(t['base_commit'])
+                before_tasks.setdefault(t['repo'], []).append((t['id'], t['base_commit']))
+                seen_merges.add(t['merge_commit'])
 def git(gd, *a, must=True):
     """git's output; None when it fails and must is False (a commit missing
     from a partial mirror skips that PR), else the run stops."""
@@ -105,45 +130,94 @@ def clean(q, lang):
         q=re.sub(r'\b[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*){2,}(\.[A-Z]\w*)*\b','',q)
     lines=[l for l in q.splitlines() if not re.match(r'\s*(signed-off-by|co-authored-by|reviewed-by|- \[.?\])',l,re.I)]
     return re.sub(r'[ \t]+',' ','\n'.join(lines)).strip()
+def start(gd, bases):
+    """The first parent of the earliest (by commit date) of bases: history
+    strictly older than every task of the repository."""
+    dated = sorted((int(git(gd, 'log', '-1', '--format=%ct', b).strip()), b) for b in bases)
+    parents = git(gd, 'log', '-1', '--format=%P', dated[0][1]).split()
+    return parents[0] if parents else None
+LOGFMT='--format=%H%x00%P%x00%s%x00%b%x1e'
+memo={}
+def candidate(repo, lang, exts, gd, rec):
+    """The task of one first-parent log record (a PR merge), or None;
+    'skip' when its commits are missing from the mirror."""
+    h,parents,subj,body=rec.split('\x00')
+    if h in memo: return memo[h]
+    memo[h]=task=_candidate(repo, lang, exts, gd, h, parents, subj, body)
+    return task
+def _candidate(repo, lang, exts, gd, h, parents, subj, body):
+    ps=parents.split()
+    if not ps: return None
+    m=re.match(r'Merge pull request #(\d+)',subj)
+    if m:
+        bl=[l for l in body.strip().splitlines() if l.strip()]
+        if not bl: return None
+        title=bl[0]; rest='\n'.join(bl[1:])
+    elif re.search(r'\(#\d+\)\s*$',subj):
+        title=subj; rest=body
+    else: return None
+    if trivial.search(title) or h in seen_merges: return None
+    base=ps[0]
+    diff=git(gd,'diff','--name-status',base,h,must=False)
+    if diff is None:
+        return 'skip'
+    gold=[]
+    for line in diff.splitlines():
+        st,*paths=line.split('\t')
+        p=paths[-1]
+        if not any(p.endswith(e) for e in exts) or excluded(p,lang): continue
+        if st!='M': continue
+        gold.append(p)
+    if not (1<=len(gold)<=6): return None
+    if comment_only(gd,base,h,gold,lang): return None
+    q=clean(title+'\n'+rest, lang)
+    if len(re.findall(r'[A-Za-z]{2,}',q))<6: return None
+    return {'id':repo.replace('/','__')+'-'+h[:8],'repo':repo,'base_commit':base,'merge_commit':h,'query':q,'gold_files':gold,'language':lang}
+def records(gd, rev):
+    for rec in git(gd,'log','--first-parent',LOGFMT,rev).split('\x1e'):
+        rec=rec.strip('\n')
+        if rec: yield rec
 out=[]
 for repo,(lang,exts,gd,rev) in repos.items():
-    log=git(gd,'log','--first-parent','--format=%H%x00%P%x00%s%x00%b%x1e',rev)
-    cands=[]; skipped=0
-    for rec in log.split('\x1e'):
-        rec=rec.strip('\n')
-        if not rec: continue
-        h,parents,subj,body=rec.split('\x00')
-        ps=parents.split()
-        if not ps: continue
-        m=re.match(r'Merge pull request #(\d+)',subj)
-        if m:
-            bl=[l for l in body.strip().splitlines() if l.strip()]
-            if not bl: continue
-            title=bl[0]; rest='\n'.join(bl[1:])
-        elif re.search(r'\(#\d+\)\s*$',subj):
-            title=subj; rest=body
-        else: continue
-        if trivial.search(title) or h in seen_merges: continue
-        base=ps[0]
-        diff=git(gd,'diff','--name-status',base,h,must=False)
-        if diff is None:
-            skipped+=1
+    if args.before and args.each:
+        # The newest N candidates strictly before each task's own base
+        # commit; a mined task lists the tasks it is among the newest N
+        # for ("before"), the union is written newest first.
+        if repo not in before_tasks:
+            sys.exit('mine-tasks.py: %s has no task in %s' % (repo, args.before))
+        union={}
+        for tid, b in before_tasks[repo]:
+            parents = git(gd, 'log', '-1', '--format=%P', b).split()
+            if not parents: continue
+            got=0
+            for rec in records(gd, parents[0]):
+                t=candidate(repo, lang, exts, gd, rec)
+                if not t or t == 'skip': continue
+                union.setdefault(t['merge_commit'], dict(t, before=[]))['before'].append(tid)
+                got+=1
+                if got>=args.per_repo: break
+        pick=sorted(union.values(), key=lambda t: -int(git(gd,'log','-1','--format=%ct',t['merge_commit']).strip()))
+        print(repo,len(pick),'picked for',len(before_tasks[repo]),'tasks',file=sys.stderr)
+        out+=pick
+        continue
+    if args.before:
+        if repo not in before:
+            sys.exit('mine-tasks.py: %s has no task in %s' % (repo, args.before))
+        rev = start(gd, before[repo])
+        if rev is None:
+            print(repo, 'no history before its first task', file=sys.stderr)
             continue
-        gold=[]; ok=True
-        for line in diff.splitlines():
-            st,*paths=line.split('\t')
-            p=paths[-1]
-            if not any(p.endswith(e) for e in exts) or excluded(p,lang): continue
-            if st!='M': continue
-            gold.append(p)
-        if not (1<=len(gold)<=6): continue
-        if comment_only(gd,base,h,gold,lang): continue
-        q=clean(title+'\n'+rest, lang)
-        if len(re.findall(r'[A-Za-z]{2,}',q))<6: continue
-        cands.append({'id':repo.replace('/','__')+'-'+h[:8],'repo':repo,'base_commit':base,'merge_commit':h,'query':q,'gold_files':gold,'language':lang})
-    # evenly spaced 9 among candidates (newest first list)
+    cands=[]; skipped=0
+    for rec in records(gd, rev):
+        t=candidate(repo, lang, exts, gd, rec)
+        if t == 'skip': skipped+=1
+        elif t: cands.append(t)
+    # evenly spaced (or the newest) among candidates (newest first list)
     n=len(cands); k=min(args.per_repo,n)
-    pick=[cands[int(i*n/k)] for i in range(k)] if k else []
+    if args.pick == 'newest':
+        pick=cands[:k]
+    else:
+        pick=[cands[int(i*n/k)] for i in range(k)] if k else []
     print(repo,n,'candidates,',len(pick),'picked',('(%d PRs skipped: commits missing)'%skipped if skipped else ''),file=sys.stderr)
     out+=pick
 with open(args.out,'w') as f:
