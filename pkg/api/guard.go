@@ -268,6 +268,25 @@ func (l *rateLimiter) take(tenant string) (ok bool, wait time.Duration) {
 	return false, time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
 }
 
+// charge spends n more tokens of tenant after a request was let in (a
+// query's cost beyond the request itself). The bucket may go below zero:
+// the tenant's next requests wait until it has refilled.
+func (l *rateLimiter) charge(tenant string, n float64) {
+	if l.rate < 0 || n <= 0 {
+		return
+	}
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.buckets[tenant]
+	if b == nil {
+		b = &bucket{tokens: l.burst, last: now}
+		l.buckets[tenant] = b
+	}
+	b.tokens = min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate) - n
+	b.last = now
+}
+
 func (l *rateLimiter) prune(now time.Time) {
 	for t, b := range l.buckets {
 		if b.tokens+now.Sub(b.last).Seconds()*l.rate >= l.burst {

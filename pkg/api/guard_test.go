@@ -2,14 +2,18 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"codectx/pkg/blob"
+	"codectx/pkg/index"
 )
 
 // do sends one request and returns its status and headers.
@@ -137,6 +141,55 @@ func TestRateLimit(t *testing.T) {
 	code, _, _ = do(t, "GET", ts.URL+"/v1/repos/default/demo/status", "", "", nil)
 	if code != http.StatusTooManyRequests {
 		t.Errorf("status over the rate = %d, want 429", code)
+	}
+}
+
+// A query over many repositories spends its tenant's rate as the
+// single queries it stands for would (one request per reposPerToken
+// repositories past the first): "*" cannot search the whole tenant at
+// the price of one request.
+func TestRateCountsRepositories(t *testing.T) {
+	store := blob.NewMem()
+	dir := filepath.Join(t.TempDir(), "demo")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a.go"), []byte("package a\n\n// ParseToken parses.\nfunc ParseToken() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const repos = 1 + 3*reposPerToken
+	for i := range repos {
+		if _, err := index.Build(context.Background(), store, dir, index.Options{Name: fmt.Sprintf("r%02d", i), Workers: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One token per 20 s: none refills within the test. The burst of 4
+	// is one request and the 3 its repositories past the first cost.
+	ts, _ := newServer(t, &Server{Store: store, Routes: AllRoutes, Limits: Limits{Rate: 0.05, Burst: 4}})
+	if code, _, body := do(t, "POST", ts.URL+"/v1/query", "application/json", `{"repos":["*"],"query":"ParseToken"}`, nil); code != 200 {
+		t.Fatalf("query over all %d repositories = %d %s", repos, code, body)
+	}
+	code, hdr, _ := do(t, "POST", ts.URL+"/v1/query", "application/json", `{"repo":"r00","query":"ParseToken"}`, nil)
+	if code != http.StatusTooManyRequests {
+		t.Fatalf("a query after one over %d repositories within a burst of 4 = %d, want 429", repos, code)
+	}
+	if s, err := strconv.Atoi(hdr.Get("Retry-After")); err != nil || s < 1 {
+		t.Errorf("Retry-After = %q", hdr.Get("Retry-After"))
+	}
+
+	// Two repositories named cost a quarter more: four such queries (5
+	// tokens) and a single one fit in a burst of 6, the next does not.
+	ts, _ = newServer(t, &Server{Store: store, Routes: AllRoutes, Limits: Limits{Rate: 0.05, Burst: 6}})
+	for i := range 4 {
+		if code, _, body := do(t, "POST", ts.URL+"/v1/query", "application/json", `{"repos":["r00","r01"],"query":"ParseToken"}`, nil); code != 200 {
+			t.Fatalf("query %d over two repositories = %d %s", i, code, body)
+		}
+	}
+	if code, _, _ := do(t, "POST", ts.URL+"/v1/query", "application/json", `{"repo":"r00","query":"ParseToken"}`, nil); code != 200 {
+		t.Errorf("fifth request = %d, want 200 (one token left)", code)
+	}
+	if code, _, _ := do(t, "POST", ts.URL+"/v1/query", "application/json", `{"repo":"r00","query":"ParseToken"}`, nil); code != http.StatusTooManyRequests {
+		t.Errorf("sixth request = %d, want 429 (none left)", code)
 	}
 }
 

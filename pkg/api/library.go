@@ -28,6 +28,10 @@ const AllRepos = "*"
 // maxRepos caps the repositories one query may search.
 const maxRepos = 1000
 
+// reposPerToken is how many repositories past the first a query searches
+// for one more request of its tenant's rate.
+const reposPerToken = 4
+
 // errNotIndexed is wrapped by loads of a repository with no HEAD.
 var errNotIndexed = errors.New("not indexed")
 
@@ -221,6 +225,9 @@ func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) 
 	if err != nil {
 		return nil, err
 	}
+	// A query costs about what one query per repository costs: the
+	// request paid for the first, each reposPerToken more cost one more.
+	s.rate.charge(q.Tenant, float64(len(repos)-1)/reposPerToken)
 	var sess *session.Session
 	var skey string
 	if q.Session != "" {

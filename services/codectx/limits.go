@@ -35,7 +35,7 @@ type limitFlags struct {
 }
 
 func (l *limitFlags) register(fs *flag.FlagSet) {
-	fs.Float64Var(&l.rate, "rate-limit", envFloat(envRate, api.DefaultRate), "requests per second per tenant before 429 (negative: no limit) ($"+envRate+")")
+	fs.Float64Var(&l.rate, "rate-limit", envFloat(envRate, api.DefaultRate), "requests per second per tenant before 429; a query over several repositories counts one more per 4 past the first (negative: no limit) ($"+envRate+")")
 	fs.IntVar(&l.tenantBusy, "tenant-concurrency", envInt(envTenantBusy, 0), "requests of one tenant worked on at once; past it a request waits up to 1 s for its tenant's turn, then 429 (default: with API keys half the CPUs, at least 1, so one tenant's costly queries leave the others cores; without keys no bound; negative: no bound) ($"+envTenantBusy+")")
 	fs.IntVar(&l.burst, "rate-burst", envInt(envBurst, 0), "requests a tenant may send at once (default: twice the rate) ($"+envBurst+")")
 	fs.IntVar(&l.webhooks, "webhook-concurrency", envInt(envWebhooksMax, api.DefaultWebhooks), "webhook deliveries read at once before 503 ($"+envWebhooksMax+")")

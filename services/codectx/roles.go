@@ -356,7 +356,7 @@ var queueBackoff []time.Duration
 
 // newSDKWorker is the orchestrator's Temporal worker. poll is how often the
 // waiting activities look for stage results (0: the workflows default);
-// tenantSnaps bounds a tenant's snapshots in progress (0: no bound).
+// tenantSnaps bounds a tenant's snapshots in progress (0 or less: no bound).
 func newSDKWorker(c client.Client, q *natsq.Queue, store *blob.Bucket, data string, net *netguard.Policy, poll time.Duration, tenantSnaps int, kit *denseKit) worker.Worker {
 	w := worker.New(c, workflows.TaskQueue, worker.Options{
 		WorkerStopTimeout: 10 * time.Second,
