@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -245,6 +246,19 @@ type deploymentSpec struct {
 	} `yaml:"template"`
 }
 
+type netpolSpec struct {
+	PodSelector struct {
+		MatchLabels map[string]string `yaml:"matchLabels"`
+	} `yaml:"podSelector"`
+	PolicyTypes []string `yaml:"policyTypes"`
+	Ingress     *[]struct {
+		Ports []struct {
+			Port string `yaml:"port"`
+		} `yaml:"ports"`
+		From []map[string]any `yaml:"from"`
+	} `yaml:"ingress"`
+}
+
 type container struct {
 	Name  string   `yaml:"name"`
 	Image string   `yaml:"image"`
@@ -478,6 +492,43 @@ func checkChart(rendered map[string]string) []error {
 	for _, role := range []string{"query-service", "gateway"} {
 		if !services[role] {
 			bad("role %s: no Service", role)
+		}
+	}
+
+	// Network policies select the pods of exactly one role and name only
+	// its ports; a role with a Service keeps a rule for its port.
+	for _, o := range byKind["NetworkPolicy"] {
+		var np netpolSpec
+		if err := o.Spec.Decode(&np); err != nil {
+			bad("NetworkPolicy %s: %v", o.Metadata.Name, err)
+			continue
+		}
+		var matched []string
+		for _, r := range sortedKeys(deployments) {
+			if subset(np.PodSelector.MatchLabels, deployments[r].Template.Metadata.Labels) {
+				matched = append(matched, r)
+			}
+		}
+		if len(np.PodSelector.MatchLabels) == 0 || len(matched) != 1 {
+			bad("NetworkPolicy %s: podSelector %v matches the pods of roles %v, want exactly one", o.Metadata.Name, np.PodSelector.MatchLabels, matched)
+			continue
+		}
+		role := matched[0]
+		if !slices.Equal(np.PolicyTypes, []string{"Ingress"}) {
+			bad("NetworkPolicy %s: policyTypes %v, want [Ingress]", o.Metadata.Name, np.PolicyTypes)
+		}
+		if np.Ingress == nil {
+			bad("NetworkPolicy %s: no ingress list (write ingress: [] to take nothing)", o.Metadata.Name)
+		}
+		for _, rule := range *np.Ingress {
+			for _, p := range rule.Ports {
+				if !hasPort(deployments[role].Template.Spec.Containers[0], p.Port) {
+					bad("NetworkPolicy %s: port %q is not a port of the %s container", o.Metadata.Name, p.Port, role)
+				}
+			}
+		}
+		if services[role] && len(*np.Ingress) == 0 {
+			bad("NetworkPolicy %s: role %s has a Service but takes no connection", o.Metadata.Name, role)
 		}
 	}
 
@@ -1083,5 +1134,78 @@ func TestChartTLS(t *testing.T) {
 	leak := mustRender(t, chartDir, testRelease, map[string]any{"nats": map[string]any{"url": "nats://user:secret@nats:4222"}})
 	if errs := checkChart(leak); len(errs) == 0 {
 		t.Error("checkChart took NATS credentials in the ConfigMap")
+	}
+}
+
+// TestChartNetworkPolicy: off by default; on, one policy per role, the
+// served roles open to apiFrom (anywhere when empty), every role's port
+// to metricsFrom, the others closed.
+func TestChartNetworkPolicy(t *testing.T) {
+	if n := kinds(t, mustRender(t, chartDir, testRelease, nil))["NetworkPolicy"]; n != 0 {
+		t.Errorf("%d NetworkPolicies by default, want none", n)
+	}
+	out := mustRender(t, chartDir, testRelease, map[string]any{"networkPolicy": map[string]any{"enabled": true}})
+	wantNoErrs(t, checkChart(out))
+	if n := kinds(t, out)["NetworkPolicy"]; n != len(roles) {
+		t.Errorf("%d NetworkPolicies, want one per role (%d)", n, len(roles))
+	}
+	np := out["networkpolicy.yaml"]
+	for _, want := range []string{
+		"name: ctx-codectx-parse-worker\n", "ingress: []",
+		"name: ctx-codectx-gateway\n", "    - ports:\n        - port: http\n          protocol: TCP\n",
+	} {
+		if !strings.Contains(np, want) {
+			t.Errorf("networkpolicy.yaml: no %q in\n%s", want, np)
+		}
+	}
+	if strings.Contains(np, "from:") {
+		t.Errorf("networkpolicy.yaml: a from list with apiFrom and metricsFrom empty:\n%s", np)
+	}
+	if strings.Count(np, "ingress: []") != len(roles)-2 {
+		t.Errorf("networkpolicy.yaml: want the %d roles without a Service closed:\n%s", len(roles)-2, np)
+	}
+
+	peer := []any{map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "monitoring"}}}}
+	out = mustRender(t, chartDir, testRelease, map[string]any{"networkPolicy": map[string]any{
+		"enabled": true, "metricsFrom": peer,
+		"apiFrom": []any{map[string]any{"podSelector": map[string]any{"matchLabels": map[string]any{"codectx-client": "true"}}}},
+	}})
+	wantNoErrs(t, checkChart(out))
+	np = out["networkpolicy.yaml"]
+	if strings.Contains(np, "ingress: []") {
+		t.Errorf("networkpolicy.yaml: a closed role although metricsFrom is set:\n%s", np)
+	}
+	if got := strings.Count(np, "kubernetes.io/metadata.name: monitoring"); got != len(roles) {
+		t.Errorf("metricsFrom in %d policies, want %d", got, len(roles))
+	}
+	if got := strings.Count(np, "codectx-client: \"true\""); got != 2 {
+		t.Errorf("apiFrom in %d policies, want the 2 served roles:\n%s", got, np)
+	}
+}
+
+// The chart check catches a network policy that names a port the pods do
+// not have, or that closes a served role.
+func TestChartCheckCatchesBadNetworkPolicy(t *testing.T) {
+	for _, tt := range []struct{ name, old, new, want string }{
+		{"port", "        - port: http\n          protocol: TCP\n      {{- with $.Values.networkPolicy.apiFrom }}", "        - port: web\n          protocol: TCP\n      {{- with $.Values.networkPolicy.apiFrom }}", `port "web"`},
+		{"served role closed", "{{- if or $served $metrics }}", "{{- if false }}", "has a Service but takes no connection"},
+		{"selector", "      app.kubernetes.io/component: {{ $role }}\n  policyTypes", "  policyTypes", "want exactly one"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := copyChart(t)
+			path := filepath.Join(dir, "templates", "networkpolicy.yaml")
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(mustReplace(t, string(b), tt.old, tt.new)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := renderChart(dir, testRelease, map[string]any{"networkPolicy": map[string]any{"enabled": true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantErrContaining(t, checkChart(out), tt.want)
+		})
 	}
 }
