@@ -10,6 +10,7 @@
 package session
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -72,10 +73,15 @@ type Mem struct {
 	Now func() time.Time
 
 	mu sync.Mutex
-	m  map[string]memEntry
+	m  map[string]*list.Element // of memEntry, in order of expiry
+	// order holds the sessions written longest ago first: with one TTL
+	// that is the order they expire in, so expiry and the bound look at
+	// its front only.
+	order list.List
 }
 
 type memEntry struct {
+	key string
 	s   Session
 	exp time.Time
 }
@@ -91,8 +97,13 @@ func (m *Mem) now() time.Time {
 func (m *Mem) Load(_ context.Context, key string) (*Session, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.m[key]
-	if !ok || !m.now().Before(e.exp) {
+	el, ok := m.m[key]
+	if !ok {
+		return &Session{}, nil
+	}
+	e := el.Value.(*memEntry)
+	if !m.now().Before(e.exp) {
+		m.order.Remove(el)
 		delete(m.m, key)
 		return &Session{}, nil
 	}
@@ -108,26 +119,25 @@ func (m *Mem) Save(_ context.Context, key string, s *Session) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.m == nil {
-		m.m = map[string]memEntry{}
+		m.m = map[string]*list.Element{}
 	}
 	now := m.now()
-	for k, e := range m.m { // expired sessions go on any write
-		if !now.Before(e.exp) {
-			delete(m.m, k)
-		}
+	if el, ok := m.m[key]; ok { // written again: it goes to the back
+		m.order.Remove(el)
+		delete(m.m, key)
+	}
+	for el := m.order.Front(); el != nil && !now.Before(el.Value.(*memEntry).exp); el = m.order.Front() {
+		m.order.Remove(el) // expired sessions go on any write
+		delete(m.m, el.Value.(*memEntry).key)
 	}
 	limit := m.Max
 	if limit <= 0 {
 		limit = DefaultMaxSessions
 	}
-	if _, ok := m.m[key]; !ok && len(m.m) >= limit {
-		oldest := ""
-		for k, e := range m.m {
-			if oldest == "" || e.exp.Before(m.m[oldest].exp) {
-				oldest = k
-			}
-		}
-		delete(m.m, oldest)
+	for len(m.m) >= limit {
+		el := m.order.Front()
+		m.order.Remove(el)
+		delete(m.m, el.Value.(*memEntry).key)
 	}
 	sent := append([]query.Sent(nil), s.Sent...)
 	for i := range sent {
@@ -137,6 +147,6 @@ func (m *Mem) Save(_ context.Context, key string, s *Session) error {
 		c := &sent[i]
 		c.Repo, c.Commit, c.Path, c.Symbol = strings.Clone(c.Repo), strings.Clone(c.Commit), strings.Clone(c.Path), strings.Clone(c.Symbol)
 	}
-	m.m[key] = memEntry{s: Session{Sent: sent}, exp: now.Add(ttl)}
+	m.m[key] = m.order.PushBack(&memEntry{key: key, s: Session{Sent: sent}, exp: now.Add(ttl)})
 	return nil
 }

@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -66,6 +67,25 @@ func TestMemMax(t *testing.T) {
 	for k, want := range map[string]int{"a": 0, "b": 1, "c": 1, "d": 1} {
 		if s, _ := m.Load(ctx, k); len(s.Sent) != want {
 			t.Errorf("session %s after 4 sessions in a store of 3: %d chunks, want %d", k, len(s.Sent), want)
+		}
+	}
+}
+
+// BenchmarkMemSaveFull writes new sessions into a store holding its
+// default bound, as a tenant choosing fresh session ids would.
+func BenchmarkMemSaveFull(b *testing.B) {
+	m := &session.Mem{}
+	ctx := context.Background()
+	one := &session.Session{Sent: []query.Sent{{Path: "a.go", Tokens: 1}}}
+	for i := range session.DefaultMaxSessions {
+		if err := m.Save(ctx, fmt.Sprint("s", i), one); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		if err := m.Save(ctx, fmt.Sprint("n", i), one); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
