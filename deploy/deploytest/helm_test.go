@@ -456,6 +456,17 @@ func checkChart(rendered map[string]string) []error {
 		}
 	}
 
+	// selected lists the roles whose pods a label selector matches.
+	selected := func(sel map[string]string) []string {
+		var roles []string
+		for _, r := range sortedKeys(deployments) {
+			if subset(sel, deployments[r].Template.Metadata.Labels) {
+				roles = append(roles, r)
+			}
+		}
+		return roles
+	}
+
 	// Services select the pods of their role and reach a named port.
 	services := map[string]bool{}
 	for _, o := range byKind["Service"] {
@@ -464,12 +475,7 @@ func checkChart(rendered map[string]string) []error {
 			bad("Service %s: %v", o.Metadata.Name, err)
 			continue
 		}
-		var matched []string
-		for _, r := range sortedKeys(deployments) {
-			if subset(s.Selector, deployments[r].Template.Metadata.Labels) {
-				matched = append(matched, r)
-			}
-		}
+		matched := selected(s.Selector)
 		if len(matched) != 1 {
 			bad("Service %s: selector %v matches the pods of roles %v, want exactly one", o.Metadata.Name, s.Selector, matched)
 			continue
@@ -503,12 +509,7 @@ func checkChart(rendered map[string]string) []error {
 			bad("NetworkPolicy %s: %v", o.Metadata.Name, err)
 			continue
 		}
-		var matched []string
-		for _, r := range sortedKeys(deployments) {
-			if subset(np.PodSelector.MatchLabels, deployments[r].Template.Metadata.Labels) {
-				matched = append(matched, r)
-			}
-		}
+		matched := selected(np.PodSelector.MatchLabels)
 		if len(np.PodSelector.MatchLabels) == 0 || len(matched) != 1 {
 			bad("NetworkPolicy %s: podSelector %v matches the pods of roles %v, want exactly one", o.Metadata.Name, np.PodSelector.MatchLabels, matched)
 			continue
