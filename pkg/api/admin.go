@@ -22,7 +22,7 @@ type RepoInfo struct {
 	Skipped   int    `json:"skipped"`              // files left out (binary, too large, generated, ...)
 	Degraded  int    `json:"degraded"`             // files cut into line windows (parse timeout, invalid UTF-8, ...)
 	Failed    int    `json:"failed"`               // files whose parse failed in the last snapshot (with an orchestrator)
-	State     string `json:"state,omitempty"`      // idle, indexing or unknown (with an orchestrator)
+	State     string `json:"state,omitempty"`      // idle, indexing, queued or unknown (with an orchestrator)
 	LastError string `json:"last_error,omitempty"` // error of the last snapshot
 }
 

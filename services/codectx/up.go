@@ -322,10 +322,14 @@ func indexAndWait(ctx context.Context, cl *api.Client, req api.IndexRequest, out
 	fmt.Fprintf(out, "indexing %s/%s from %s\n", resp.Tenant, resp.Repo, req.Location)
 	last := ""
 	st, err := cl.WaitIndexedFunc(ctx, resp.Tenant, resp.Repo, req.Commit, func(st *api.RepoStatus) {
-		if st.Progress == nil {
-			return
+		line := ""
+		switch {
+		case st.State == api.StateQueued:
+			line = "  queued: waiting for one of the tenant's snapshot slots (--tenant-snapshots)"
+		case st.Progress != nil:
+			line = formatProgress(st.Progress)
 		}
-		if line := formatProgress(st.Progress); line != last {
+		if line != "" && line != last {
 			fmt.Fprintln(out, line)
 			last = line
 		}
