@@ -27,7 +27,6 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/server/temporaltest"
 )
 
 // env is the embedded stack of `codectx up`: an in-process Temporal
@@ -46,7 +45,7 @@ func newEnv(b *testing.B) *env { return newDenseEnv(b, nil) }
 // `up` runs them and the embedded vector store of `up`.
 func newDenseEnv(b *testing.B, emb embed.Embedder) *env {
 	b.Helper()
-	ts := temporaltest.NewServer()
+	ts := newTestServer()
 	ns, err := natsq.StartEmbedded(b.TempDir())
 	if err != nil {
 		b.Fatal(err)

@@ -38,7 +38,7 @@ func TestPipelineEmbed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 
-	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	ts := newTestServer(temporaltest.WithT(t))
 	c := ts.GetDefaultClient()
 	ns, err := natsq.StartEmbedded(t.TempDir())
 	if err != nil {

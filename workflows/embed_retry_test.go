@@ -50,7 +50,7 @@ func TestPipelineEmbedRetry(t *testing.T) {
 	t.Chdir(t.TempDir())
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	ts := newTestServer(temporaltest.WithT(t))
 	c := ts.GetDefaultClient()
 	ns, err := natsq.StartEmbedded(t.TempDir())
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"codectx/pkg/pipeline"
 	"codectx/pkg/queue"
 	"codectx/pkg/queue/natsq"
+	"codectx/pkg/temporalserver"
 	"codectx/workflows"
 
 	"github.com/go-git/go-git/v5"
@@ -29,6 +30,7 @@ import (
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/server/temporal"
 	"go.temporal.io/server/temporaltest"
 )
 
@@ -225,7 +227,7 @@ func TestPipeline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 
-	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	ts := newTestServer(temporaltest.WithT(t))
 	c := ts.GetDefaultClient()
 	ns, err := natsq.StartEmbedded(t.TempDir())
 	if err != nil {
@@ -437,4 +439,11 @@ func record(ctx context.Context, t *testing.T, c client.Client, id, file string)
 	if err := os.WriteFile(file, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// newTestServer is a Temporal test server with the dynamic configuration
+// of `codectx up`'s embedded server (pkg/temporalserver), so that tests
+// and benchmarks see its task latencies.
+func newTestServer(opts ...temporaltest.TestServerOption) *temporaltest.TestServer {
+	return temporaltest.NewServer(append(opts, temporaltest.WithBaseServerOptions(temporal.WithDynamicConfigClient(temporalserver.DynamicConfig())))...)
 }

@@ -7,9 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"codectx/pkg/temporalserver"
+
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	"go.temporal.io/server/temporal"
 	"go.temporal.io/server/temporaltest"
 )
 
@@ -66,7 +69,7 @@ func TestTenantLeaseOnServer(t *testing.T) {
 	t.Cleanup(func() { leaseCheck = old })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	ts := temporaltest.NewServer(temporaltest.WithT(t), temporaltest.WithBaseServerOptions(temporal.WithDynamicConfigClient(temporalserver.DynamicConfig())))
 	c := ts.GetDefaultClient()
 	probe := &leaseProbe{active: map[string]int{}, most: map[string]int{}, started: map[string]time.Time{}, hold: map[string]chan struct{}{
 		"stuck": make(chan struct{}), "held": make(chan struct{}),

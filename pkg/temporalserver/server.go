@@ -248,7 +248,7 @@ func start(ctx context.Context, cfg Config) (s *Server, err error) {
 		temporal.WithLogger(logger),
 		temporal.WithAuthorizer(authorizer),
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claims }),
-		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{}),
+		temporal.WithDynamicConfigClient(DynamicConfig()),
 		temporal.WithTLSConfigFactory(rt.provider()),
 	)
 	if err != nil {
@@ -263,6 +263,30 @@ func start(ctx context.Context, cfg Config) (s *Server, err error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// DynamicConfig is the server's dynamic configuration: the defaults of
+// the Temporal server, which are sized for a cluster of many history
+// shards, except where they hurt a single process with one shard.
+//
+// history.transferProcessorMaxPollRPS (default 20) caps how often the
+// transfer queue of one shard reads new tasks from persistence, and the
+// reader waits for a token before every read. With NumHistoryShards 1
+// every transfer task of the server (start a child workflow, record its
+// completion in the parent, dispatch a workflow or activity task to
+// matching) goes through that one reader, so once the burst of 20 tokens
+// is spent each read waits up to 50 ms for the next token. A push takes
+// two reads between the parent's ExecuteChildWorkflow and the child's
+// first workflow task, and two more from the child's return to the parent
+// seeing it: about 100 ms each, after the first few pushes (issue 12).
+// The host-wide cap on queue reads (history.transferProcessorMaxPollHostRPS,
+// by default 30% of history.persistenceMaxQPS, i.e. 2700 reads a second)
+// still protects SQLite; one shard's limit is set to the same order, so
+// a read never waits behind the shard's own limit in practice.
+func DynamicConfig() dynamicconfig.StaticClient {
+	return dynamicconfig.StaticClient{
+		dynamicconfig.TransferProcessorMaxPollRPS.Key(): 1000,
+	}
 }
 
 // waitReady dials the frontend until the namespace can be described.
