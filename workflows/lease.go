@@ -69,6 +69,12 @@ var (
 	// leaseEvents bounds the requests of one lease run before it
 	// continues as new.
 	leaseEvents = 1000
+	// leaseMaxWaiting bounds the requests a lease keeps in line (a tenant
+	// may hold any number of repositories): with long repository names
+	// 2048 requests are about 1 MB, under Temporal's 2 MB bound of the
+	// continue-as-new input. Requests past it are answered "wait" and ask
+	// again later.
+	leaseMaxWaiting = 2048
 )
 
 var (
@@ -123,6 +129,11 @@ func TenantLeaseWorkflow(ctx workflow.Context, tenant string, carry *LeaseCarry)
 		if len(st.Waiting) == 0 && len(st.Holders) < max(st.Slots, 1) {
 			st.Holders = append(st.Holders, r)
 			return true
+		}
+		if len(st.Waiting) >= leaseMaxWaiting {
+			// Not kept: the owner asks again after leaseResend. The line
+			// is carried across continue-as-new, which bounds its size.
+			return false
 		}
 		st.Waiting = append(st.Waiting, r)
 		return false

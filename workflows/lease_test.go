@@ -231,3 +231,45 @@ func TestRepoWorkflowTakesTenantSlot(t *testing.T) {
 		t.Errorf("released %v, want c1's slot after c2, then c3's", released)
 	}
 }
+
+// A full line does not keep more requests: they are answered "wait",
+// not kept, and get in line when they ask again after a slot frees.
+func TestTenantLeaseLineBounded(t *testing.T) {
+	old := leaseMaxWaiting
+	leaseMaxWaiting = 1
+	t.Cleanup(func() { leaseMaxWaiting = old })
+	env, grants := leaseEnv(t)
+	var answers []string
+	req := func(o string) LeaseRequest { return LeaseRequest{Tenant: "t", Owner: o, Token: o + "1", Slots: 1} }
+	ask(t, env, 1*time.Second, req("a"), &answers)
+	ask(t, env, 2*time.Second, req("b"), &answers) // in line
+	ask(t, env, 3*time.Second, req("c"), &answers) // line full: not kept
+	var mid LeaseCarry
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(StatusQuery)
+		if err == nil {
+			err = v.Get(&mid)
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	}, 4*time.Second)
+	at(env, 10*time.Second, LeaseReleaseSignal, "a1") // b granted
+	ask(t, env, 11*time.Second, req("c"), &answers)   // c asks again: in line
+	at(env, 20*time.Second, LeaseReleaseSignal, "b1") // c granted
+	at(env, 30*time.Second, LeaseReleaseSignal, "c1")
+	env.OnActivity((&Activities{}).LeaseHoldersGone, mock.Anything, mock.Anything).Return([]string(nil), nil)
+	env.ExecuteWorkflow(TenantLeaseWorkflow, "t", (*LeaseCarry)(nil))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if len(mid.Waiting) != 1 || mid.Waiting[0].Token != "b1" {
+		t.Errorf("line with c's first request = %+v, want b alone", mid.Waiting)
+	}
+	if want := []string{"a1=true", "b1=false", "c1=false", "c1=false"}; !slices.Equal(answers, want) {
+		t.Errorf("answers %v, want %v", answers, want)
+	}
+	if want := []string{"b=b1", "c=c1"}; !slices.Equal(*grants, want) {
+		t.Errorf("grants %v, want %v", *grants, want)
+	}
+}
