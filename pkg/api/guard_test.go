@@ -193,6 +193,39 @@ func TestRateCountsRepositories(t *testing.T) {
 	}
 }
 
+// The graph routes and tools over several repositories (references,
+// impact, symbol; by default all of the tenant's) pay what a query over
+// them does: TestRateCountsRepositories for /v1/query.
+func TestRateCountsRepositoriesGraphRoutes(t *testing.T) {
+	store := blob.NewMem()
+	dir := filepath.Join(t.TempDir(), "demo")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a.go"), []byte("package a\n\n// ParseToken parses.\nfunc ParseToken() {}\n\nfunc Use() { ParseToken() }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const repos = 1 + 3*reposPerToken
+	for i := range repos {
+		if _, err := index.Build(context.Background(), store, dir, index.Options{Name: fmt.Sprintf("r%02d", i), Workers: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ route, body string }{
+		{"/v1/references", `{"name":"ParseToken"}`},
+		{"/v1/references", `{"name":"ParseToken","repos":["*"]}`},
+		{"/v1/impact", `{"name":"ParseToken","repo":"r00"}`},
+	} {
+		ts, _ := newServer(t, &Server{Store: store, Routes: AllRoutes, Limits: Limits{Rate: 0.05, Burst: 4}})
+		if code, _, body := do(t, "POST", ts.URL+c.route, "application/json", c.body, nil); code != 200 {
+			t.Fatalf("%s %s over all %d repositories = %d %s", c.route, c.body, repos, code, body)
+		}
+		if code, _, _ := do(t, "POST", ts.URL+"/v1/query", "application/json", `{"repo":"r00","query":"ParseToken"}`, nil); code != http.StatusTooManyRequests {
+			t.Errorf("a query after %s %s over %d repositories within a burst of 4 = %d, want 429", c.route, c.body, repos, code)
+		}
+	}
+}
+
 func TestRateLimiterRefills(t *testing.T) {
 	now := time.Unix(0, 0)
 	l := newRateLimiter(2, 1)

@@ -209,6 +209,10 @@ type Search struct {
 	NoRoute   bool
 	Languages []string
 	Session   string // id of the caller's session; "" = none
+	// Payer is the tenant whose rate let the request in ("" = Tenant): an
+	// operator's MCP call is let in on its own tenant's rate, and its
+	// cost must not land on the tenant it reads.
+	Payer string
 }
 
 // search answers a query over several repositories: each is searched on
@@ -227,7 +231,11 @@ func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) 
 	}
 	// A query costs about what one query per repository costs: the
 	// request paid for the first, each reposPerToken more cost one more.
-	s.rate.charge(q.Tenant, float64(len(repos)-1)/reposPerToken)
+	payer := q.Payer
+	if payer == "" {
+		payer = q.Tenant
+	}
+	s.rate.charge(payer, float64(len(repos)-1)/reposPerToken)
 	var sess *session.Session
 	var skey string
 	if q.Session != "" {

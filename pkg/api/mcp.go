@@ -248,7 +248,7 @@ func (s *Server) toolSearch(ctx context.Context, p Principal, in SearchInput) (S
 	if len(repos) == 0 {
 		repos = []string{AllRepos}
 	}
-	resp, err := s.search(ctx, Search{Tenant: tenant, Repos: repos, Query: in.Query, Budget: budget, Languages: in.Languages, Session: in.Session})
+	resp, err := s.search(ctx, Search{Tenant: tenant, Repos: repos, Query: in.Query, Budget: budget, Languages: in.Languages, Session: in.Session, Payer: p.Tenant})
 	if err != nil {
 		return SearchOutput{}, err
 	}
@@ -312,6 +312,11 @@ func (s *Server) repoSegs(ctx context.Context, p Principal, tenant string, repos
 	if err != nil {
 		return nil, err
 	}
+	// Loading and walking many repositories costs what a search over them
+	// does (search): the same charge, or symbol, references and impact
+	// (MCP and /v1/references, /v1/impact) would be a way around it.
+	// p.Tenant's rate let the request in (an operator's: not tenant's).
+	s.rate.charge(p.Tenant, float64(len(names)-1)/reposPerToken)
 	return s.loadAll(ctx, tenant, names)
 }
 

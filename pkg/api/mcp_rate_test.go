@@ -1,10 +1,15 @@
 package api
 
 import (
+	"context"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"codectx/pkg/blob"
+	"codectx/pkg/index"
 )
 
 // An MCP request spends one request of its tenant's rate, as every other
@@ -23,5 +28,44 @@ func TestMCPRateOnce(t *testing.T) {
 	}
 	if code, _, _ := do(t, "POST", ts.URL+"/v1/mcp", "application/json", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, hdr); code != http.StatusTooManyRequests {
 		t.Errorf("third MCP request over a burst of 2 = %d, want 429", code)
+	}
+}
+
+// An operator's MCP call is let in on the operator's rate (its principal's
+// tenant): the cost of the repositories it reads is charged there too, not
+// to the tenant it reads, whose own requests must go on being answered.
+func TestMCPOperatorChargeNotOnTenant(t *testing.T) {
+	store := blob.NewMem()
+	dir := filepath.Join(t.TempDir(), "demo")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a.go"), []byte("package a\n\n// ParseToken parses.\nfunc ParseToken() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1 + 3*reposPerToken {
+		if _, err := index.Build(context.Background(), store, dir, index.Options{Tenant: "acme", Name: fmt.Sprintf("r%02d", i), Workers: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tool := range []string{
+		`{"name":"search","arguments":{"query":"ParseToken","tenant":"acme","repos":["*"]}}`,
+		`{"name":"symbol","arguments":{"name":"ParseToken","tenant":"acme"}}`,
+	} {
+		ts, _ := newServer(t, &Server{Store: store, Routes: AllRoutes, Keys: Keys{HashKey("op-key"): AllTenants, HashKey("acme-key"): "acme"}, Limits: Limits{Rate: 0.05, Burst: 4}})
+		op := map[string]string{"Authorization": "Bearer op-key", "Accept": "application/json, text/event-stream"}
+		if code, _, body := do(t, "POST", ts.URL+"/v1/mcp", "application/json", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`+tool+`}`, op); code != 200 {
+			t.Fatalf("operator %s = %d %s", tool, code, body)
+		}
+		acme := map[string]string{"Authorization": "Bearer acme-key"}
+		for i := range 2 {
+			if code, _, body := do(t, "POST", ts.URL+"/v1/query", "application/json", `{"tenant":"acme","repo":"r00","query":"ParseToken"}`, acme); code != 200 {
+				t.Errorf("acme's request %d (burst 4) after an operator's %s = %d %s, want 200: the operator's call is not acme's", i+1, tool, code, body)
+			}
+		}
+		// The operator paid: its own next call waits.
+		if code, _, _ := do(t, "POST", ts.URL+"/v1/mcp", "application/json", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, op); code != http.StatusTooManyRequests {
+			t.Errorf("operator's call after %s over 13 repositories within a burst of 4 = %d, want 429", tool, code)
+		}
 	}
 }
