@@ -126,7 +126,7 @@ func TestPipelineEmbed(t *testing.T) {
 		t.Fatalf("after snapshot 3 the store holds %d points, want %d (c2's and c3's)", len(pts), first+1)
 	}
 	if *update {
-		record(ctx, t, c, workflows.RepoWorkflowID(index.DefaultTenant, repo)+"/snapshot-1", filepath.Join(pkgDir, "testdata", "snapshot_embed_history.json"))
+		record(ctx, t, c, workflows.SnapshotWorkflowID(index.DefaultTenant, repo, 1, true), filepath.Join(pkgDir, "testdata", "snapshot_embed_history.json"))
 	}
 }
 

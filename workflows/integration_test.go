@@ -412,7 +412,7 @@ func TestPipeline(t *testing.T) {
 	pb.stop(t)
 
 	if *update {
-		record(ctx, t, c, workflows.RepoWorkflowID(index.DefaultTenant, repo)+"/snapshot-3", filepath.Join(pkgDir, "testdata", "snapshot_history.json"))
+		record(ctx, t, c, workflows.SnapshotWorkflowID(index.DefaultTenant, repo, 3, true), filepath.Join(pkgDir, "testdata", "snapshot_history.json"))
 		// repo_history.json was recorded before the tenant lease and is
 		// kept as it was.
 		record(ctx, t, c, workflows.RepoWorkflowID(index.DefaultTenant, repo), filepath.Join(pkgDir, "testdata", "repo_lease_history.json"))

@@ -241,7 +241,8 @@ func (a *Activities) AcquireLease(ctx context.Context, r LeaseRequest) (LeaseAns
 
 // LeaseHoldersGone returns the tokens of holders that no longer hold their
 // slot: the owner is not running, or its status names another lease (a
-// release that never arrived).
+// release that never arrived). A holder that cannot be asked is kept, and
+// asked again at the next check; the others are still checked.
 func (a *Activities) LeaseHoldersGone(ctx context.Context, holders []LeaseRequest) ([]string, error) {
 	c := activity.GetClient(ctx)
 	var gone []string
@@ -253,7 +254,8 @@ func (a *Activities) LeaseHoldersGone(ctx context.Context, holders []LeaseReques
 			gone = append(gone, h.Token)
 			continue
 		case err != nil:
-			return nil, fmt.Errorf("describe %s: %w", h.Owner, err)
+			activity.GetLogger(ctx).Warn("lease: cannot describe a holder; kept", "owner", h.Owner, "error", err)
+			continue
 		case d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 			gone = append(gone, h.Token)
 			continue
@@ -264,13 +266,14 @@ func (a *Activities) LeaseHoldersGone(ctx context.Context, holders []LeaseReques
 			err = v.Get(&st)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("status of %s: %w", h.Owner, err)
+			activity.GetLogger(ctx).Warn("lease: cannot ask a holder its status; kept", "owner", h.Owner, "error", err)
+			continue
 		}
 		if st.Lease != h.Token {
 			gone = append(gone, h.Token)
 		}
 	}
-	return gone, nil
+	return gone, ctx.Err()
 }
 
 // waitLease takes one of the tenant's snapshot slots for the RepoWorkflow

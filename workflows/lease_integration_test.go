@@ -173,6 +173,15 @@ func TestTenantLeaseOnServer(t *testing.T) {
 	t.Logf("gamma/next ran %v after the holder was terminated (lease check every %v)", time.Since(start).Round(10*time.Millisecond), leaseCheck)
 	close(probe.hold["held"])
 	wait("gamma", "held")
+	// A repository named like another's snapshot child ("d/snapshot-0"
+	// was the ID of d's first child) indexes beside it.
+	pushAll("delta", "d/snapshot-0", "d")
+	for _, r := range []string{"d/snapshot-0", "d"} {
+		if st := wait("delta", r); st.LastError != "" {
+			t.Errorf("delta/%s: %s (%s)", r, st.LastError, st.LastDetail)
+		}
+	}
+
 	v, err := c.QueryWorkflow(ctx, LeaseWorkflowID("gamma"), "", StatusQuery)
 	var lc LeaseCarry
 	if err == nil {

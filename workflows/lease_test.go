@@ -273,3 +273,17 @@ func TestTenantLeaseLineBounded(t *testing.T) {
 		t.Errorf("grants %v, want %v", *grants, want)
 	}
 }
+
+// A snapshot child's ID is never a RepoWorkflow's: the old form was, for
+// a repository named like the child.
+func TestSnapshotWorkflowID(t *testing.T) {
+	if got, want := SnapshotWorkflowID("t", "r", 3, true), "codectx/repo/t/r@snapshot-3"; got != want {
+		t.Errorf("child ID %q, want %q", got, want)
+	}
+	if SnapshotWorkflowID("t", "r", 1, false) != RepoWorkflowID("t", "r/snapshot-1") {
+		t.Error("the old form no longer shows the collision it had")
+	}
+	if SnapshotWorkflowID("t", "r", 1, true) == RepoWorkflowID("t", "r/snapshot-1") {
+		t.Error("a child ID equals a repository's workflow ID")
+	}
+}

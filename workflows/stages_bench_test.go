@@ -102,7 +102,7 @@ func (e *env) pushBreakdown(b *testing.B, repo string, t0, head time.Time) break
 	var d breakdown
 	d.add("signal sent", t0, t0)
 	id := workflows.RepoWorkflowID(index.DefaultTenant, repo)
-	child := fmt.Sprintf("%s/snapshot-%d", id, st.Snapshots-1)
+	child := workflows.SnapshotWorkflowID(index.DefaultTenant, repo, st.Snapshots-1, true)
 	var signaled, initiated time.Time
 	e.history(b, ctx, id, func(ev historyEvent) {
 		switch ev.typ {

@@ -89,6 +89,19 @@ func Register(r worker.Registry, a *Activities) {
 // RepoWorkflowID is the workflow ID of the RepoWorkflow of tenant/repo.
 func RepoWorkflowID(tenant, repo string) string { return "codectx/repo/" + tenant + "/" + repo }
 
+// SnapshotWorkflowID is the workflow ID of the n-th SnapshotWorkflow child
+// of tenant/repo's RepoWorkflow. It ends in "@snapshot-N": no repository
+// name holds "@", so it is never another repository's RepoWorkflowID or
+// child. Before childIDVersion it ended in "/snapshot-N", which the
+// RepoWorkflow of a repository named "REPO/snapshot-N" had as its own ID
+// (old is that form).
+func SnapshotWorkflowID(tenant, repo string, n int, at bool) string {
+	if !at {
+		return fmt.Sprintf("%s/snapshot-%d", RepoWorkflowID(tenant, repo), n)
+	}
+	return fmt.Sprintf("%s@snapshot-%d", RepoWorkflowID(tenant, repo), n)
+}
+
 // Push asks for a repository to be indexed at a commit.
 type Push struct {
 	Tenant, Repo, Location string
@@ -211,7 +224,7 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 				}
 			}
 		}
-		child = fmt.Sprintf("%s/snapshot-%d", RepoWorkflowID(tenant, repo), st.Snapshots)
+		child = SnapshotWorkflowID(tenant, repo, st.Snapshots, workflow.GetVersion(ctx, childIDVersion, workflow.DefaultVersion, 1) == 1)
 		state, current = StateIndexing, p.Commit
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: child})
 		st.Snapshots++
@@ -455,6 +468,10 @@ const localWaitsVersion = "local-waits"
 // forwardQueueVersion marks RepoWorkflow runs that queue webhook pushes of
 // other commits instead of dropping all but the last received.
 const forwardQueueVersion = "forward-queue"
+
+// childIDVersion marks RepoWorkflow runs whose children are named
+// "...@snapshot-N" (SnapshotWorkflowID).
+const childIDVersion = "child-id"
 
 // leaseKeep bounds the snapshots in a row that keep a tenant slot because
 // a push was waiting when the one before ended; then the repository asks
