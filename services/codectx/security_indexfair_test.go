@@ -18,8 +18,8 @@ import (
 // repository. On a running `up` with keys and a --tenant-snapshots of 2,
 // most of beta's repositories show "queued", and acme's repository is
 // queryable long before beta's are all done. Without the bound none was
-// queued and acme's took 1.1-1.2 s of beta's 1.4-1.5 s; with it,
-// 0.26-0.37 s of 1.2-1.6 s.
+// queued and acme's took 0.93-1.20 s of beta's 1.39-1.50 s; with it,
+// 0.39-0.47 s of 1.76-1.85 s.
 func TestSecurityIndexFairness(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts codectx up")
