@@ -149,20 +149,8 @@ func TestRateLimit(t *testing.T) {
 // repositories past the first): "*" cannot search the whole tenant at
 // the price of one request.
 func TestRateCountsRepositories(t *testing.T) {
-	store := blob.NewMem()
-	dir := filepath.Join(t.TempDir(), "demo")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "a.go"), []byte("package a\n\n// ParseToken parses.\nfunc ParseToken() {}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	const repos = 1 + 3*reposPerToken
-	for i := range repos {
-		if _, err := index.Build(context.Background(), store, dir, index.Options{Name: fmt.Sprintf("r%02d", i), Workers: 1}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	store := manyRepos(t, "", repos, "package a\n\n// ParseToken parses.\nfunc ParseToken() {}\n")
 	// One token per 20 s: none refills within the test. The burst of 4
 	// is one request and the 3 its repositories past the first cost.
 	ts, _ := newServer(t, &Server{Store: store, Routes: AllRoutes, Limits: Limits{Rate: 0.05, Burst: 4}})
@@ -197,20 +185,8 @@ func TestRateCountsRepositories(t *testing.T) {
 // impact, symbol; by default all of the tenant's) pay what a query over
 // them does: TestRateCountsRepositories for /v1/query.
 func TestRateCountsRepositoriesGraphRoutes(t *testing.T) {
-	store := blob.NewMem()
-	dir := filepath.Join(t.TempDir(), "demo")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "a.go"), []byte("package a\n\n// ParseToken parses.\nfunc ParseToken() {}\n\nfunc Use() { ParseToken() }\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	const repos = 1 + 3*reposPerToken
-	for i := range repos {
-		if _, err := index.Build(context.Background(), store, dir, index.Options{Name: fmt.Sprintf("r%02d", i), Workers: 1}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	store := manyRepos(t, "", repos, "package a\n\n// ParseToken parses.\nfunc ParseToken() {}\n\nfunc Use() { ParseToken() }\n")
 	for _, c := range []struct{ route, body string }{
 		{"/v1/references", `{"name":"ParseToken"}`},
 		{"/v1/references", `{"name":"ParseToken","repos":["*"]}`},
@@ -224,6 +200,26 @@ func TestRateCountsRepositoriesGraphRoutes(t *testing.T) {
 			t.Errorf("a query after %s %s over %d repositories within a burst of 4 = %d, want 429", c.route, c.body, repos, code)
 		}
 	}
+}
+
+// manyRepos indexes n repositories r00, r01, ... of tenant, each one file
+// a.go holding src, into a new store.
+func manyRepos(t *testing.T, tenant string, n int, src string) *blob.Bucket {
+	t.Helper()
+	store := blob.NewMem()
+	dir := filepath.Join(t.TempDir(), "demo")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if _, err := index.Build(context.Background(), store, dir, index.Options{Tenant: tenant, Name: fmt.Sprintf("r%02d", i), Workers: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return store
 }
 
 func TestRateLimiterRefills(t *testing.T) {

@@ -1,15 +1,10 @@
 package api
 
 import (
-	"context"
-	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"codectx/pkg/blob"
-	"codectx/pkg/index"
 )
 
 // An MCP request spends one request of its tenant's rate, as every other
@@ -35,19 +30,7 @@ func TestMCPRateOnce(t *testing.T) {
 // tenant): the cost of the repositories it reads is charged there too, not
 // to the tenant it reads, whose own requests must go on being answered.
 func TestMCPOperatorChargeNotOnTenant(t *testing.T) {
-	store := blob.NewMem()
-	dir := filepath.Join(t.TempDir(), "demo")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "a.go"), []byte("package a\n\n// ParseToken parses.\nfunc ParseToken() {}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 1 + 3*reposPerToken {
-		if _, err := index.Build(context.Background(), store, dir, index.Options{Tenant: "acme", Name: fmt.Sprintf("r%02d", i), Workers: 1}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	store := manyRepos(t, "acme", 1+3*reposPerToken, "package a\n\n// ParseToken parses.\nfunc ParseToken() {}\n")
 	for _, tool := range []string{
 		`{"name":"search","arguments":{"query":"ParseToken","tenant":"acme","repos":["*"]}}`,
 		`{"name":"symbol","arguments":{"name":"ParseToken","tenant":"acme"}}`,
