@@ -248,19 +248,9 @@ func (l *rateLimiter) take(tenant string) (ok bool, wait time.Duration) {
 	if l.rate < 0 {
 		return true, 0
 	}
-	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	b := l.buckets[tenant]
-	if b == nil {
-		if len(l.buckets) >= maxBuckets {
-			l.prune(now)
-		}
-		b = &bucket{tokens: l.burst, last: now}
-		l.buckets[tenant] = b
-	}
-	b.tokens = min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
-	b.last = now
+	b := l.refill(tenant)
 	if b.tokens >= 1 {
 		b.tokens--
 		return true, 0
@@ -275,16 +265,27 @@ func (l *rateLimiter) charge(tenant string, n float64) {
 	if l.rate < 0 || n <= 0 {
 		return
 	}
-	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.refill(tenant).tokens -= n
+}
+
+// refill returns tenant's bucket (a full one for a tenant not tracked,
+// idle ones dropped first when maxBuckets are), refilled to now. l.mu is
+// held.
+func (l *rateLimiter) refill(tenant string) *bucket {
+	now := l.now()
 	b := l.buckets[tenant]
 	if b == nil {
+		if len(l.buckets) >= maxBuckets {
+			l.prune(now)
+		}
 		b = &bucket{tokens: l.burst, last: now}
 		l.buckets[tenant] = b
 	}
-	b.tokens = min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate) - n
+	b.tokens = min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
 	b.last = now
+	return b
 }
 
 func (l *rateLimiter) prune(now time.Time) {
