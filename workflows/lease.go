@@ -70,10 +70,10 @@ var (
 	// continues as new.
 	leaseEvents = 1000
 	// leaseMaxWaiting bounds the requests a lease keeps in line (a tenant
-	// may hold any number of repositories): with long repository names
-	// 2048 requests are about 1 MB, under Temporal's 2 MB bound of the
-	// continue-as-new input. Requests past it are answered "wait" and ask
-	// again later.
+	// may hold any number of repositories). A request with 200-character
+	// tenant and repository names is about 700 bytes of JSON, so 2048 stay
+	// under Temporal's 2 MB bound of the continue-as-new input. Requests
+	// past it are answered "wait" and ask again later.
 	leaseMaxWaiting = 2048
 )
 

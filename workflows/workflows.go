@@ -256,9 +256,9 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 		state, current, child = StateIdle, "", ""
 		if held {
 			// With a push waiting, the next snapshot keeps the slot (up
-			// to leaseKeep in a row): asking again, or releasing, costs
-			// round trips through the server's queues ahead of the next
-			// child's start, about 0.1 s in `up`.
+			// to leaseKeep in a row) instead of releasing it and asking
+			// again: an update and a signal through the server ahead of
+			// the next child's start.
 			drain()
 			if st.Pending == nil && len(st.Queue) == 0 {
 				releaseLease(ctx, tenant, lease)
