@@ -35,6 +35,19 @@ func at(env *testsuite.TestWorkflowEnvironment, d time.Duration, signal string, 
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(signal, arg) }, d)
 }
 
+// statusAt answers the workflow's status query into v at d.
+func statusAt(t *testing.T, env *testsuite.TestWorkflowEnvironment, d time.Duration, v any) {
+	env.RegisterDelayedCallback(func() {
+		r, err := env.QueryWorkflow(StatusQuery)
+		if err == nil {
+			err = r.Get(v)
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	}, d)
+}
+
 // ask sends an acquire update at d and records its answer in answers as
 // "token=true|false".
 func ask(t *testing.T, env *testsuite.TestWorkflowEnvironment, d time.Duration, r LeaseRequest, answers *[]string) {
@@ -71,15 +84,7 @@ func TestTenantLeaseBoundsAndOrders(t *testing.T) {
 	ask(t, env, 5*time.Second, req("a", "a1"), &answers) // asked again: holds
 	ask(t, env, 6*time.Second, req("c", "c1"), &answers) // waiting already: waits
 	var mid LeaseCarry
-	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(StatusQuery)
-		if err == nil {
-			err = v.Get(&mid)
-		}
-		if err != nil {
-			t.Error(err)
-		}
-	}, 7*time.Second)
+	statusAt(t, env, 7*time.Second, &mid)
 	at(env, 10*time.Second, LeaseReleaseSignal, "b1") // c1 next
 	at(env, 11*time.Second, LeaseReleaseSignal, "zz") // unknown: nothing
 	// d's run was started again: its new request replaces the waiting one.
@@ -191,27 +196,16 @@ func TestRepoWorkflowTakesTenantSlot(t *testing.T) {
 		})
 	push(env, 0, "c1")
 	var queued, during RepoStatus
-	status := func(into *RepoStatus) func() {
-		return func() {
-			v, err := env.QueryWorkflow(StatusQuery)
-			if err == nil {
-				err = v.Get(into)
-			}
-			if err != nil {
-				t.Error(err)
-			}
-		}
-	}
-	env.RegisterDelayedCallback(status(&queued), 5*time.Second)
+	statusAt(t, env, 5*time.Second, &queued)
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(LeaseGrantSignal, "not-this-one") // a stale grant is ignored
 	}, 6*time.Second)
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(LeaseGrantSignal, queued.Lease)
 	}, 10*time.Second)
-	push(env, 30*time.Second, "c2")                              // during c1: c2 keeps the slot
-	env.RegisterDelayedCallback(status(&during), 90*time.Second) // c2 running
-	push(env, 5*time.Minute, "c3")                               // after idle: asks again
+	push(env, 30*time.Second, "c2")           // during c1: c2 keeps the slot
+	statusAt(t, env, 90*time.Second, &during) // c2 running
+	push(env, 5*time.Minute, "c3")            // after idle: asks again
 	env.ExecuteWorkflow(RepoWorkflow, "t", "r", (*RepoCarry)(nil))
 	continued(t, env)
 
@@ -245,15 +239,7 @@ func TestTenantLeaseLineBounded(t *testing.T) {
 	ask(t, env, 2*time.Second, req("b"), &answers) // in line
 	ask(t, env, 3*time.Second, req("c"), &answers) // line full: not kept
 	var mid LeaseCarry
-	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(StatusQuery)
-		if err == nil {
-			err = v.Get(&mid)
-		}
-		if err != nil {
-			t.Error(err)
-		}
-	}, 4*time.Second)
+	statusAt(t, env, 4*time.Second, &mid)
 	at(env, 10*time.Second, LeaseReleaseSignal, "a1") // b granted
 	ask(t, env, 11*time.Second, req("c"), &answers)   // c asks again: in line
 	at(env, 20*time.Second, LeaseReleaseSignal, "b1") // c granted
