@@ -59,6 +59,28 @@ type Activities struct {
 	// TenantSnapshots bounds the snapshots of one tenant in progress at
 	// once (TenantLeaseWorkflow); 0 or less: no bound.
 	TenantSnapshots int
+	// Window bounds the batches of one snapshot in a stage's queue (parse
+	// and embed) at once: the rest are published as those finish, so a
+	// big snapshot holds a bounded part of the queue and another
+	// snapshot's batches wait behind at most that much. 0: DefaultWindow;
+	// negative: every batch at once.
+	Window int
+}
+
+// DefaultWindow is the default of Activities.Window: enough batches to
+// keep 16 workers busy on one snapshot.
+const DefaultWindow = 16
+
+// window is the number of a snapshot's batches published at once out of
+// total.
+func (a *Activities) window(total int) int {
+	switch {
+	case a.Window < 0:
+		return total
+	case a.Window == 0:
+		return min(DefaultWindow, total)
+	}
+	return min(a.Window, total)
 }
 
 func (a *Activities) localWait() time.Duration {
@@ -315,15 +337,17 @@ func (a *Activities) publishBatch(ctx context.Context, plan *pipeline.Plan, n in
 	return a.Queue.Publish(ctx, pipeline.StageParse, jobSubject(plan.Tenant, plan.Repo, plan.Commit), data, id)
 }
 
-// FanOutParse publishes the plan's batches to the parse stage, with message
-// ID tenant/repo/commit/run/batch so that a retried fan-out is deduplicated.
+// FanOutParse publishes the plan's first batches (Window of them) to the
+// parse stage, with message ID tenant/repo/commit/run/batch so that a
+// retried fan-out is deduplicated; WaitParse publishes the others as
+// those finish.
 func (a *Activities) FanOutParse(ctx context.Context, in ParseInput) error {
 	defer keepAlive(ctx)()
 	plan, err := a.readPlan(ctx, in.Plan.PlanKey)
 	if err != nil {
 		return err
 	}
-	for n, files := range plan.Batches {
+	for n, files := range plan.Batches[:a.window(len(plan.Batches))] {
 		if err := a.publishBatch(ctx, plan, n, files, batchID(in, n)); err != nil {
 			return err
 		}
@@ -353,7 +377,7 @@ func (a *Activities) FanOutParseWait(ctx context.Context, in ParseInput) (QuickP
 	}
 	wctx, cancel := context.WithTimeout(ctx, a.localWait())
 	defer cancel()
-	out, err := a.WaitParse(wctx, in)
+	out, err := a.waitParse(wctx, in, true)
 	if err != nil {
 		return QuickParse{}, nil
 	}
@@ -369,23 +393,64 @@ type tracked struct {
 }
 
 // WaitParse waits, heartbeating, until every planned file has a parse
-// result or is failed. A batch with missing results after ParseTimeout is
+// result or is failed. At most Window batches are in the queue at once:
+// as batches finish, the next ones (in plan order) are checked and those
+// with missing results published, so a restarted wait sends only what is
+// still missing. A batch with missing results after ParseTimeout is
 // re-published (a lost message); a batch found in the dead-letter stream is
 // re-published file by file, and a dead-lettered single file is failed.
 func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome, error) {
+	return a.waitParse(ctx, in, false)
+}
+
+// waitParse is WaitParse; fanned says that FanOutParse has just published
+// the first Window batches in this attempt, so they are not checked and
+// published again.
+func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned bool) (ParseOutcome, error) {
 	var out ParseOutcome
 	plan, err := a.readPlan(ctx, in.Plan.PlanKey)
 	if err != nil {
 		return out, err
 	}
+	window := a.window(len(plan.Batches))
+	var open, queued []*tracked // published; not yet
+	queuedFiles := 0
 	now := time.Now()
-	var open []*tracked
 	for n, files := range plan.Batches {
-		t := &tracked{n: n, files: files, missing: map[int]bool{}, sends: newSends(batchID(in, n), now)}
+		t := &tracked{n: n, files: files, missing: map[int]bool{}}
 		for i := range files {
 			t.missing[i] = true
 		}
-		open = append(open, t)
+		if fanned && n < window {
+			t.sends = newSends(batchID(in, n), now)
+			open = append(open, t)
+			continue
+		}
+		queued = append(queued, t)
+		queuedFiles += len(files)
+	}
+	// fill publishes queued batches until Window are open. Each is
+	// checked first: after a restart most may be done (and the first
+	// Window, published by FanOutParse under the same message IDs, are
+	// dropped by the queue as duplicates when sent again).
+	fill := func() error {
+		for len(open) < window && len(queued) > 0 {
+			t := queued[0]
+			queued = queued[1:]
+			queuedFiles -= len(t.files)
+			if err := a.check(ctx, plan.Tenant, []*tracked{t}); err != nil {
+				return err
+			}
+			if len(t.missing) == 0 {
+				continue
+			}
+			t.sends = newSends(batchID(in, t.n), time.Now())
+			if err := a.publishBatch(ctx, plan, t.n, t.missingFiles(), t.base); err != nil {
+				return err
+			}
+			open = append(open, t)
+		}
+		return nil
 	}
 	subject := jobSubject(plan.Tenant, plan.Repo, plan.Commit)
 	// A notification of a finished batch checks that batch at once (and
@@ -409,6 +474,9 @@ func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome
 			return out, err
 		}
 		open = slicesDeleteDone(open)
+		if err := fill(); err != nil {
+			return out, err
+		}
 		if len(open) == 0 {
 			break
 		}
@@ -472,7 +540,7 @@ func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome
 			}
 		}
 		open = next
-		left := 0
+		left := queuedFiles
 		for _, t := range open {
 			left += len(t.missing)
 		}

@@ -149,15 +149,16 @@ func (a *Activities) publishEmbed(ctx context.Context, p *pipeline.EmbedPlan, n 
 	return a.Queue.Publish(ctx, pipeline.StageEmbed, jobSubject(p.Tenant, p.Repo, p.Commit), data, id)
 }
 
-// FanOutEmbed publishes the embed plan's batches, with message IDs unique
-// per run and batch so that a retried fan-out is deduplicated.
+// FanOutEmbed publishes the embed plan's first batches (Window of them),
+// with message IDs unique per run and batch so that a retried fan-out is
+// deduplicated; WaitEmbed publishes the others as those finish.
 func (a *Activities) FanOutEmbed(ctx context.Context, in EmbedInput) error {
 	defer keepAlive(ctx)()
 	p, err := a.readEmbedPlan(ctx, in.Embed.Key)
 	if err != nil {
 		return err
 	}
-	for n, items := range p.Batches {
+	for n, items := range p.Batches[:a.window(len(p.Batches))] {
 		if err := a.publishEmbed(ctx, p, n, items, embedBatchID(in, n)); err != nil {
 			return err
 		}
@@ -166,7 +167,9 @@ func (a *Activities) FanOutEmbed(ctx context.Context, in EmbedInput) error {
 }
 
 // WaitEmbed waits, heartbeating, until every planned chunk has a cached
-// vector or its batch is dead-lettered as bad; the embed workers'
+// vector or its batch is dead-lettered as bad. As for parse, at most
+// Window batches are in the queue at once, the next ones checked and
+// published as those finish. The embed workers'
 // notifications wake it, the poll catches what they miss. A batch with missing
 // vectors after ParseTimeout is re-published (a lost message). A batch
 // dead-lettered for an infrastructure error (the embedder or the store
@@ -188,13 +191,29 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 		missing map[string]bool
 		sends
 	}
-	var open []*batch
+	var open, queued []*batch // published; not yet
+	queuedItems := 0
 	for n, items := range p.Batches {
-		b := &batch{n: n, missing: map[string]bool{}, sends: newSends(embedBatchID(in, n), time.Now())}
+		b := &batch{n: n, missing: map[string]bool{}}
 		for _, it := range items {
 			b.missing[it.Hash] = true
 		}
-		open = append(open, b)
+		queued = append(queued, b)
+		queuedItems += len(b.missing)
+	}
+	// checkBatch drops the chunks of b whose vector is cached.
+	checkBatch := func(b *batch) error {
+		for h := range b.missing {
+			ok, err := a.Store.Exists(ctx, dense.CacheKey(c, p.Tenant, h))
+			if err != nil {
+				return err
+			}
+			if ok {
+				delete(b.missing, h)
+				out.Embedded++
+			}
+		}
+		return nil
 	}
 	missingItems := func(b *batch) []pipeline.EmbedItem {
 		var items []pipeline.EmbedItem
@@ -212,22 +231,35 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 	defer wake.stop()
 	tick := time.NewTicker(a.poll())
 	defer tick.Stop()
-	for len(open) > 0 {
+	window := a.window(len(p.Batches))
+	for len(open) > 0 || len(queued) > 0 {
 		var next []*batch
 		for _, b := range open {
-			for h := range b.missing {
-				ok, err := a.Store.Exists(ctx, dense.CacheKey(c, p.Tenant, h))
-				if err != nil {
-					return out, err
-				}
-				if ok {
-					delete(b.missing, h)
-					out.Embedded++
-				}
+			if err := checkBatch(b); err != nil {
+				return out, err
 			}
 			if len(b.missing) > 0 {
 				next = append(next, b)
 			}
+		}
+		// Top the queue up to Window batches; the first Window were
+		// published by FanOutEmbed under the same IDs (dropped as
+		// duplicates).
+		for len(next) < window && len(queued) > 0 {
+			b := queued[0]
+			queued = queued[1:]
+			queuedItems -= len(b.missing)
+			if err := checkBatch(b); err != nil {
+				return out, err
+			}
+			if len(b.missing) == 0 {
+				continue
+			}
+			b.sends = newSends(embedBatchID(in, b.n), time.Now())
+			if err := a.publishEmbed(ctx, p, b.n, missingItems(b), b.base); err != nil {
+				return out, err
+			}
+			next = append(next, b)
 		}
 		open = next
 		if len(open) == 0 {
@@ -238,7 +270,7 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 			return out, err
 		}
 		next = next[:0]
-		left := 0
+		left := queuedItems
 		for _, b := range open {
 			st := b.settle(dead, a.infraRetry())
 			if st.exhausted {

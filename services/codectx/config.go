@@ -19,6 +19,7 @@ import (
 	"codectx/pkg/netguard"
 	"codectx/pkg/pipeline"
 	"codectx/pkg/tlsfile"
+	"codectx/workflows"
 )
 
 // Environment variables read by the role subcommands. A flag given on the
@@ -63,6 +64,7 @@ const (
 	envNATSKey      = "CODECTX_NATS_TLS_KEY"
 	envNATSName     = "CODECTX_NATS_TLS_SERVER_NAME"
 	envTenantSnaps  = "CODECTX_TENANT_SNAPSHOTS"
+	envQueueWindow  = "CODECTX_QUEUE_WINDOW"
 )
 
 // cloneGCEvery is how often the clone cache is checked against its bounds.
@@ -107,6 +109,9 @@ type config struct {
 	// tenantSnapshots bounds one tenant's snapshots in progress (the
 	// orchestrator's workflows); 0 or less: no bound.
 	tenantSnapshots int
+	// queueWindow bounds one snapshot's batches in the parse and embed
+	// queues at once (workflows.Activities.Window).
+	queueWindow int
 }
 
 // defaultCloneBytes is the default bound of one remote clone or fetch.
@@ -335,6 +340,12 @@ const defaultTenantSnapshots = 4
 // tenantSnapshots.
 func tenantSnapshotsFlag(fs *flag.FlagSet, v *int, def string) {
 	fs.IntVar(v, "tenant-snapshots", envInt(envTenantSnaps, 0), "snapshots of one tenant indexed at once; its other pushes wait (status \"queued\") so that one tenant's many repositories cannot fill the shared parse and graph queues ahead of the others' (default: "+def+"; negative: no bound) ($"+envTenantSnaps+")")
+}
+
+// queueWindowFlag registers --queue-window, the bound of one snapshot's
+// batches in the parse and embed queues at once.
+func queueWindowFlag(fs *flag.FlagSet, v *int) {
+	fs.IntVar(v, "queue-window", envInt(envQueueWindow, 0), fmt.Sprintf("batches of one snapshot in the parse (and embed) queue at once; the others are published as those finish, so another snapshot's batches wait behind at most this many of each snapshot in progress. One snapshot keeps at most this many workers busy: raise it where more parse workers serve few snapshots (default: %d; negative: every batch at once) ($%s)", workflows.DefaultWindow, envQueueWindow))
 }
 
 // tenantSnapshots resolves --tenant-snapshots: v when set, else the

@@ -133,6 +133,7 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if r.name == "orchestrator" {
 		tenantSnapshotsFlag(fs, &c.tenantSnapshots, fmt.Sprint(defaultTenantSnapshots))
+		queueWindowFlag(fs, &c.queueWindow)
 	}
 	var prof profileFlags
 	prof.register(fs)
@@ -334,7 +335,7 @@ func orchestratorRole() role {
 		dense: denseQdrant,
 		body: func(ctx context.Context, e *roleEnv) error {
 			e.cfg.keepClones(ctx, e.log)
-			w := newSDKWorker(e.deps.client(), e.deps.queue.Load(), e.store, e.cfg.data, e.cfg.netPolicy(), 0, tenantSnapshots(e.cfg.tenantSnapshots, true), e.dense)
+			w := newSDKWorker(e.deps.client(), e.deps.queue.Load(), e.store, e.cfg.data, e.cfg.netPolicy(), 0, tenantSnapshots(e.cfg.tenantSnapshots, true), e.cfg.queueWindow, e.dense)
 			if err := w.Start(); err != nil {
 				return fmt.Errorf("start temporal worker: %w", err)
 			}
@@ -356,8 +357,9 @@ var queueBackoff []time.Duration
 
 // newSDKWorker is the orchestrator's Temporal worker. poll is how often the
 // waiting activities look for stage results (0: the workflows default);
-// tenantSnaps bounds a tenant's snapshots in progress (0 or less: no bound).
-func newSDKWorker(c client.Client, q *natsq.Queue, store *blob.Bucket, data string, net *netguard.Policy, poll time.Duration, tenantSnaps int, kit *denseKit) worker.Worker {
+// tenantSnaps bounds a tenant's snapshots in progress (0 or less: no bound);
+// window bounds a snapshot's batches in a queue (0: the default).
+func newSDKWorker(c client.Client, q *natsq.Queue, store *blob.Bucket, data string, net *netguard.Policy, poll time.Duration, tenantSnaps, window int, kit *denseKit) worker.Worker {
 	w := worker.New(c, workflows.TaskQueue, worker.Options{
 		WorkerStopTimeout: 10 * time.Second,
 		// Heartbeats carry the parse progress that status reports: send
@@ -365,7 +367,7 @@ func newSDKWorker(c client.Client, q *natsq.Queue, store *blob.Bucket, data stri
 		// timeout, 16 s for WaitParse).
 		MaxHeartbeatThrottleInterval: 2 * time.Second,
 	})
-	a := &workflows.Activities{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), Net: net, PollInterval: poll, InfraRetry: infraRetry, TenantSnapshots: tenantSnaps}
+	a := &workflows.Activities{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), Net: net, PollInterval: poll, InfraRetry: infraRetry, TenantSnapshots: tenantSnaps, Window: window}
 	if kit != nil && kit.emb != nil {
 		a.Embedder, a.Vectors = kit.emb, kit.store
 	}

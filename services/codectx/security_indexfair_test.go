@@ -3,13 +3,19 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"codectx/pkg/api"
+	"codectx/pkg/pipeline"
+	"codectx/pkg/queue/natsq"
+	"codectx/workflows"
 )
 
 // One tenant's many repositories must not hold the shared pipeline from
@@ -143,5 +149,101 @@ func TestTenantSnapshotsDefault(t *testing.T) {
 		if got := tenantSnapshots(tc.flag, tc.multi); got != tc.want {
 			t.Errorf("tenantSnapshots(%d, %v) = %d, want %d", tc.flag, tc.multi, got, tc.want)
 		}
+	}
+}
+
+// One tenant's big repository must not hold the parse queue from the
+// others: its snapshot keeps at most --queue-window batches in the queue,
+// so a push of another tenant waits behind those, not behind all of it.
+// Beta indexes one repository of 4,000 files (63 batches; each of its
+// files held 1.5 ms in the parser); once its parse has begun, acme pushes a
+// one-file repository. The parse queue, watched all along, never holds
+// more than the window and acme's batch, and acme's repository is
+// queryable long before beta's. With every batch queued at once
+// (--queue-window -1, the old behaviour) the queue held all of beta's
+// batches and acme waited behind them.
+func TestSecurityIndexFairnessBigRepo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts codectx up")
+	}
+	const nfiles = 4000
+	window := workflows.DefaultWindow
+	args := []string{}
+	if v := os.Getenv("CODECTX_TEST_QUEUE_WINDOW"); v != "" { // to measure another beside
+		args = append(args, "--queue-window", v)
+		window, _ = strconv.Atoi(v)
+	}
+	started := make(chan struct{})
+	var once sync.Once
+	upParseHook = func(path string) {
+		if strings.HasPrefix(path, "ledger") { // beta's files
+			once.Do(func() { close(started) })
+			time.Sleep(1500 * time.Microsecond)
+		}
+	}
+	var queue atomic.Pointer[natsq.Queue]
+	upQueueHook = func(q *natsq.Queue) { queue.Store(q) }
+	t.Cleanup(func() { upParseHook, upQueueHook = nil, nil })
+	s := startSecureUp(t, args...)
+
+	files := map[string]string{"go.mod": "module example.com/big\n\ngo 1.22\n"}
+	for i := range nfiles {
+		files[fmt.Sprintf("ledger%d/f%d.go", i%50, i)] = fmt.Sprintf("package ledger%d\n\n// Big%d sums the ledger rows of part %d.\nfunc Big%d(a, b int) int {\n\treturn a*%d + b\n}\n", i%50, i, i, i, i)
+	}
+	big := commitTree(t, filepath.Join(t.TempDir(), "big"), files)
+	fresh := commitTree(t, filepath.Join(t.TempDir(), "fresh"), map[string]string{
+		"till/till.go": "package till\n\n// CloseTill counts the drawer at the end of the day.\nfunc CloseTill() int { return 42 }\n",
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	// The parse queue's length, sampled every 5 ms from beta's request on.
+	var peak atomic.Int64
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for watchCtx.Err() == nil {
+			if n, err := queue.Load().Pending(watchCtx, pipeline.StageParse); err == nil && int64(n) > peak.Load() {
+				peak.Store(int64(n))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	op := s.client(api.AllTenants)
+	if _, err := op.Index(ctx, api.IndexRequest{Tenant: tenantB, Repo: "big", Location: big}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("beta's parse never began")
+	}
+	time.Sleep(100 * time.Millisecond) // beta's fan-out is done: its batches are queued
+	start := time.Now()
+	if _, err := op.Index(ctx, api.IndexRequest{Tenant: tenantA, Repo: "fresh", Location: fresh}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.client(tenantA).WaitIndexed(ctx, tenantA, "fresh", ""); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	st, err := op.WaitIndexed(ctx, tenantB, "big", "")
+	if err != nil || st.LastError != "" || st.Files != nfiles+1 || st.Failed != 0 {
+		t.Fatalf("beta's repository: %+v %v, want all %d files", st, err, nfiles+1)
+	}
+	betaRest := time.Since(start)
+	stopWatch()
+	wg.Wait()
+	resp, err := s.client(tenantA).Query(ctx, api.QueryRequest{Tenant: tenantA, Repo: "fresh", Query: "CloseTill", Budget: 1000})
+	if err != nil || len(resp.Chunks) == 0 || !strings.Contains(resp.Chunks[0].Path, "till.go") {
+		t.Errorf("acme's query on its new repository: %v %+v", err, resp)
+	}
+	t.Logf("window %d: the parse queue peaked at %d messages; acme's one-file repository queryable in %v; the rest of beta's %d files took %v",
+		window, peak.Load(), took.Round(time.Millisecond), nfiles, betaRest.Round(time.Millisecond))
+	if window > 0 && peak.Load() > int64(window)+1 {
+		t.Errorf("the parse queue held %d messages, more than beta's window of %d and acme's one", peak.Load(), window)
+	}
+	if took > betaRest/2 {
+		t.Errorf("acme's repository took %v, more than half of the %v beta's took from the same moment: it waited behind beta's batches", took, betaRest)
 	}
 }

@@ -31,6 +31,10 @@ import (
 // indexing in the middle). Nil in the program.
 var upParseHook func(path string)
 
+// upQueueHook, when set by a test, is given the queue client of `up` (to
+// watch the length of a stage's queue).
+var upQueueHook func(*natsq.Queue)
+
 // upStoreHook, when set by a test, wraps the blob store of `up` (to make
 // it fail for a while). Nil in the program.
 var upStoreHook func(*blob.Bucket) *blob.Bucket
@@ -75,6 +79,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	shardCache.register(fs)
 	shardFlag(fs, &c.shardBytes)
 	tenantSnapshotsFlag(fs, &c.tenantSnapshots, fmt.Sprintf("with API keys %d, without keys (one user) no bound", defaultTenantSnapshots))
+	queueWindowFlag(fs, &c.queueWindow)
 	keysFile := fs.String("api-keys", env(envAPIKeys, ""), "API key file (codectx key create writes it; re-read when it changes); when set, every API route but health and webhooks needs a key, /metrics an operator's ($"+envAPIKeys+")")
 	keysOn := fs.Bool("keys", envBool(envKeys, false), "require API keys from DATA/keys.json; on first start an admin key is written to DATA/admin.key (mode 0600) ($"+envKeys+")")
 	var prof profileFlags
@@ -168,6 +173,9 @@ Stop with SIGINT or SIGTERM.`)
 		return fmt.Errorf("up: %w", err)
 	}
 	defer q.Close()
+	if upQueueHook != nil {
+		upQueueHook(q)
+	}
 	store, where, err := c.store(sctx)
 	if err != nil {
 		return fmt.Errorf("up: %w", err)
@@ -244,7 +252,7 @@ Stop with SIGINT or SIGTERM.`)
 	go m.WatchLag(wctx, 5*time.Second, q.Pending, stages...)
 	// Stage results land in a local store: polling it often is cheap and
 	// shortens push-to-queryable time.
-	sdk := newSDKWorker(tc, q, store, data, c.netPolicy(), embeddedPoll, tenantSnapshots(c.tenantSnapshots, *keysFile != ""), kit)
+	sdk := newSDKWorker(tc, q, store, data, c.netPolicy(), embeddedPoll, tenantSnapshots(c.tenantSnapshots, *keysFile != ""), c.queueWindow, kit)
 	if err := sdk.Start(); err != nil {
 		stopWork()
 		workers.wait()

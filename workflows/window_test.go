@@ -1,0 +1,144 @@
+package workflows_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"codectx/pkg/blob/local"
+	"codectx/pkg/dense/densetest"
+	"codectx/pkg/embed"
+	"codectx/pkg/pipeline"
+	"codectx/pkg/queue"
+	"codectx/pkg/queue/natsq"
+	vlocal "codectx/pkg/vector/local"
+	"codectx/workflows"
+
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/server/temporaltest"
+)
+
+// peak is the highest queue length seen by a sampler.
+type peak struct{ n atomic.Int64 }
+
+func (p *peak) see(ctx context.Context, q *natsq.Queue, stage string) {
+	n, err := q.Pending(ctx, stage)
+	if err != nil {
+		return
+	}
+	for {
+		old := p.n.Load()
+		if int64(n) <= old || p.n.CompareAndSwap(old, int64(n)) {
+			return
+		}
+	}
+}
+
+// sampledEmbedder embeds with Words and samples the embed queue first.
+type sampledEmbedder struct {
+	densetest.Words
+	q    *natsq.Queue
+	peak peak
+}
+
+func (s *sampledEmbedder) Embed(ctx context.Context, texts []string, k embed.Kind) ([][]float32, error) {
+	s.peak.see(ctx, s.q, pipeline.StageEmbed)
+	time.Sleep(5 * time.Millisecond)
+	return s.Words.Embed(ctx, texts, k)
+}
+
+// TestPipelineQueueWindow: a snapshot holds at most Window of its batches
+// in the parse and the embed queue at once, and still indexes every file
+// and embeds every chunk. Without a window all of its batches are queued
+// at once (so the samplers do see a long queue).
+func TestPipelineQueueWindow(t *testing.T) {
+	const files = 24 // one file a parse batch
+	body := map[string]string{}
+	for i := range files {
+		var src string
+		for j := range 6 { // about 150 chunks: three embed batches
+			src += fmt.Sprintf("// F%d_%d returns the %dth value of part %d.\nfunc F%d_%d() int { return %d }\n\n", i, j, j, i, i, j, i*j)
+		}
+		body[fmt.Sprintf("p%02d.go", i)] = "package p\n\n" + src
+	}
+	for _, tc := range []struct {
+		name              string
+		window            int
+		maxParse, minPeak int64 // bound on the parse queue seen; least peak seen
+		maxEmbed          int64
+	}{
+		{"window 1", 1, 1, 1, 1},
+		{"window 3", 3, 3, 2, 3},
+		{"every batch at once", -1, files, 4, 64},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			ts := newTestServer(temporaltest.WithT(t))
+			c := ts.GetDefaultClient()
+			ns, err := natsq.StartEmbedded(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(ns.Shutdown)
+			q, err := natsq.Connect(ctx, ns.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(q.Close)
+			store, err := local.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			emb := &sampledEmbedder{q: q}
+			acts := &workflows.Activities{Store: store, Queue: q, CacheDir: t.TempDir(), PollInterval: 20 * time.Millisecond,
+				BatchSize: 1, Window: tc.window, Embedder: emb, Vectors: vlocal.New(store, vlocal.Float32)}
+			ts.NewWorker(workflows.TaskQueue, func(r worker.Registry) { workflows.Register(r, acts) })
+			var parsePeak peak
+			var mu sync.Mutex
+			parsed := map[string]bool{}
+			w := &pipeline.Workers{Store: store, Queue: q, Embedder: emb, ParseHook: func(p string) {
+				parsePeak.see(ctx, q, pipeline.StageParse)
+				time.Sleep(5 * time.Millisecond) // the fan-out outpaces the worker
+				mu.Lock()
+				parsed[p] = true
+				mu.Unlock()
+			}}
+			wctx, wcancel := context.WithCancel(ctx)
+			cfg := queue.Config{AckWait: 10 * time.Second, Workers: 1}
+			done := make(chan error, 3)
+			go func() { done <- w.RunParse(wctx, cfg) }()
+			go func() { done <- w.RunEmbed(wctx, cfg) }()
+			go func() { done <- w.RunGraph(wctx, cfg) }()
+			defer func() {
+				wcancel()
+				for range 3 {
+					if err := <-done; err != nil && wctx.Err() == nil {
+						t.Error(err)
+					}
+				}
+			}()
+
+			fx := newFixture(t, "win")
+			commit := fx.commit(t, body)
+			res := pushAndWait(ctx, t, c, "win", commit, 1)
+			if res.Parsed != files || len(parsed) != files || res.Failed != 0 {
+				t.Fatalf("snapshot = %+v, %d files parsed, want all %d", res, len(parsed), files)
+			}
+			if res.Embedded < 130 || res.EmbedFailed != 0 || res.PointsAdded != res.Points {
+				t.Fatalf("snapshot = %+v, want every chunk (about 150) embedded and stored", res)
+			}
+			if p := parsePeak.n.Load(); p > tc.maxParse || p < tc.minPeak {
+				t.Errorf("parse queue peaked at %d batches, want %d-%d", p, tc.minPeak, tc.maxParse)
+			}
+			if p := emb.peak.n.Load(); p > tc.maxEmbed || p < 1 {
+				t.Errorf("embed queue peaked at %d batches, want 1-%d", p, tc.maxEmbed)
+			}
+			t.Logf("peaks: parse %d, embed %d; embedded %d chunks", parsePeak.n.Load(), emb.peak.n.Load(), res.Embedded)
+		})
+	}
+}
