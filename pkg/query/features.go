@@ -101,6 +101,12 @@ var FeatureNames = func() []string {
 		"line_rr",   // best 10/(10+rank) over the lines
 		"line_top5", // share of the lines ranking the file in their top 5
 		"body_rr",   // 10/(10+rank) in a whole-file BM25 of the lines after the title
+		// The file against its siblings (the other top files of its
+		// directory) and the top file (contrast.go, siblingFeatures).
+		"sib_n", "sib_title", "sib_file", "sib_distinct", "top_distinct",
+		// The query expanded by the words of its top files (contrast.go,
+		// prfFeatures): rank and score in the expanded whole-file BM25.
+		"prf_rr", "prf_rel", "prf_rr_3_20", "prf_rel_3_20", "prf_rr_5_10", "prf_rel_5_10", "prf_rr_5_20", "prf_rel_5_20",
 	)
 }()
 
@@ -112,7 +118,9 @@ var costlyFeatures = []string{"title_cover", "title_cover_rel", "query_cover", "
 	"def_share", "def_title", "def_best", "stem_ident", "stem_ident_title", "sym_cover",
 	"prop_out", "prop_in", "prop_out_sum", "prop_in_sum", "def_calls", "def_called", "test_imports", "deg_rel", "dir_share", "links_top",
 	"replay_top", "replay_prec", "replay_missed", "replay_lift", "title_chunk_rr", "title_chunk_rel",
-	"line_rr", "line_top5", "body_rr"}
+	"line_rr", "line_top5", "body_rr",
+	"sib_n", "sib_title", "sib_file", "sib_distinct", "top_distinct",
+	"prf_rr", "prf_rel", "prf_rr_3_20", "prf_rel_3_20", "prf_rr_5_10", "prf_rel_5_10", "prf_rr_5_20", "prf_rel_5_20"}
 
 // propDepth is how many top files of the RRF ranking the graph features
 // propagate from: fixed, so a file's features do not depend on how many
@@ -344,6 +352,7 @@ func (e *Engine) costlyFeatures(in featureInput, cands []Candidate, set func(int
 	replayFeatures(seg, cands, set)
 	e.titleChunkFeatures(in, tt, cands, set)
 	e.lineFeatures(in, cands, set)
+	e.contrastFeatures(in, tt, cands, set)
 
 	// Coverage: which of the title's and the query's words each file holds.
 	tcov := coverage(seg, tt, cands)
