@@ -53,7 +53,9 @@ func (s *sampledEmbedder) Embed(ctx context.Context, texts []string, k embed.Kin
 // TestPipelineQueueWindow: a snapshot holds at most Window of its batches
 // in the parse and the embed queue at once, and still indexes every file
 // and embeds every chunk. Without a window all of its batches are queued
-// at once (so the samplers do see a long queue).
+// at once (so the samplers do see a long queue). When the queue takes
+// longer than ParseTimeout, a window also keeps the wait from sending
+// again every batch still queued (24 batches and 17 re-sends without one).
 func TestPipelineQueueWindow(t *testing.T) {
 	const files = 24 // one file a parse batch
 	body := map[string]string{}
@@ -69,10 +71,19 @@ func TestPipelineQueueWindow(t *testing.T) {
 		window            int
 		maxParse, minPeak int64 // bound on the parse queue seen; least peak seen
 		maxEmbed          int64
+		hold, timeout     time.Duration // the parser's time a file; ParseTimeout
 	}{
-		{"window 1", 1, 1, 1, 1},
-		{"window 3", 3, 3, 2, 3},
-		{"every batch at once", -1, files, 4, 64},
+		// A batch's results are stored before its message is acknowledged,
+		// so the wait may publish the next one while the queue still
+		// counts the one finishing: the bound is the window and one.
+		{"window 1", 1, 2, 1, 2, 5 * time.Millisecond, 0},
+		{"window 3", 3, 4, 2, 4, 5 * time.Millisecond, 0},
+		{"every batch at once", -1, files, 4, 64, 5 * time.Millisecond, 0},
+		// The queue takes longer than ParseTimeout: with a window no
+		// batch waits that long, so none is sent twice; without one the
+		// batches still queued are all sent again.
+		{"window 3, slow queue", 3, 4, 2, 4, 40 * time.Millisecond, 250 * time.Millisecond},
+		{"every batch at once, slow queue", -1, 2 * files, files + 6, 64, 40 * time.Millisecond, 250 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Chdir(t.TempDir())
@@ -96,14 +107,14 @@ func TestPipelineQueueWindow(t *testing.T) {
 			}
 			emb := &sampledEmbedder{q: q}
 			acts := &workflows.Activities{Store: store, Queue: q, CacheDir: t.TempDir(), PollInterval: 20 * time.Millisecond,
-				BatchSize: 1, Window: tc.window, Embedder: emb, Vectors: vlocal.New(store, vlocal.Float32)}
+				BatchSize: 1, Window: tc.window, ParseTimeout: tc.timeout, Embedder: emb, Vectors: vlocal.New(store, vlocal.Float32)}
 			ts.NewWorker(workflows.TaskQueue, func(r worker.Registry) { workflows.Register(r, acts) })
 			var parsePeak peak
 			var mu sync.Mutex
 			parsed := map[string]bool{}
 			w := &pipeline.Workers{Store: store, Queue: q, Embedder: emb, ParseHook: func(p string) {
 				parsePeak.see(ctx, q, pipeline.StageParse)
-				time.Sleep(5 * time.Millisecond) // the fan-out outpaces the worker
+				time.Sleep(tc.hold) // the fan-out outpaces the worker
 				mu.Lock()
 				parsed[p] = true
 				mu.Unlock()

@@ -240,8 +240,10 @@ func TestSecurityIndexFairnessBigRepo(t *testing.T) {
 	}
 	t.Logf("window %d: the parse queue peaked at %d messages; acme's one-file repository queryable in %v; the rest of beta's %d files took %v",
 		window, peak.Load(), took.Round(time.Millisecond), nfiles, betaRest.Round(time.Millisecond))
-	if window > 0 && peak.Load() > int64(window)+1 {
-		t.Errorf("the parse queue held %d messages, more than beta's window of %d and acme's one", peak.Load(), window)
+	// Beta's window, acme's batch, and one of beta's that has stored its
+	// results but whose acknowledgement the queue has not counted yet.
+	if window > 0 && peak.Load() > int64(window)+2 {
+		t.Errorf("the parse queue held %d messages, more than beta's window of %d, a finishing one and acme's", peak.Load(), window)
 	}
 	if took > betaRest/2 {
 		t.Errorf("acme's repository took %v, more than half of the %v beta's took from the same moment: it waited behind beta's batches", took, betaRest)
