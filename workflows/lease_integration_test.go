@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"codectx/pkg/temporalserver"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"go.temporal.io/server/temporal"
@@ -189,5 +191,67 @@ func TestTenantLeaseOnServer(t *testing.T) {
 	}
 	if err != nil || len(lc.Holders) != 0 || len(lc.Waiting) != 0 {
 		t.Errorf("gamma's lease after all finished = %+v, %v; want no holders or waiters", lc, err)
+	}
+}
+
+// LeaseHoldersGone, on a real Temporal server: a holder that cannot be
+// asked its status (here a running workflow with no status query) is
+// kept, and the holders after it are still checked: one whose workflow
+// does not exist and one whose workflow has ended are reported gone.
+func TestLeaseHoldersGoneKeepsWhatItCannotAsk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ts := temporaltest.NewServer(temporaltest.WithT(t), temporaltest.WithBaseServerOptions(temporal.WithDynamicConfigClient(temporalserver.DynamicConfig())))
+	c := ts.GetDefaultClient()
+	a := &Activities{}
+	silent := func(ctx workflow.Context) error { // runs until signalled, answers no status
+		workflow.GetSignalChannel(ctx, "stop").Receive(ctx, nil)
+		return nil
+	}
+	ended := func(workflow.Context) error { return nil }
+	check := func(ctx workflow.Context, holders []LeaseRequest) ([]string, error) {
+		var gone []string
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second})
+		err := workflow.ExecuteActivity(actx, a.LeaseHoldersGone, holders).Get(ctx, &gone)
+		return gone, err
+	}
+	ts.NewWorker(TaskQueue, func(r worker.Registry) {
+		r.RegisterWorkflowWithOptions(silent, workflow.RegisterOptions{Name: "silent"})
+		r.RegisterWorkflowWithOptions(ended, workflow.RegisterOptions{Name: "ended"})
+		r.RegisterWorkflowWithOptions(check, workflow.RegisterOptions{Name: "check"})
+		r.RegisterActivity(a)
+	})
+	opts := func(id string) client.StartWorkflowOptions {
+		return client.StartWorkflowOptions{ID: id, TaskQueue: TaskQueue}
+	}
+	if _, err := c.ExecuteWorkflow(ctx, opts("silent-owner"), "silent"); err != nil {
+		t.Fatal(err)
+	}
+	defer c.SignalWorkflow(context.Background(), "silent-owner", "", "stop", nil)
+	run, err := c.ExecuteWorkflow(ctx, opts("ended-owner"), "ended")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Get(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	holders := []LeaseRequest{
+		{Tenant: "beta", Owner: "silent-owner", Token: "t-silent"},
+		{Tenant: "beta", Owner: "no-such-owner", Token: "t-missing"},
+		{Tenant: "beta", Owner: "ended-owner", Token: "t-ended"},
+	}
+	run, err = c.ExecuteWorkflow(ctx, opts("holders-check"), "check", holders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gone []string
+	if err := run.Get(ctx, &gone); err != nil {
+		t.Fatalf("the check failed: %v", err)
+	}
+	if !slices.Equal(gone, []string{"t-missing", "t-ended"}) {
+		t.Errorf("gone = %v, want the missing and the ended holders, and the one that cannot be asked kept", gone)
 	}
 }
