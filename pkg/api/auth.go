@@ -45,15 +45,9 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, tenant string
 		return s.allow(w, r, tenant)
 	}
 	k, known, sent := s.keyOwner(r)
-	if !sent {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="codectx"`)
-		writeError(w, http.StatusUnauthorized, fmt.Errorf("an API key is required (Authorization: Bearer KEY)"))
-		return false
-	}
 	switch {
 	case !known:
-		w.Header().Set("WWW-Authenticate", `Bearer realm="codectx", error="invalid_token"`)
-		writeError(w, http.StatusUnauthorized, fmt.Errorf("unknown API key"))
+		unauthorized(w, sent)
 		return false
 	case k.Tenant != AllTenants && k.Tenant != tenant:
 		// Say no more than that the key does not reach this tenant: not
@@ -79,15 +73,14 @@ func (s *Server) operator(r *http.Request) bool {
 
 // metricsGuard lets /metrics through on an open API or with
 // PublicMetrics, else only with an operator's key (any scope): 401
-// without a known key, 403 for a tenant's.
+// without a known key (the answer of every route), 403 for a tenant's.
 func (s *Server) metricsGuard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.keysOn() && !s.PublicMetrics {
 			k, known, sent := s.keyOwner(r)
 			switch {
-			case !sent || !known:
-				w.Header().Set("WWW-Authenticate", `Bearer realm="codectx"`)
-				writeError(w, http.StatusUnauthorized, fmt.Errorf("/metrics needs an operator's API key (Authorization: Bearer KEY)"))
+			case !known:
+				unauthorized(w, sent)
 				return
 			case k.Tenant != AllTenants:
 				writeError(w, http.StatusForbidden, fmt.Errorf("/metrics needs an operator's API key (tenant %q), not a tenant's", AllTenants))
@@ -129,13 +122,8 @@ func (s *Server) principal(w http.ResponseWriter, r *http.Request) (Principal, b
 	}
 	k, known, sent := s.keyOwner(r)
 	switch {
-	case !sent:
-		w.Header().Set("WWW-Authenticate", `Bearer realm="codectx"`)
-		writeError(w, http.StatusUnauthorized, fmt.Errorf("an API key is required (Authorization: Bearer KEY)"))
-		return Principal{}, false
 	case !known:
-		w.Header().Set("WWW-Authenticate", `Bearer realm="codectx", error="invalid_token"`)
-		writeError(w, http.StatusUnauthorized, fmt.Errorf("unknown API key"))
+		unauthorized(w, sent)
 		return Principal{}, false
 	case !k.Scope.Allows(keys.Query):
 		writeError(w, http.StatusForbidden, fmt.Errorf("this API key has scope %s; MCP needs query", k.Scope))
@@ -168,16 +156,21 @@ func (s *Server) authenticated(w http.ResponseWriter, r *http.Request) bool {
 	if !s.keysOn() {
 		return true
 	}
-	_, known, sent := s.keyOwner(r)
-	switch {
-	case !sent:
-		w.Header().Set("WWW-Authenticate", `Bearer realm="codectx"`)
-		writeError(w, http.StatusUnauthorized, fmt.Errorf("an API key is required (Authorization: Bearer KEY)"))
-		return false
-	case !known:
-		w.Header().Set("WWW-Authenticate", `Bearer realm="codectx", error="invalid_token"`)
-		writeError(w, http.StatusUnauthorized, fmt.Errorf("unknown API key"))
+	if _, known, sent := s.keyOwner(r); !known {
+		unauthorized(w, sent)
 		return false
 	}
 	return true
+}
+
+// unauthorized writes the 401 answer to a request without a known key:
+// none sent, or (sent) one that is not listed.
+func unauthorized(w http.ResponseWriter, sent bool) {
+	if !sent {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="codectx"`)
+		writeError(w, http.StatusUnauthorized, fmt.Errorf("an API key is required (Authorization: Bearer KEY)"))
+		return
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="codectx", error="invalid_token"`)
+	writeError(w, http.StatusUnauthorized, fmt.Errorf("unknown API key"))
 }

@@ -3,8 +3,10 @@ package api
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"codectx/pkg/blob"
@@ -99,6 +101,46 @@ func TestAPIKeys(t *testing.T) {
 	} {
 		if got := get(c.base, c.path, c.key); got != c.want {
 			t.Errorf("GET %s with key %q = %d, want %d", c.path, c.key, got, c.want)
+		}
+	}
+}
+
+// Every guarded route answers a request without a known key the same
+// way: 401, the bearer challenge (with error="invalid_token" for a key
+// that is not listed) and the same message, so that no route tells a
+// stranger more than another.
+func TestUnauthorizedAnswersAlike(t *testing.T) {
+	store := blob.NewMem()
+	keys := Keys{HashKey("key-of-acme"): "acme", HashKey("operator"): AllTenants}
+	ts, _ := newServer(t, &Server{Store: store, Indexer: &fakeIndexer{}, Routes: AllRoutes, Keys: keys})
+	for _, route := range []struct{ method, path, body string }{
+		{"POST", "/v1/query", `{"repo":"demo","query":"x"}`},            // authenticated, then authorize
+		{"GET", "/v1/repos/acme/demo/status", ""},                       // authorize
+		{"GET", "/v1/repos?tenant=acme", ""},                            // authenticated (admin listing)
+		{"POST", "/v1/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`}, // principal
+		{"GET", "/metrics", ""},                                         // metricsGuard
+	} {
+		for _, c := range []struct {
+			key, challenge, msg string
+		}{
+			{"", `Bearer realm="codectx"`, "an API key is required"},
+			{"not-a-key", `Bearer realm="codectx", error="invalid_token"`, "unknown API key"},
+		} {
+			req, _ := http.NewRequest(route.method, ts.URL+route.path, strings.NewReader(route.body))
+			req.Header.Set("Content-Type", "application/json")
+			if c.key != "" {
+				req.Header.Set("Authorization", "Bearer "+c.key)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != c.challenge || !strings.Contains(string(body), c.msg) {
+				t.Errorf("%s %s with key %q: %d, challenge %q, body %s; want 401, %q, %q",
+					route.method, route.path, c.key, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body, c.challenge, c.msg)
+			}
 		}
 	}
 }
