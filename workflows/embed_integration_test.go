@@ -7,14 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"codectx/pkg/blob/local"
 	"codectx/pkg/dense"
 	"codectx/pkg/dense/densetest"
 	"codectx/pkg/embed"
 	"codectx/pkg/index"
 	"codectx/pkg/pipeline"
 	"codectx/pkg/queue"
-	"codectx/pkg/queue/natsq"
 	"codectx/pkg/vector"
 	vlocal "codectx/pkg/vector/local"
 	"codectx/workflows"
@@ -40,20 +38,8 @@ func TestPipelineEmbed(t *testing.T) {
 
 	ts := newTestServer(temporaltest.WithT(t))
 	c := ts.GetDefaultClient()
-	ns, err := natsq.StartEmbedded(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
-	q, err := natsq.Connect(ctx, ns.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(q.Close)
-	store, err := local.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	q, _ := startQueue(ctx, t)
+	store := tempStore(t)
 	emb := &densetest.Words{}
 	vs := vlocal.New(store, vlocal.Int8)
 	// An hour between polls: the pushes complete only if the workers'

@@ -8,13 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"codectx/pkg/blob/local"
 	"codectx/pkg/dense/densetest"
 	"codectx/pkg/embed"
 	"codectx/pkg/index"
 	"codectx/pkg/pipeline"
 	"codectx/pkg/queue"
-	"codectx/pkg/queue/natsq"
 	vlocal "codectx/pkg/vector/local"
 	"codectx/workflows"
 
@@ -52,20 +50,8 @@ func TestPipelineEmbedRetry(t *testing.T) {
 	defer cancel()
 	ts := newTestServer(temporaltest.WithT(t))
 	c := ts.GetDefaultClient()
-	ns, err := natsq.StartEmbedded(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
-	q, err := natsq.Connect(ctx, ns.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(q.Close)
-	store, err := local.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	q, _ := startQueue(ctx, t)
+	store := tempStore(t)
 	emb := &flakyEmbedder{}
 	acts := &workflows.Activities{Store: store, Queue: q, CacheDir: t.TempDir(), PollInterval: 50 * time.Millisecond,
 		Embedder: emb, Vectors: vlocal.New(store, vlocal.Float32), InfraRetry: []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}}
@@ -110,6 +96,7 @@ func TestPipelineEmbedRetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st workflows.RepoStatus
+	var err error
 	for {
 		st, err = workflows.Status(ctx, c, index.DefaultTenant, repo)
 		if err == nil && st.Covered >= 2 {

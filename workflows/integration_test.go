@@ -229,20 +229,8 @@ func TestPipeline(t *testing.T) {
 
 	ts := newTestServer(temporaltest.WithT(t))
 	c := ts.GetDefaultClient()
-	ns, err := natsq.StartEmbedded(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
-	q, err := natsq.Connect(ctx, ns.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(q.Close)
-	base, err := local.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	q, natsURL := startQueue(ctx, t)
+	base := tempStore(t)
 	fl := &flaky{Bucket: base}
 	store := blob.NewBucket(fl)
 
@@ -265,7 +253,7 @@ func TestPipeline(t *testing.T) {
 	}
 	all := []string{"go.mod", "main.go", "util/util.go", "tool.py", "lib/models.py"}
 
-	p0 := startParse(t, ns.URL(), store, cfg, nil)
+	p0 := startParse(t, natsURL, store, cfg, nil)
 
 	t.Log("commit 1: everything is parsed and published")
 	c1 := fx.commit(t, files)
@@ -293,7 +281,7 @@ func TestPipeline(t *testing.T) {
 
 	t.Log("commit 3: a parse worker killed mid-batch; its batch goes to another worker")
 	entered, release := make(chan string, 1), make(chan struct{})
-	pa := startParse(t, ns.URL(), store, queue.Config{AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Workers: 1}, func(p string) {
+	pa := startParse(t, natsURL, store, queue.Config{AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Workers: 1}, func(p string) {
 		select {
 		case entered <- p:
 		default:
@@ -313,7 +301,7 @@ func TestPipeline(t *testing.T) {
 	pa.cancel()
 	pa.q.Close() // no more heartbeats: the message times out
 	const poison = "a_poison.py"
-	pb := startParse(t, ns.URL(), store, cfg, func(p string) {
+	pb := startParse(t, natsURL, store, cfg, func(p string) {
 		if p == poison {
 			panic("poisoned " + p)
 		}
@@ -444,6 +432,33 @@ func record(ctx context.Context, t *testing.T, c client.Client, id, file string)
 // newTestServer is a Temporal test server with the dynamic configuration
 // of `codectx up`'s embedded server (pkg/temporalserver), so that tests
 // and benchmarks see its task latencies.
+// startQueue starts an embedded NATS server for the test and connects to
+// it; both end with the test. url is the server's, for more clients.
+func startQueue(ctx context.Context, t *testing.T) (q *natsq.Queue, url string) {
+	t.Helper()
+	ns, err := natsq.StartEmbedded(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Shutdown)
+	q, err = natsq.Connect(ctx, ns.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(q.Close)
+	return q, ns.URL()
+}
+
+// tempStore is a local blob store in a directory of the test.
+func tempStore(t *testing.T) *blob.Bucket {
+	t.Helper()
+	store, err := local.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
 func newTestServer(opts ...temporaltest.TestServerOption) *temporaltest.TestServer {
 	return temporaltest.NewServer(append(opts, temporaltest.WithBaseServerOptions(temporal.WithDynamicConfigClient(temporalserver.DynamicConfig())))...)
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"codectx/pkg/blob/local"
 	"codectx/pkg/dense/densetest"
 	"codectx/pkg/embed"
 	"codectx/pkg/pipeline"
@@ -91,20 +90,8 @@ func TestPipelineQueueWindow(t *testing.T) {
 			defer cancel()
 			ts := newTestServer(temporaltest.WithT(t))
 			c := ts.GetDefaultClient()
-			ns, err := natsq.StartEmbedded(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(ns.Shutdown)
-			q, err := natsq.Connect(ctx, ns.URL())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(q.Close)
-			store, err := local.Open(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
+			q, _ := startQueue(ctx, t)
+			store := tempStore(t)
 			emb := &sampledEmbedder{q: q}
 			acts := &workflows.Activities{Store: store, Queue: q, CacheDir: t.TempDir(), PollInterval: 20 * time.Millisecond,
 				BatchSize: 1, Window: tc.window, ParseTimeout: tc.timeout, Embedder: emb, Vectors: vlocal.New(store, vlocal.Float32)}
