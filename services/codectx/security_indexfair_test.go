@@ -40,9 +40,7 @@ func TestSecurityIndexFairness(t *testing.T) {
 		}
 		dirs = append(dirs, commitTree(t, filepath.Join(t.TempDir(), fmt.Sprintf("r%d", r)), files))
 	}
-	fresh := commitTree(t, filepath.Join(t.TempDir(), "fresh"), map[string]string{
-		"till/till.go": "package till\n\n// CloseTill counts the drawer at the end of the day.\nfunc CloseTill() int { return 42 }\n",
-	})
+	fresh := tillRepo(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	op := s.client(api.AllTenants)
@@ -97,13 +95,7 @@ func TestSecurityIndexFairness(t *testing.T) {
 	}()
 
 	start := time.Now()
-	if _, err := op.Index(ctx, api.IndexRequest{Tenant: tenantA, Repo: "fresh", Location: fresh}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.client(tenantA).WaitIndexed(ctx, tenantA, "fresh", ""); err != nil {
-		t.Fatal(err)
-	}
-	took := time.Since(start)
+	took := pushTill(ctx, t, s, fresh)
 	mu.Lock()
 	doneAtAcme := len(betaDone)
 	mu.Unlock()
@@ -115,10 +107,7 @@ func TestSecurityIndexFairness(t *testing.T) {
 	stopWatch()
 	wg.Wait()
 	betaAll := time.Since(start)
-	resp, err := s.client(tenantA).Query(ctx, api.QueryRequest{Tenant: tenantA, Repo: "fresh", Query: "CloseTill", Budget: 1000})
-	if err != nil || len(resp.Chunks) == 0 || !strings.Contains(resp.Chunks[0].Path, "till.go") {
-		t.Errorf("acme's query on its new repository: %v %+v", err, resp)
-	}
+	queryTill(ctx, t, s)
 	t.Logf("acme's one-file repository queryable in %v, beta's %d done then; all of beta's done in %v; beta indexing at once at most %d, %d of its repositories queued",
 		took.Round(time.Millisecond), doneAtAcme, betaAll.Round(time.Millisecond), most, len(queued))
 	// The exact bound is tested where the workflows run
@@ -191,9 +180,7 @@ func TestSecurityIndexFairnessBigRepo(t *testing.T) {
 		files[fmt.Sprintf("ledger%d/f%d.go", i%50, i)] = fmt.Sprintf("package ledger%d\n\n// Big%d sums the ledger rows of part %d.\nfunc Big%d(a, b int) int {\n\treturn a*%d + b\n}\n", i%50, i, i, i, i)
 	}
 	big := commitTree(t, filepath.Join(t.TempDir(), "big"), files)
-	fresh := commitTree(t, filepath.Join(t.TempDir(), "fresh"), map[string]string{
-		"till/till.go": "package till\n\n// CloseTill counts the drawer at the end of the day.\nfunc CloseTill() int { return 42 }\n",
-	})
+	fresh := tillRepo(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
@@ -220,13 +207,7 @@ func TestSecurityIndexFairnessBigRepo(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond) // beta's fan-out is done: its batches are queued
 	start := time.Now()
-	if _, err := op.Index(ctx, api.IndexRequest{Tenant: tenantA, Repo: "fresh", Location: fresh}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.client(tenantA).WaitIndexed(ctx, tenantA, "fresh", ""); err != nil {
-		t.Fatal(err)
-	}
-	took := time.Since(start)
+	took := pushTill(ctx, t, s, fresh)
 	st, err := op.WaitIndexed(ctx, tenantB, "big", "")
 	if err != nil || st.LastError != "" || st.Files != nfiles+1 || st.Failed != 0 {
 		t.Fatalf("beta's repository: %+v %v, want all %d files", st, err, nfiles+1)
@@ -234,10 +215,7 @@ func TestSecurityIndexFairnessBigRepo(t *testing.T) {
 	betaRest := time.Since(start)
 	stopWatch()
 	wg.Wait()
-	resp, err := s.client(tenantA).Query(ctx, api.QueryRequest{Tenant: tenantA, Repo: "fresh", Query: "CloseTill", Budget: 1000})
-	if err != nil || len(resp.Chunks) == 0 || !strings.Contains(resp.Chunks[0].Path, "till.go") {
-		t.Errorf("acme's query on its new repository: %v %+v", err, resp)
-	}
+	queryTill(ctx, t, s)
 	t.Logf("window %d: the parse queue peaked at %d messages; acme's one-file repository queryable in %v; the rest of beta's %d files took %v",
 		window, peak.Load(), took.Round(time.Millisecond), nfiles, betaRest.Round(time.Millisecond))
 	// Beta's window, acme's batch, and one of beta's that has stored its
@@ -247,5 +225,35 @@ func TestSecurityIndexFairnessBigRepo(t *testing.T) {
 	}
 	if took > betaRest/2 {
 		t.Errorf("acme's repository took %v, more than half of the %v beta's took from the same moment: it waited behind beta's batches", took, betaRest)
+	}
+}
+
+// tillRepo is acme's one-file repository of the fairness tests.
+func tillRepo(t *testing.T) string {
+	return commitTree(t, filepath.Join(t.TempDir(), "fresh"), map[string]string{
+		"till/till.go": "package till\n\n// CloseTill counts the drawer at the end of the day.\nfunc CloseTill() int { return 42 }\n",
+	})
+}
+
+// pushTill has acme index tillRepo's dir as "fresh" and returns how long
+// it took to be queryable.
+func pushTill(ctx context.Context, t *testing.T, s *secureStack, dir string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	if _, err := s.client(api.AllTenants).Index(ctx, api.IndexRequest{Tenant: tenantA, Repo: "fresh", Location: dir}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.client(tenantA).WaitIndexed(ctx, tenantA, "fresh", ""); err != nil {
+		t.Fatal(err)
+	}
+	return time.Since(start)
+}
+
+// queryTill checks that acme's query finds its new repository's function.
+func queryTill(ctx context.Context, t *testing.T, s *secureStack) {
+	t.Helper()
+	resp, err := s.client(tenantA).Query(ctx, api.QueryRequest{Tenant: tenantA, Repo: "fresh", Query: "CloseTill", Budget: 1000})
+	if err != nil || len(resp.Chunks) == 0 || !strings.Contains(resp.Chunks[0].Path, "till.go") {
+		t.Errorf("acme's query on its new repository: %v %+v", err, resp)
 	}
 }
