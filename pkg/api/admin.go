@@ -38,7 +38,7 @@ type RepoPage struct {
 type DeleteResponse struct {
 	Tenant  string `json:"tenant"`
 	Repo    string `json:"repo"`
-	Deleted int    `json:"deleted"` // objects removed: HEAD, segments, manifests, plans, embedded vector shards and sets
+	Deleted int    `json:"deleted"` // objects removed: HEAD, segments, manifests, plans, embedded vector shards and sets, the registration, the workflow
 }
 
 const (
@@ -159,6 +159,12 @@ func (s *Server) repoAction(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, fmt.Errorf("%s/%s: no location recorded; POST /v1/index with one", tenant, repo))
 		return
 	}
+	// A repository deleted since has a workflow still: indexing it again
+	// takes a slot as a new one does.
+	if code, err := s.holdRepo(r.Context(), tenant, repo, s.operator(r)); err != nil {
+		writeError(w, code, err)
+		return
+	}
 	run, err := s.Indexer.Index(r.Context(), IndexRequest{Tenant: tenant, Repo: repo, Location: st.Location})
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("signal %s/%s: %w", tenant, repo, err))
@@ -167,10 +173,12 @@ func (s *Server) repoAction(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, IndexResponse{Tenant: tenant, Repo: repo, RunID: run})
 }
 
-// deleteRepo serves DELETE /v1/repos/{tenant}/{repo}: the HEAD goes
-// first (queries stop finding the repository), then its vectors in the
+// deleteRepo serves DELETE /v1/repos/{tenant}/{repo}: the repository's
+// workflow is ended (with an Indexer that can), then the HEAD goes
+// (queries stop finding the repository), then its vectors in the
 // vector store (every model's), its segments, manifests and plans, and the
-// embedded vector store's shards, vector sets and embed plans. The parse
+// embedded vector store's shards, vector sets and embed plans, and last
+// its registration, which frees its slot of Limits.TenantRepos. The parse
 // and embedding caches are shared by the tenant's repositories and are
 // left to `codectx gc`.
 func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
@@ -187,6 +195,19 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	res := DeleteResponse{Tenant: tenant, Repo: repo}
+	// The workflow first: no snapshot of it starts after the delete, and
+	// a tenant that deletes and creates repositories in turn leaves no
+	// workflow behind for each.
+	if c, ok := s.Indexer.(RepoCloser); ok {
+		closed, err := c.CloseRepo(ctx, tenant, repo)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, fmt.Errorf("end the workflow of %s/%s: %w", tenant, repo, err))
+			return
+		}
+		if closed {
+			res.Deleted++
+		}
+	}
 	// HEAD first, in both layouts (RepoPrefix, and the older one without
 	// the /@/ separator), so queries stop finding the repository.
 	for _, head := range []string{index.HeadKey(tenant, repo), "heads/" + tenant + "/" + repo} {
@@ -212,7 +233,7 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	for _, root := range []string{"segments/", "shards/", "manifests/", "plans/", "vectors/", "vectorsets/", "embedplans/"} {
+	for _, root := range []string{"segments/", "shards/", "manifests/", "plans/", "vectors/", "vectorsets/", "embedplans/", registryRoot} {
 		for _, prefix := range []string{index.RepoPrefix(root, tenant, repo), root + tenant + "/" + repo + "/"} {
 			ks, err := s.Store.List(ctx, prefix)
 			if err != nil {
@@ -235,5 +256,6 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("unknown repository %s/%s", tenant, repo))
 		return
 	}
+	s.released(ctx, tenant)
 	writeJSON(w, http.StatusOK, res)
 }

@@ -170,3 +170,10 @@ type Indexer interface {
 	// Status queries the repository's workflow. Head is filled in by the API.
 	Status(ctx context.Context, tenant, repo string) (RepoStatus, error)
 }
+
+// RepoCloser is an optional method of an Indexer: end the repository's
+// workflow (DELETE of the repository), so that a deleted repository keeps
+// no state in the orchestrator. It reports whether there was one to end.
+type RepoCloser interface {
+	CloseRepo(ctx context.Context, tenant, repo string) (bool, error)
+}

@@ -43,6 +43,12 @@ type Limits struct {
 	// cores; without keys (one user), no bound. Negative: no bound.
 	TenantConcurrency int
 	Burst             int // requests a tenant may send at once; default 2*Rate
+	// TenantRepos is how many distinct repositories one tenant may hold
+	// (repocap.go). A new repository past it is refused with 409; pushes
+	// and reindexes of those it holds pass. Default: with keys (tenants),
+	// DefaultTenantRepos; without keys (one user), no bound. Negative: no
+	// bound. Operators' requests are not bounded.
+	TenantRepos int
 }
 
 // Default limits.

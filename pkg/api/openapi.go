@@ -29,7 +29,12 @@ type routeDoc struct {
 	out     reflect.Type // nil: not JSON (text) or no body
 	text    string       // content type of a non-JSON answer
 	errors  []int
+	// notes describe error codes beyond their status text.
+	notes map[int]string
 }
+
+// repoCapNote describes the 409 of a route that may create a repository.
+const repoCapNote = "the tenant already holds as many repositories as the server's per-tenant limit (--tenant-repos) and this one is new; the error names the limit. Repositories the tenant holds may still be pushed and reindexed; DELETE one to free a slot"
 
 type paramDoc struct {
 	name, in, desc string
@@ -63,11 +68,13 @@ var routeDocs = []routeDoc{
 		body:    typeOf[ReferencesInput](), ok: 200, out: typeOf[ReferencesOutput](), errors: []int{400, 401, 403, 404, 413, 415, 429, 503}},
 	{pattern: "POST /v1/index", path: "/v1/index", id: "index", routes: AdminRoutes, scope: "index",
 		summary: "Ask the orchestrator to index a repository (clone URL; a path on the server needs an operator key)",
-		body:    typeOf[IndexRequest](), ok: 202, out: typeOf[IndexResponse](), errors: []int{400, 401, 403, 413, 415, 429, 503}},
+		body:    typeOf[IndexRequest](), ok: 202, out: typeOf[IndexResponse](), errors: []int{400, 401, 403, 409, 413, 415, 429, 503},
+		notes: map[int]string{409: "Conflict: " + repoCapNote}},
 	{pattern: "POST /v1/webhooks/{host}/{tenant}", path: "/v1/webhooks/{host}/{tenant}", id: "webhook", routes: AdminRoutes,
 		summary: "A signed push delivery of GitHub, GitLab or Gitea; reindexes the files it changed",
 		params:  []paramDoc{{name: "host", in: "path", desc: "github, gitlab or gitea", required: true, schema: map[string]any{"type": "string", "enum": []string{"github", "gitlab", "gitea"}}}, tenantPath},
-		body:    typeOf[map[string]any](), ok: 202, out: typeOf[map[string]any](), errors: []int{400, 401, 403, 404, 413, 429, 503}},
+		body:    typeOf[map[string]any](), ok: 202, out: typeOf[map[string]any](), errors: []int{400, 401, 403, 404, 409, 413, 429, 503},
+		notes: map[int]string{409: "Conflict: " + repoCapNote}},
 	{pattern: "GET /v1/repos", path: "/v1/repos", id: "listRepos", scope: "query",
 		summary: "The tenant's indexed repositories, by name, a page at a time",
 		params: []paramDoc{
@@ -81,9 +88,10 @@ var routeDocs = []routeDoc{
 		params:  []paramDoc{tenantPath, repoPath}, ok: 200, out: typeOf[RepoStatus](), errors: []int{400, 401, 403, 404, 429, 503}},
 	{pattern: "POST /v1/repos/{tenant}/{rest...}", path: "/v1/repos/{tenant}/{repo}/reindex", id: "reindex", routes: AdminRoutes, scope: "index",
 		summary: "Index the repository again from the location of its last push",
-		params:  []paramDoc{tenantPath, repoPath}, ok: 202, out: typeOf[IndexResponse](), errors: []int{400, 401, 403, 404, 409, 429, 503}},
+		params:  []paramDoc{tenantPath, repoPath}, ok: 202, out: typeOf[IndexResponse](), errors: []int{400, 401, 403, 404, 409, 429, 503},
+		notes: map[int]string{409: "Conflict: no location recorded for the repository; or " + repoCapNote + " (a deleted repository is new again)"}},
 	{pattern: "DELETE /v1/repos/{tenant}/{rest...}", path: "/v1/repos/{tenant}/{repo}", id: "deleteRepo", routes: AdminRoutes, scope: "admin",
-		summary: "Delete a repository's index: its HEAD, segments, manifests, plans and vectors",
+		summary: "Delete a repository: its workflow, HEAD, segments, manifests, plans and vectors, and its registration (which frees a slot of the tenant's --tenant-repos)",
 		params:  []paramDoc{tenantPath, repoPath}, ok: 200, out: typeOf[DeleteResponse](), errors: []int{400, 401, 403, 404, 429, 503}},
 }
 
@@ -178,7 +186,11 @@ func (s *Server) OpenAPI() (map[string]any, error) {
 			if r.id == "readyz" {
 				schema = ref(typeOf[Readiness]())
 			}
-			resps[fmt.Sprint(code)] = map[string]any{"description": http.StatusText(code), "content": map[string]any{"application/json": map[string]any{"schema": schema}}}
+			desc := http.StatusText(code)
+			if n := r.notes[code]; n != "" {
+				desc = n
+			}
+			resps[fmt.Sprint(code)] = map[string]any{"description": desc, "content": map[string]any{"application/json": map[string]any{"schema": schema}}}
 		}
 		op["responses"] = resps
 		switch r.scope {

@@ -128,6 +128,9 @@ type Server struct {
 	heads    sync.Map         // tenant\x00repo -> index.Head last read, served while the store is down
 	xrepo    xrepoCache       // per tenant: the cross-repository import graph
 	fails    *ratelog.Limiter // failure log lines, rate-limited per cause
+	// registering takes one tenant's new repositories one at a time.
+	registering tenantLocks
+	repoCounts  sync.Map // tenant -> repoCount: at its bound, for refusals without a listing
 }
 
 // init fills in the defaults, once.
@@ -153,6 +156,9 @@ func (s *Server) init() {
 		}
 		if s.limits.TenantConcurrency > 0 {
 			s.busy = newInflight(s.limits.TenantConcurrency)
+		}
+		if s.limits.TenantRepos == 0 && s.keysOn() {
+			s.limits.TenantRepos = DefaultTenantRepos
 		}
 		s.webhooks = newBodyPool(s.limits.Webhooks)
 		s.noSecret = rand.Text()
@@ -440,6 +446,10 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := validRepo(req.Tenant, req.Repo); err != nil {
 		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if code, err := s.holdRepo(r.Context(), req.Tenant, req.Repo, s.operator(r)); err != nil {
+		writeError(w, code, err)
 		return
 	}
 	run, err := s.Indexer.Index(r.Context(), req)

@@ -267,6 +267,16 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, WebhookResponse{Tenant: tenant, Repo: push.Repo, Commit: push.Commit, Ignored: "duplicate delivery"})
 		return
 	}
+	// A delivery is a tenant's word: a new repository takes one of the
+	// tenant's slots. Refused, the delivery is forgotten, so that the
+	// host's redelivery is taken once the tenant has freed one.
+	if code, err := s.holdRepo(ctx, tenant, push.Repo, false); err != nil {
+		for _, k := range keys {
+			s.Deliveries.Forget(context.WithoutCancel(ctx), k)
+		}
+		writeError(w, code, err)
+		return
+	}
 	req := IndexRequest{Tenant: tenant, Repo: push.Repo, Location: push.CloneURL, Commit: push.Commit, Forward: true}
 	run, err := s.Indexer.Index(ctx, req)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"codectx/pkg/api"
 	"codectx/pkg/blob"
 	"codectx/pkg/blob/minio"
 	"codectx/pkg/index"
@@ -65,6 +66,7 @@ const (
 	envNATSName     = "CODECTX_NATS_TLS_SERVER_NAME"
 	envTenantSnaps  = "CODECTX_TENANT_SNAPSHOTS"
 	envQueueWindow  = "CODECTX_QUEUE_WINDOW"
+	envTenantRepos  = "CODECTX_TENANT_REPOS"
 )
 
 // cloneGCEvery is how often the clone cache is checked against its bounds.
@@ -112,6 +114,9 @@ type config struct {
 	// queueWindow bounds one snapshot's batches in the parse and embed
 	// queues at once (workflows.Activities.Window).
 	queueWindow int
+	// tenantRepos bounds the distinct repositories one tenant holds (the
+	// roles taking index requests and webhooks); 0: the default.
+	tenantRepos int
 }
 
 // defaultCloneBytes is the default bound of one remote clone or fetch.
@@ -356,6 +361,25 @@ func tenantSnapshots(v int, multi bool) int {
 		return v
 	case multi:
 		return defaultTenantSnapshots
+	}
+	return -1
+}
+
+// tenantReposFlag registers --tenant-repos, the bound of the distinct
+// repositories one tenant holds. 0 is the default: resolve it with
+// tenantRepos.
+func tenantReposFlag(fs *flag.FlagSet, v *int, def string) {
+	fs.IntVar(v, "tenant-repos", envInt(envTenantRepos, 0), "distinct repositories one tenant may hold (registered by an index request, a webhook push or a reindex, or published); a new one past it is refused with 409, while pushes and reindexes of those it holds go on and DELETE frees a slot; operators' requests are not bounded (default: "+def+"; negative: no bound) ($"+envTenantRepos+")")
+}
+
+// tenantRepos resolves --tenant-repos: v when set, else the default bound
+// if multi, else none (-1).
+func tenantRepos(v int, multi bool) int {
+	switch {
+	case v != 0:
+		return v
+	case multi:
+		return api.DefaultTenantRepos
 	}
 	return -1
 }

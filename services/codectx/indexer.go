@@ -46,6 +46,19 @@ func (t temporalIndexer) Status(ctx context.Context, tenant, repo string) (api.R
 	return out, nil
 }
 
+// CloseRepo terminates the repository's workflow (DELETE of the
+// repository); its running snapshot, a child, is terminated with it.
+func (t temporalIndexer) CloseRepo(ctx context.Context, tenant, repo string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	err := t.c.TerminateWorkflow(ctx, workflows.RepoWorkflowID(tenant, repo), "", "repository deleted")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return false, nil // none, or ended already
+	}
+	return err == nil, err
+}
+
 func convertStatus(st workflows.RepoStatus) api.RepoStatus {
 	out := api.RepoStatus{
 		Tenant: st.Tenant, Repo: st.Repo, State: st.State, Current: st.Current,

@@ -89,6 +89,14 @@ func (l lazyIndexer) Status(ctx context.Context, tenant, repo string) (api.RepoS
 	return temporalIndexer{c}.Status(ctx, tenant, repo)
 }
 
+func (l lazyIndexer) CloseRepo(ctx context.Context, tenant, repo string) (bool, error) {
+	c := l.d.client()
+	if c == nil {
+		return false, errNotConnected
+	}
+	return temporalIndexer{c}.CloseRepo(ctx, tenant, repo)
+}
+
 // run parses the flags, opens the store, serves the HTTP endpoints,
 // connects the dependencies and runs the body until ctx ends; then it shuts
 // down in order: the body stops taking work (and finishes or naks what it
@@ -110,6 +118,7 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var adminQdrant string
 	if r.routes&api.AdminRoutes != 0 {
 		hooks.register(fs)
+		tenantReposFlag(fs, &c.tenantRepos, fmt.Sprint(api.DefaultTenantRepos))
 		if r.dense != denseQdrant {
 			fs.StringVar(&adminQdrant, "qdrant", env(qdrant.Env, ""), "Qdrant gRPC host:port holding the vectors, whose points DELETE /v1/repos/{tenant}/{repo} removes; empty = the embedded store's, in the blob store ($"+qdrant.Env+")")
 		}
@@ -251,6 +260,7 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}
 	limits.apply(srv, c.listen)
+	srv.Limits.TenantRepos = tenantRepos(c.tenantRepos, true)
 	handler.set(srv.Handler())
 	log.Info("started", "listen", hs.URL(), "store", where)
 	defer func() {

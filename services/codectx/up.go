@@ -80,6 +80,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	shardFlag(fs, &c.shardBytes)
 	tenantSnapshotsFlag(fs, &c.tenantSnapshots, fmt.Sprintf("with API keys %d, without keys (one user) no bound", defaultTenantSnapshots))
 	queueWindowFlag(fs, &c.queueWindow)
+	tenantReposFlag(fs, &c.tenantRepos, fmt.Sprintf("with API keys %d, without keys (one user) no bound", api.DefaultTenantRepos))
 	keysFile := fs.String("api-keys", env(envAPIKeys, ""), "API key file (codectx key create writes it; re-read when it changes); when set, every API route but health and webhooks needs a key, /metrics an operator's ($"+envAPIKeys+")")
 	keysOn := fs.Bool("keys", envBool(envKeys, false), "require API keys from DATA/keys.json; on first start an admin key is written to DATA/admin.key (mode 0600) ($"+envKeys+")")
 	var prof profileFlags
@@ -231,6 +232,7 @@ Stop with SIGINT or SIGTERM.`)
 		srv.Vectors = kit.store
 	}
 	limits.apply(srv, c.listen)
+	srv.Limits.TenantRepos = tenantRepos(c.tenantRepos, *keysFile != "")
 	hs, err := startHTTP(c.listen, srv.Handler(), limits.readTimeout)
 	if err != nil {
 		return fmt.Errorf("up: %w", err)

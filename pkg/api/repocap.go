@@ -1,0 +1,275 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/index"
+)
+
+// The repositories a tenant holds, and the bound on how many it may hold
+// (Limits.TenantRepos, --tenant-repos).
+//
+// A repository costs wherever it exists: its workflow's state, its
+// objects in the store, its index in memory, and an entry in the list an
+// org-wide ("*") query scans. A tenant holds the repositories it has a
+// registration for (an empty object under repos/, written before the
+// first push of a repository is signalled) and those with a published
+// HEAD (repositories indexed before the bound was on). A push, an index
+// request or a reindex of a repository the tenant holds always passes; a
+// new one is registered only while the tenant holds fewer than the bound,
+// and refused (409) otherwise. DELETE of the repository removes its
+// registration with its HEAD, which frees the slot.
+//
+// The count is exact however many servers register at once: a new
+// registration is written, and then a per-tenant generation object is
+// moved on by a compare-and-swap from the value read before the count.
+// Of two registrations counted at once only one swap succeeds; the other
+// removes its registration and counts again, now seeing the first. One
+// server also takes its tenant's registrations one at a time, so that its
+// own requests do not race each other's swaps.
+
+// DefaultTenantRepos is the bound of Limits.TenantRepos with keys: enough
+// for a tenant that indexes a whole organisation.
+const DefaultTenantRepos = 10000
+
+const (
+	// registryRoot holds one registration per repository a tenant holds:
+	// registryRoot/<tenant>/<repo>/@/REPO.
+	registryRoot = "repos/"
+	registryFile = "REPO"
+	// generationName is the object every new registration of a tenant
+	// swaps: registryRoot/<tenant>/@/GEN (no repository is named "@").
+	generationName = "@/GEN"
+	// registerTries bounds the rounds of a registration that loses its
+	// swap to registrations of other servers.
+	registerTries = 16
+)
+
+// registryKey is the registration of tenant/repo.
+func registryKey(tenant, repo string) string {
+	return index.RepoPrefix(registryRoot, tenant, repo) + registryFile
+}
+
+func generationKey(tenant string) string { return registryRoot + tenant + "/" + generationName }
+
+// TooManyRepos is the error of a new repository past its tenant's bound.
+type TooManyRepos struct {
+	Tenant string
+	Held   int // repositories the tenant holds
+	Limit  int // Limits.TenantRepos
+}
+
+func (e *TooManyRepos) Error() string {
+	return fmt.Sprintf("tenant %q holds %d repositories, the server's limit per tenant (tenant-repos: %d): delete one of them (DELETE /v1/repos/%s/REPO) to index another; the ones it holds may still be pushed and reindexed", e.Tenant, e.Held, e.Limit, e.Tenant)
+}
+
+// errRegisterBusy is answered when a registration lost its swap every
+// round (other servers registering the tenant's repositories at once).
+var errRegisterBusy = errors.New("the tenant's repositories are being registered by other requests: retry")
+
+// heldRepos lists the repositories tenant holds: registered or with a
+// published HEAD, sorted and distinct.
+func (s *Server) heldRepos(ctx context.Context, tenant string) ([]string, error) {
+	names, err := s.repoNames(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	prefix := registryRoot + tenant + "/"
+	keys, err := s.Store.List(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("list repositories of %s: %w", tenant, err)
+	}
+	for _, k := range keys {
+		name, ok := strings.CutSuffix(strings.TrimPrefix(k, prefix), "/@/"+registryFile)
+		if ok && index.ValidName(name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// holds reports whether tenant holds repo: a registration, else a HEAD in
+// either layout (a repository from before the bound).
+func (s *Server) holds(ctx context.Context, tenant, repo string) (bool, error) {
+	for _, k := range []string{registryKey(tenant, repo), index.HeadKey(tenant, repo), "heads/" + tenant + "/" + repo} {
+		ok, err := s.Store.Exists(ctx, k)
+		if err != nil || ok {
+			return ok, err
+		}
+	}
+	return false, nil
+}
+
+// holdRepo makes sure tenant holds repo before a push of it is signalled.
+// A repository the tenant holds passes at the cost of one existence check;
+// a new one is registered if the tenant holds fewer than the bound, else
+// refused with 409 and a *TooManyRepos. An operator's request registers
+// it past the bound too (operators are not tenants), so it is counted.
+// It answers the status code and error to write, 0 and nil to go on.
+func (s *Server) holdRepo(ctx context.Context, tenant, repo string, operator bool) (int, error) {
+	limit := s.limits.TenantRepos
+	if limit <= 0 {
+		return 0, nil
+	}
+	ok, err := s.holds(ctx, tenant, repo)
+	switch {
+	case err != nil:
+		return http.StatusServiceUnavailable, fmt.Errorf("repositories of %s: %w", tenant, err)
+	case ok:
+		return 0, nil
+	}
+	unlock := s.registering.lock(tenant)
+	defer unlock()
+	for range registerTries {
+		code, err := s.register(ctx, tenant, repo, limit, operator)
+		if !errors.Is(err, blob.ErrConflict) {
+			return code, err
+		}
+		// Another server registered one of the tenant's repositories
+		// between this count and this swap: count again.
+		select {
+		case <-ctx.Done():
+			return http.StatusServiceUnavailable, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return http.StatusServiceUnavailable, errRegisterBusy
+}
+
+// register is one round of holdRepo for a repository not held a moment
+// ago: read the generation, count, write the registration, swap the
+// generation on. A lost swap removes the registration and returns an
+// error wrapping blob.ErrConflict.
+func (s *Server) register(ctx context.Context, tenant, repo string, limit int, operator bool) (int, error) {
+	genKey := generationKey(tenant)
+	gen, err := s.Store.Get(ctx, genKey)
+	if errors.Is(err, blob.ErrNotFound) {
+		gen, err = nil, nil
+	}
+	if err != nil {
+		return http.StatusServiceUnavailable, fmt.Errorf("repositories of %s: %w", tenant, err)
+	}
+	if c, ok := s.repoCounts.Load(tenant); ok && !operator {
+		// A tenant at its bound is refused without listing its
+		// repositories again while nothing was registered or deleted
+		// since (both move the generation on), for a few seconds.
+		c := c.(repoCount)
+		if c.gen == string(gen) && c.held >= limit && time.Since(c.at) < countFresh {
+			return http.StatusConflict, &TooManyRepos{Tenant: tenant, Held: c.held, Limit: limit}
+		}
+	}
+	held, err := s.heldRepos(ctx, tenant)
+	if err != nil {
+		return http.StatusServiceUnavailable, err
+	}
+	if _, ok := slices.BinarySearch(held, repo); ok {
+		return 0, nil // registered meanwhile by another request
+	}
+	if len(held) >= limit && !operator {
+		s.repoCounts.Store(tenant, repoCount{gen: string(gen), held: len(held), at: time.Now()})
+		return http.StatusConflict, &TooManyRepos{Tenant: tenant, Held: len(held), Limit: limit}
+	}
+	key := registryKey(tenant, repo)
+	if err := s.Store.Put(ctx, key, []byte{}); err != nil {
+		return http.StatusServiceUnavailable, fmt.Errorf("register %s/%s: %w", tenant, repo, err)
+	}
+	err = s.Store.Swap(ctx, genKey, gen, nextGeneration(gen))
+	if err == nil {
+		return 0, nil
+	}
+	// Lost or failed: the registration must not stay uncounted by the
+	// registration that won. A concurrent request for the same repository
+	// registers it again in its own round.
+	if derr := s.Store.Delete(context.WithoutCancel(ctx), key); derr != nil {
+		s.Log.Warn("registration left after a failed swap", "tenant", tenant, "repo", repo, "error", derr)
+	}
+	if errors.Is(err, blob.ErrConflict) {
+		return 0, err
+	}
+	return http.StatusServiceUnavailable, fmt.Errorf("register %s/%s: %w", tenant, repo, err)
+}
+
+// nextGeneration is the value a generation moves on to.
+func nextGeneration(gen []byte) []byte {
+	n, _ := strconv.ParseUint(string(gen), 10, 64)
+	return []byte(strconv.FormatUint(n+1, 10))
+}
+
+// released moves tenant's generation on after a DELETE removed one of its
+// repositories, so that no server keeps refusing on a count from before.
+// A swap lost to a registration moved it on already.
+func (s *Server) released(ctx context.Context, tenant string) {
+	if s.limits.TenantRepos <= 0 {
+		return
+	}
+	s.repoCounts.Delete(tenant)
+	key := generationKey(tenant)
+	gen, err := s.Store.Get(ctx, key)
+	if errors.Is(err, blob.ErrNotFound) {
+		gen, err = nil, nil
+	}
+	if err == nil {
+		err = s.Store.Swap(ctx, key, gen, nextGeneration(gen))
+	}
+	if err != nil && !errors.Is(err, blob.ErrConflict) {
+		s.Log.Warn("repository count not moved on after a delete", "tenant", tenant, "error", err)
+	}
+}
+
+// repoCount is a tenant's count of repositories at its bound, as listed at
+// generation gen.
+type repoCount struct {
+	gen  string
+	held int
+	at   time.Time
+}
+
+// countFresh is how long a count at the bound answers for its generation.
+// The generation alone would do, but for a registration that lost its
+// swap: counted by a listing before it removed itself, it moved nothing.
+const countFresh = 5 * time.Second
+
+// tenantLocks serialises one server's registrations per tenant; a
+// tenant's entry lives while a request holds or waits for it.
+type tenantLocks struct {
+	mu sync.Mutex
+	m  map[string]*tenantLock
+}
+
+type tenantLock struct {
+	sync.Mutex
+	users int
+}
+
+func (l *tenantLocks) lock(tenant string) (unlock func()) {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[string]*tenantLock{}
+	}
+	e := l.m[tenant]
+	if e == nil {
+		e = &tenantLock{}
+		l.m[tenant] = e
+	}
+	e.users++
+	l.mu.Unlock()
+	e.Lock()
+	return func() {
+		e.Unlock()
+		l.mu.Lock()
+		if e.users--; e.users == 0 {
+			delete(l.m, tenant)
+		}
+		l.mu.Unlock()
+	}
+}
