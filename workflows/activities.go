@@ -389,6 +389,9 @@ type tracked struct {
 	n       int
 	files   []source.File
 	missing map[int]bool // indexes into files
+	// id is the message ID of a file split off a dead batch; "": the
+	// batch's own (batchID).
+	id string
 	sends
 }
 
@@ -444,7 +447,11 @@ func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned bool) 
 			if len(t.missing) == 0 {
 				continue
 			}
-			t.sends = newSends(batchID(in, t.n), time.Now())
+			id := t.id
+			if id == "" {
+				id = batchID(in, t.n)
+			}
+			t.sends = newSends(id, time.Now())
 			if err := a.publishBatch(ctx, plan, t.n, t.missingFiles(), t.base); err != nil {
 				return err
 			}
@@ -520,15 +527,18 @@ func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned bool) 
 					out.LeftOut = append(out.LeftOut, LeftOut{Path: t.files[i].Path, Reason: firstLine(reason)})
 				}
 			case poison:
-				// Find the poison file: re-send the missing files one by one.
+				// Find the poison file: re-send the missing files one by
+				// one. They are queued first, and published as the window
+				// lets them like any batch: published at once, a dead
+				// batch of 64 put 64 messages (each retried to its last
+				// delivery) in the queue, past the window.
 				out.Split++
+				var split []*tracked
 				for _, i := range slices.Sorted(maps.Keys(t.missing)) {
-					s := &tracked{n: t.n, files: t.files[i : i+1], missing: map[int]bool{0: true}, sends: newSends(t.base+"/f"+strconv.Itoa(i), time.Now())}
-					if err := a.publishBatch(ctx, plan, t.n, s.files, s.base); err != nil {
-						return out, err
-					}
-					next = append(next, s)
+					split = append(split, &tracked{n: t.n, files: t.files[i : i+1], missing: map[int]bool{0: true}, id: t.base + "/f" + strconv.Itoa(i)})
 				}
+				queued = append(split, queued...)
+				queuedFiles += len(split)
 			case time.Since(t.sent) > a.parseTimeout():
 				out.Resent++
 				if err := a.publishBatch(ctx, plan, t.n, t.missingFiles(), t.resend()); err != nil {
@@ -540,6 +550,9 @@ func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned bool) 
 			}
 		}
 		open = next
+		if err := fill(); err != nil {
+			return out, err
+		}
 		left := queuedFiles
 		for _, t := range open {
 			left += len(t.missing)

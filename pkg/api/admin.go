@@ -161,6 +161,8 @@ func (s *Server) repoAction(w http.ResponseWriter, r *http.Request) {
 	}
 	// A repository deleted since has a workflow still: indexing it again
 	// takes a slot as a new one does.
+	unlock := s.lockRepo(tenant, repo)
+	defer unlock()
 	if code, err := s.holdRepo(r.Context(), tenant, repo, s.operator(r)); err != nil {
 		writeError(w, code, err)
 		return
@@ -193,6 +195,12 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 	if !s.authorize(w, r, tenant, keys.Admin) {
 		return
 	}
+	// No push of the repository on this server checks that it is held
+	// before the registration goes and signals after the workflow ended:
+	// that push would start the workflow again, unregistered, and index
+	// the repository after the DELETE answered.
+	unlock := s.lockRepo(tenant, repo)
+	defer unlock()
 	ctx := r.Context()
 	res := DeleteResponse{Tenant: tenant, Repo: repo}
 	// The workflow first: no snapshot of it starts after the delete, and

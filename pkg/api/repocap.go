@@ -199,6 +199,18 @@ func (s *Server) register(ctx context.Context, tenant, repo string, limit int, o
 	return http.StatusServiceUnavailable, fmt.Errorf("register %s/%s: %w", tenant, repo, err)
 }
 
+// lockRepo takes tenant/repo on this server until unlock: a push holds it
+// from the check that the tenant holds the repository to the signal, and
+// a DELETE for its whole run. Without it a push that found the
+// registration before a DELETE removed it, and signalled after the DELETE
+// ended the workflow, started the workflow again: the repository was
+// indexed again after its DELETE answered, with no registration, so not
+// counted until it published (and never, if it did not).
+// Servers sharing a store do not share this lock (see docs/security.md).
+func (s *Server) lockRepo(tenant, repo string) (unlock func()) {
+	return s.repoBusy.lock(tenant + "\x00" + repo)
+}
+
 // nextGeneration is the value a generation moves on to.
 func nextGeneration(gen []byte) []byte {
 	n, _ := strconv.ParseUint(string(gen), 10, 64)

@@ -130,7 +130,10 @@ type Server struct {
 	fails    *ratelog.Limiter // failure log lines, rate-limited per cause
 	// registering takes one tenant's new repositories one at a time.
 	registering tenantLocks
-	repoCounts  sync.Map // tenant -> repoCount: at its bound, for refusals without a listing
+	// repoBusy takes one repository's pushes (index, webhook, reindex)
+	// and its DELETE one at a time (lockRepo).
+	repoBusy   tenantLocks
+	repoCounts sync.Map // tenant -> repoCount: at its bound, for refusals without a listing
 }
 
 // init fills in the defaults, once.
@@ -448,6 +451,8 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
+	unlock := s.lockRepo(req.Tenant, req.Repo)
+	defer unlock()
 	if code, err := s.holdRepo(r.Context(), req.Tenant, req.Repo, s.operator(r)); err != nil {
 		writeError(w, code, err)
 		return

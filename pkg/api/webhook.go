@@ -270,6 +270,8 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	// A delivery is a tenant's word: a new repository takes one of the
 	// tenant's slots. Refused, the delivery is forgotten, so that the
 	// host's redelivery is taken once the tenant has freed one.
+	unlock := s.lockRepo(tenant, push.Repo)
+	defer unlock()
 	if code, err := s.holdRepo(ctx, tenant, push.Repo, false); err != nil {
 		for _, k := range keys {
 			s.Deliveries.Forget(context.WithoutCancel(ctx), k)
