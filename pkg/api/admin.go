@@ -163,24 +163,20 @@ func (s *Server) repoAction(w http.ResponseWriter, r *http.Request) {
 	// takes a slot as a new one does.
 	unlock := s.lockRepo(tenant, repo)
 	defer unlock()
-	if code, err := s.holdRepo(r.Context(), tenant, repo, s.operator(r)); err != nil {
-		writeError(w, code, err)
-		return
-	}
-	run, err := s.Indexer.Index(r.Context(), IndexRequest{Tenant: tenant, Repo: repo, Location: st.Location})
+	run, code, err := s.signal(r.Context(), IndexRequest{Tenant: tenant, Repo: repo, Location: st.Location}, s.operator(r))
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("signal %s/%s: %w", tenant, repo, err))
+		writeError(w, code, err)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, IndexResponse{Tenant: tenant, Repo: repo, RunID: run})
 }
 
-// deleteRepo serves DELETE /v1/repos/{tenant}/{repo}: the repository's
-// workflow is ended (with an Indexer that can), then the HEAD goes
-// (queries stop finding the repository), then its vectors in the
-// vector store (every model's), its segments, manifests and plans, and the
-// embedded vector store's shards, vector sets and embed plans, and last
-// its registration, which frees its slot of Limits.TenantRepos. The parse
+// deleteRepo serves DELETE /v1/repos/{tenant}/{repo}: the HEAD goes first
+// (queries stop finding the repository), then its registration (which
+// frees its slot of Limits.TenantRepos), then the repository's workflow is
+// ended (with an Indexer that can), then its vectors in the vector store
+// (every model's), its segments, manifests and plans, and the embedded
+// vector store's shards, vector sets and embed plans. The parse
 // and embedding caches are shared by the tenant's repositories and are
 // left to `codectx gc`.
 func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
@@ -203,19 +199,6 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 	defer unlock()
 	ctx := r.Context()
 	res := DeleteResponse{Tenant: tenant, Repo: repo}
-	// The workflow first: no snapshot of it starts after the delete, and
-	// a tenant that deletes and creates repositories in turn leaves no
-	// workflow behind for each.
-	if c, ok := s.Indexer.(RepoCloser); ok {
-		closed, err := c.CloseRepo(ctx, tenant, repo)
-		if err != nil {
-			writeError(w, http.StatusServiceUnavailable, fmt.Errorf("end the workflow of %s/%s: %w", tenant, repo, err))
-			return
-		}
-		if closed {
-			res.Deleted++
-		}
-	}
 	// HEAD first, in both layouts (RepoPrefix, and the older one without
 	// the /@/ separator), so queries stop finding the repository.
 	for _, head := range []string{index.HeadKey(tenant, repo), "heads/" + tenant + "/" + repo} {
@@ -233,6 +216,32 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 		}
 		res.Deleted++
 	}
+	// Then the registration, before the workflow ends: a push taken
+	// meanwhile on any server, signalled after the workflow ended, finds
+	// it gone and ends the workflow it started again (signal). A
+	// registration written after this point is a new repository's.
+	n, err := s.deleteUnder(ctx, registryRoot, tenant, repo)
+	res.Deleted += n
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	if res.Deleted > 0 { // a HEAD or a registration: a slot is free
+		s.released(ctx, tenant)
+	}
+	// The workflow: no snapshot of it starts after the delete, and a
+	// tenant that deletes and creates repositories in turn leaves no
+	// workflow behind for each.
+	if c, ok := s.Indexer.(RepoCloser); ok {
+		closed, err := c.CloseRepo(ctx, tenant, repo)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, fmt.Errorf("end the workflow of %s/%s: %w", tenant, repo, err))
+			return
+		}
+		if closed {
+			res.Deleted++
+		}
+	}
 	if s.Vectors != nil {
 		// Even when nothing else is left: a DELETE that failed here
 		// before is retried by the client and must reach the vectors.
@@ -241,29 +250,39 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	for _, root := range []string{"segments/", "shards/", "manifests/", "plans/", "vectors/", "vectorsets/", "embedplans/", registryRoot} {
-		for _, prefix := range []string{index.RepoPrefix(root, tenant, repo), root + tenant + "/" + repo + "/"} {
-			ks, err := s.Store.List(ctx, prefix)
-			if err != nil {
-				writeError(w, http.StatusServiceUnavailable, err)
-				return
-			}
-			for _, k := range ks {
-				if strings.Contains(strings.TrimPrefix(k, prefix), "/") {
-					continue // another repository nested under this name, or the other layout
-				}
-				if err := s.Store.Delete(ctx, k); err != nil && !errors.Is(err, blob.ErrNotFound) {
-					writeError(w, http.StatusServiceUnavailable, err)
-					return
-				}
-				res.Deleted++
-			}
+	for _, root := range []string{"segments/", "shards/", "manifests/", "plans/", "vectors/", "vectorsets/", "embedplans/"} {
+		n, err := s.deleteUnder(ctx, root, tenant, repo)
+		res.Deleted += n
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, err)
+			return
 		}
 	}
 	if res.Deleted == 0 {
 		writeError(w, http.StatusNotFound, fmt.Errorf("unknown repository %s/%s", tenant, repo))
 		return
 	}
-	s.released(ctx, tenant)
 	writeJSON(w, http.StatusOK, res)
+}
+
+// deleteUnder removes the objects of tenant/repo under root, in both
+// layouts, and returns how many it removed.
+func (s *Server) deleteUnder(ctx context.Context, root, tenant, repo string) (int, error) {
+	n := 0
+	for _, prefix := range []string{index.RepoPrefix(root, tenant, repo), root + tenant + "/" + repo + "/"} {
+		ks, err := s.Store.List(ctx, prefix)
+		if err != nil {
+			return n, err
+		}
+		for _, k := range ks {
+			if strings.Contains(strings.TrimPrefix(k, prefix), "/") {
+				continue // another repository nested under this name, or the other layout
+			}
+			if err := s.Store.Delete(ctx, k); err != nil && !errors.Is(err, blob.ErrNotFound) {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, nil
 }

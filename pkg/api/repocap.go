@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -30,12 +31,16 @@ import (
 // registration with its HEAD, which frees the slot.
 //
 // The count is exact however many servers register at once: a new
-// registration is written, and then a per-tenant generation object is
-// moved on by a compare-and-swap from the value read before the count.
-// Of two registrations counted at once only one swap succeeds; the other
-// removes its registration and counts again, now seeing the first. One
-// server also takes its tenant's registrations one at a time, so that its
-// own requests do not race each other's swaps.
+// registration is first written as pending (counted, but trusted as held
+// by no server), then a per-tenant generation object is moved on by a
+// compare-and-swap from the value read before the count, and only then is
+// the registration settled. Of two registrations counted at once only one
+// swap succeeds; the other removes its pending registration and counts
+// again, now seeing the first. A push of a repository that another request
+// is still registering registers it too, rather than trusting a
+// registration whose swap may lose. One server also takes its tenant's
+// registrations one at a time, so that its own requests do not race each
+// other's swaps.
 
 // DefaultTenantRepos is the bound of Limits.TenantRepos with keys: enough
 // for a tenant that indexes a whole organisation.
@@ -46,6 +51,11 @@ const (
 	// registryRoot/<tenant>/<repo>/@/REPO.
 	registryRoot = "repos/"
 	registryFile = "REPO"
+	// pendingFile starts the name of a registration written before its
+	// swap: registryRoot/<tenant>/<repo>/@/PENDING.<random>. It is
+	// counted, but not trusted as held, until the swap succeeds and the
+	// registration is settled under registryFile.
+	pendingFile = "PENDING."
 	// generationName is the object every new registration of a tenant
 	// swaps: registryRoot/<tenant>/@/GEN (no repository is named "@").
 	generationName = "@/GEN"
@@ -57,6 +67,12 @@ const (
 // registryKey is the registration of tenant/repo.
 func registryKey(tenant, repo string) string {
 	return index.RepoPrefix(registryRoot, tenant, repo) + registryFile
+}
+
+// pendingKey is a new pending registration of tenant/repo, one per
+// request, so that a request removing its own never removes another's.
+func pendingKey(tenant, repo string) string {
+	return index.RepoPrefix(registryRoot, tenant, repo) + pendingFile + rand.Text()
 }
 
 func generationKey(tenant string) string { return registryRoot + tenant + "/" + generationName }
@@ -76,38 +92,109 @@ func (e *TooManyRepos) Error() string {
 // round (other servers registering the tenant's repositories at once).
 var errRegisterBusy = errors.New("the tenant's repositories are being registered by other requests: retry")
 
-// heldRepos lists the repositories tenant holds: registered or with a
-// published HEAD, sorted and distinct.
+// heldRepos lists the repositories tenant holds or is registering, sorted
+// and distinct: what the bound counts.
 func (s *Server) heldRepos(ctx context.Context, tenant string) ([]string, error) {
-	names, err := s.repoNames(ctx, tenant)
+	names, _, err := s.registry(ctx, tenant)
+	return names, err
+}
+
+// registry lists the repositories tenant holds or is registering (sorted,
+// distinct) and, of those, the ones settled: registered for good or with
+// a published HEAD. The others have only a pending registration, one
+// whose swap has not (yet) made it count.
+func (s *Server) registry(ctx context.Context, tenant string) (names []string, settled map[string]bool, err error) {
+	heads, err := s.repoNames(ctx, tenant)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	settled = make(map[string]bool, len(heads))
+	for _, n := range heads {
+		settled[n] = true
+	}
+	names = heads
 	prefix := registryRoot + tenant + "/"
 	keys, err := s.Store.List(ctx, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("list repositories of %s: %w", tenant, err)
+		return nil, nil, fmt.Errorf("list repositories of %s: %w", tenant, err)
 	}
 	for _, k := range keys {
-		name, ok := strings.CutSuffix(strings.TrimPrefix(k, prefix), "/@/"+registryFile)
-		if ok && index.ValidName(name) {
-			names = append(names, name)
+		name, file, ok := strings.Cut(strings.TrimPrefix(k, prefix), "/@/")
+		if !ok || !index.ValidName(name) {
+			continue
 		}
+		switch {
+		case file == registryFile:
+			settled[name] = true
+		case strings.HasPrefix(file, pendingFile):
+		default:
+			continue
+		}
+		names = append(names, name)
 	}
 	slices.Sort(names)
-	return slices.Compact(names), nil
+	return slices.Compact(names), settled, nil
 }
 
 // holds reports whether tenant holds repo: a registration, else a HEAD in
-// either layout (a repository from before the bound).
+// either layout (a repository from before the bound). A HEAD-only
+// repository is registered on the spot (it is counted already), so that
+// a push of it can be confirmed by its registration after the signal.
 func (s *Server) holds(ctx context.Context, tenant, repo string) (bool, error) {
-	for _, k := range []string{registryKey(tenant, repo), index.HeadKey(tenant, repo), "heads/" + tenant + "/" + repo} {
+	if ok, err := s.Store.Exists(ctx, registryKey(tenant, repo)); err != nil || ok {
+		return ok, err
+	}
+	for _, k := range []string{index.HeadKey(tenant, repo), "heads/" + tenant + "/" + repo} {
 		ok, err := s.Store.Exists(ctx, k)
-		if err != nil || ok {
-			return ok, err
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			return true, s.Store.Put(ctx, registryKey(tenant, repo), []byte{})
 		}
 	}
 	return false, nil
+}
+
+// registered reports whether tenant/repo has a settled registration.
+func (s *Server) registered(ctx context.Context, tenant, repo string) (bool, error) {
+	return s.Store.Exists(ctx, registryKey(tenant, repo))
+}
+
+// signal sends a push of req once its tenant holds the repository
+// (holdRepo), and confirms after the signal that the registration is
+// still there. A DELETE removes the HEAD and the registration before it
+// ends the workflow, so a push checked before a DELETE (on any server)
+// and signalled after it ended the workflow finds the registration gone:
+// the workflow it started again is ended, and the push is refused (409).
+// Without the confirmation that workflow indexed the repository after
+// its DELETE answered, with no registration: outside the bound.
+// It answers the run ID, or the status code and error to write.
+func (s *Server) signal(ctx context.Context, req IndexRequest, operator bool) (string, int, error) {
+	if code, err := s.holdRepo(ctx, req.Tenant, req.Repo, operator); err != nil {
+		return "", code, err
+	}
+	run, err := s.Indexer.Index(ctx, req)
+	if err != nil {
+		s.Log.Error("index request", "tenant", req.Tenant, "repo", req.Repo, "error", err)
+		return "", http.StatusServiceUnavailable, fmt.Errorf("signal %s/%s: %w", req.Tenant, req.Repo, err)
+	}
+	if s.limits.TenantRepos <= 0 {
+		return run, 0, nil
+	}
+	ok, err := s.registered(context.WithoutCancel(ctx), req.Tenant, req.Repo)
+	if err == nil && ok {
+		return run, 0, nil
+	}
+	if c, isCloser := s.Indexer.(RepoCloser); isCloser {
+		if _, cerr := c.CloseRepo(context.WithoutCancel(ctx), req.Tenant, req.Repo); cerr != nil {
+			s.Log.Error("push of a repository deleted meanwhile: its workflow not ended", "tenant", req.Tenant, "repo", req.Repo, "error", cerr)
+		}
+	}
+	if err != nil {
+		return "", http.StatusServiceUnavailable, fmt.Errorf("confirm %s/%s: %w", req.Tenant, req.Repo, err)
+	}
+	return "", http.StatusConflict, fmt.Errorf("%s/%s was deleted while this push was taken: push or index it again", req.Tenant, req.Repo)
 }
 
 // holdRepo makes sure tenant holds repo before a push of it is signalled.
@@ -168,30 +255,44 @@ func (s *Server) register(ctx context.Context, tenant, repo string, limit int, o
 			return http.StatusConflict, &TooManyRepos{Tenant: tenant, Held: c.held, Limit: limit}
 		}
 	}
-	held, err := s.heldRepos(ctx, tenant)
+	held, settled, err := s.registry(ctx, tenant)
 	if err != nil {
 		return http.StatusServiceUnavailable, err
 	}
-	if _, ok := slices.BinarySearch(held, repo); ok {
+	if settled[repo] {
 		return 0, nil // registered meanwhile by another request
 	}
-	if len(held) >= limit && !operator {
+	// A repository another request is registering (pending) is not held:
+	// that request's swap may lose. This one registers it too, under the
+	// same rule as a new one: the tenant's repositories with it, pending
+	// ones included, within the bound.
+	n := len(held)
+	if _, ok := slices.BinarySearch(held, repo); !ok {
+		n++
+	}
+	if n > limit && !operator {
 		s.repoCounts.Store(tenant, repoCount{gen: string(gen), held: len(held), at: time.Now()})
 		return http.StatusConflict, &TooManyRepos{Tenant: tenant, Held: len(held), Limit: limit}
 	}
-	key := registryKey(tenant, repo)
-	if err := s.Store.Put(ctx, key, []byte{}); err != nil {
+	pending := pendingKey(tenant, repo)
+	if err := s.Store.Put(ctx, pending, []byte{}); err != nil {
 		return http.StatusServiceUnavailable, fmt.Errorf("register %s/%s: %w", tenant, repo, err)
 	}
 	err = s.Store.Swap(ctx, genKey, gen, nextGeneration(gen))
 	if err == nil {
+		// Counted: settle it. Until then (or if this fails) the pending
+		// registration is counted, but no server trusts it as held.
+		if err := s.Store.Put(ctx, registryKey(tenant, repo), []byte{}); err != nil {
+			return http.StatusServiceUnavailable, fmt.Errorf("register %s/%s: %w", tenant, repo, err)
+		}
+		if derr := s.Store.Delete(context.WithoutCancel(ctx), pending); derr != nil {
+			s.Log.Warn("pending registration left (counted, harmless)", "tenant", tenant, "repo", repo, "error", derr)
+		}
 		return 0, nil
 	}
-	// Lost or failed: the registration must not stay uncounted by the
-	// registration that won. A concurrent request for the same repository
-	// registers it again in its own round.
-	if derr := s.Store.Delete(context.WithoutCancel(ctx), key); derr != nil {
-		s.Log.Warn("registration left after a failed swap", "tenant", tenant, "repo", repo, "error", derr)
+	// Lost or failed: the pending registration must not stay counted.
+	if derr := s.Store.Delete(context.WithoutCancel(ctx), pending); derr != nil {
+		s.Log.Warn("pending registration left after a failed swap", "tenant", tenant, "repo", repo, "error", derr)
 	}
 	if errors.Is(err, blob.ErrConflict) {
 		return 0, err

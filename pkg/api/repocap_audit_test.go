@@ -2,7 +2,7 @@ package api
 
 import (
 	"context"
-	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,15 +10,15 @@ import (
 )
 
 // swapHook is a driver that runs put once, before the first write of a
-// registration, and hook once, before the first Swap of a generation
-// object.
+// registration (pending or settled), and hook once, before the first Swap
+// of a generation object.
 type swapHook struct {
 	blob.Driver
 	put, hook func()
 }
 
 func (d *swapHook) Put(ctx context.Context, key string, data []byte) error {
-	if h := d.put; h != nil && strings.HasSuffix(key, "/"+registryFile) {
+	if h := d.put; h != nil && strings.HasPrefix(key, registryRoot) && !strings.HasSuffix(key, "/"+generationName) {
 		d.put = nil
 		h()
 	}
@@ -43,13 +43,10 @@ func (d *swapHook) Swap(ctx context.Context, key string, old, new []byte) error 
 // the count, and once it publishes beta holds 3 repositories under a
 // bound of 2.
 //
-// Open: a registration is visible (and trusted by holds) before its swap
-// has made it count, and removed if the swap loses. Run with
-// CODECTX_AUDIT_OPEN=1 to see it fail.
+// This was so while a registration was trusted as held before its swap
+// had made it count. It is now pending until then: B registers x itself,
+// and whichever swap wins settles it.
 func TestAuditLostSwapLetsAnotherServerPush(t *testing.T) {
-	if os.Getenv("CODECTX_AUDIT_OPEN") == "" {
-		t.Skip("open finding (servers sharing a store); CODECTX_AUDIT_OPEN=1 runs it")
-	}
 	mem := blob.NewMem()
 	ctx := context.Background()
 	if err := mem.Put(ctx, registryKey("beta", "vault"), []byte{}); err != nil {
@@ -71,5 +68,12 @@ func TestAuditLostSwapLetsAnotherServerPush(t *testing.T) {
 	regX, _ := mem.Exists(ctx, registryKey("beta", "x"))
 	if bErr == nil && !regX {
 		t.Errorf("server B let a push of x through (its workflow starts), yet x has no registration: x is indexed outside beta's bound (held after it publishes: vault, y, x under a bound of 2)")
+	}
+	held, err := a.heldRepos(ctx, "beta")
+	if err != nil || len(held) > 2 {
+		t.Errorf("beta holds %v (%v) under a bound of 2", held, err)
+	}
+	if keys, _ := mem.List(ctx, registryRoot+"beta/"); slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(k, pendingFile) }) {
+		t.Errorf("pending registrations left: %v", keys)
 	}
 }

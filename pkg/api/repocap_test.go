@@ -25,6 +25,7 @@ type capIndexer struct {
 	pushes map[string]int
 	loc    map[string]string
 	closed []string
+	before func(IndexRequest) // runs once, before the next push is taken
 }
 
 func (f *capIndexer) CloseRepo(_ context.Context, tenant, repo string) (bool, error) {
@@ -36,6 +37,13 @@ func (f *capIndexer) CloseRepo(_ context.Context, tenant, repo string) (bool, er
 }
 
 func (f *capIndexer) Index(_ context.Context, req IndexRequest) (string, error) {
+	f.mu.Lock()
+	before := f.before
+	f.before = nil
+	f.mu.Unlock()
+	if before != nil {
+		before(req)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.pushes == nil {
@@ -283,8 +291,8 @@ func TestRegisterLostSwap(t *testing.T) {
 	if _, err := lost.register(ctx, "beta", "x", 2, false); !errors.Is(err, blob.ErrConflict) {
 		t.Fatalf("register against a moved generation: %v, want a conflict", err)
 	}
-	if ok, _ := store.Exists(ctx, registryKey("beta", "x")); ok {
-		t.Error("the losing registration was left behind")
+	if keys, _ := store.List(ctx, registryRoot+"beta/x/"); len(keys) > 0 {
+		t.Errorf("the losing registration was left behind: %v", keys)
 	}
 	if code, err := srv.holdRepo(ctx, "beta", "x", false); code != 0 || err != nil {
 		t.Errorf("holdRepo after the conflict: %d %v", code, err)
@@ -366,5 +374,49 @@ func TestTenantReposDeleteElsewhere(t *testing.T) {
 	}
 	if code, msg := capCall(t, "POST", urls[0]+"/v1/index", "acme", indexBody("acme", "r9")); code != 202 {
 		t.Errorf("acme's new repository after a delete on the other server: %d %s, want 202", code, msg)
+	}
+}
+
+// Two servers share a store. A push of beta's vault is taken on server B
+// (vault is held), and before B signals it the whole DELETE of vault runs
+// on server A. B's signal starts vault's workflow again; B then finds the
+// registration gone, ends that workflow and refuses the push (409).
+// Before, B answered 202 and the workflow indexed vault after its DELETE,
+// with no registration: outside the bound.
+func TestTenantReposDeleteRacesPushAcrossServers(t *testing.T) {
+	store := blob.NewMem()
+	ixA, ixB := &capIndexer{}, &capIndexer{}
+	a, _ := newServer(t, &Server{Store: store, Indexer: ixA, Routes: AllRoutes, KeyStore: testCapKeys, Limits: Limits{TenantRepos: 5}})
+	b, _ := newServer(t, &Server{Store: store, Indexer: ixB, Routes: AllRoutes, KeyStore: testCapKeys, Limits: Limits{TenantRepos: 5}})
+	if code, msg := capCall(t, "POST", b.URL+"/v1/index", "beta", indexBody("beta", "vault")); code != 202 {
+		t.Fatalf("index vault: %d %s", code, msg)
+	}
+	var delCode int
+	ixB.mu.Lock()
+	ixB.before = func(IndexRequest) {
+		delCode, _ = capCall(t, "DELETE", a.URL+"/v1/repos/beta/vault", "operator", "")
+	}
+	ixB.mu.Unlock()
+	code, msg := capCall(t, "POST", b.URL+"/v1/index", "beta", indexBody("beta", "vault"))
+	if delCode != 200 {
+		t.Fatalf("DELETE on server A: %d", delCode)
+	}
+	if code != 409 || !strings.Contains(msg, "deleted while this push was taken") {
+		t.Errorf("push taken on B across the DELETE on A: %d %q, want 409", code, msg)
+	}
+	ixB.mu.Lock()
+	closed := slices.Clone(ixB.closed)
+	ixB.mu.Unlock()
+	if !slices.Equal(closed, []string{"beta/vault"}) {
+		t.Errorf("workflows ended by server B: %v, want vault's, started again by the push", closed)
+	}
+	srv := &Server{Store: store, KeyStore: testCapKeys, Limits: Limits{TenantRepos: 5}}
+	srv.init()
+	if held, err := srv.heldRepos(context.Background(), "beta"); err != nil || len(held) != 0 {
+		t.Errorf("beta holds %v (%v) after the DELETE", held, err)
+	}
+	// Pushed again afterwards, vault is a new repository and is taken.
+	if code, msg := capCall(t, "POST", b.URL+"/v1/index", "beta", indexBody("beta", "vault")); code != 202 {
+		t.Errorf("index vault after its DELETE: %d %s", code, msg)
 	}
 }

@@ -453,14 +453,9 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	}
 	unlock := s.lockRepo(req.Tenant, req.Repo)
 	defer unlock()
-	if code, err := s.holdRepo(r.Context(), req.Tenant, req.Repo, s.operator(r)); err != nil {
-		writeError(w, code, err)
-		return
-	}
-	run, err := s.Indexer.Index(r.Context(), req)
+	run, code, err := s.signal(r.Context(), req, s.operator(r))
 	if err != nil {
-		s.Log.Error("index request", "tenant", req.Tenant, "repo", req.Repo, "error", err)
-		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("signal %s/%s: %w", req.Tenant, req.Repo, err))
+		writeError(w, code, err)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, IndexResponse{Tenant: req.Tenant, Repo: req.Repo, Commit: req.Commit, RunID: run})

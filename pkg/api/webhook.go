@@ -272,21 +272,13 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	// host's redelivery is taken once the tenant has freed one.
 	unlock := s.lockRepo(tenant, push.Repo)
 	defer unlock()
-	if code, err := s.holdRepo(ctx, tenant, push.Repo, false); err != nil {
-		for _, k := range keys {
-			s.Deliveries.Forget(context.WithoutCancel(ctx), k)
-		}
-		writeError(w, code, err)
-		return
-	}
 	req := IndexRequest{Tenant: tenant, Repo: push.Repo, Location: push.CloneURL, Commit: push.Commit, Forward: true}
-	run, err := s.Indexer.Index(ctx, req)
+	run, code, err := s.signal(ctx, req, false)
 	if err != nil {
 		for _, k := range keys {
 			s.Deliveries.Forget(context.WithoutCancel(ctx), k) // the host's retry must be taken
 		}
-		s.Log.Error("webhook index", "tenant", tenant, "repo", push.Repo, "error", err)
-		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("signal %s/%s: %w", tenant, push.Repo, err))
+		writeError(w, code, err)
 		return
 	}
 	s.Log.Info("webhook push", "host", host, "tenant", tenant, "repo", push.Repo, "branch", push.Branch, "commit", push.Commit)
