@@ -25,6 +25,8 @@ import (
 	"codectx/pkg/source"
 	"codectx/pkg/vector"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 )
@@ -138,7 +140,7 @@ func invalid(err error) error {
 // Snapshot opens the location at the commit (cloning or fetching into the
 // cache), writes the manifest, and plans the parse of every file whose
 // result is not cached yet.
-func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotPlan, error) {
+func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (p SnapshotPlan, err error) {
 	if in.Tenant == "" {
 		in.Tenant = index.DefaultTenant
 	}
@@ -167,7 +169,7 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotPl
 		return SnapshotPlan{}, classify(oerr)
 	}
 	defer snap.Close()
-	p := SnapshotPlan{
+	p = SnapshotPlan{
 		Tenant: in.Tenant, Repo: in.Repo, Location: in.Location, Commit: snap.Commit,
 		ManifestKey: pipeline.ManifestKey(in.Tenant, in.Repo, snap.Commit),
 		PlanKey:     pipeline.PlanKey(in.Tenant, in.Repo, snap.Commit),
@@ -203,6 +205,21 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotPl
 	if err != nil {
 		return p, err
 	}
+	// A DELETE of the repository ends its RepoWorkflow, then removes its
+	// objects; this activity, already running, may write after that.
+	// Whatever way it ends from here, it removes what it wrote if the
+	// RepoWorkflow has ended.
+	defer func() {
+		if a.ownerGone(ctx, in.Tenant, in.Repo) {
+			dctx := context.WithoutCancel(ctx)
+			for _, k := range []string{p.ManifestKey, p.PlanKey} {
+				if err := a.Store.Delete(dctx, k); err != nil && !errors.Is(err, blob.ErrNotFound) {
+					activity.GetLogger(ctx).Warn("snapshot of a deleted repository: object left", "key", k, "error", err)
+				}
+			}
+			p, err = SnapshotPlan{}, temporal.NewNonRetryableApplicationError("the repository was deleted during its snapshot", errInvalid, nil)
+		}
+	}()
 	if err := pipeline.WriteManifest(ctx, a.Store, p.ManifestKey, data); err != nil {
 		return p, fmt.Errorf("write manifest: %w", err)
 	}
@@ -235,6 +252,35 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (SnapshotPl
 		return p, fmt.Errorf("write plan: %w", err)
 	}
 	return p, nil
+}
+
+// ownerGone reports whether the activity runs for a snapshot child of
+// tenant/repo's RepoWorkflow and that RepoWorkflow has ended (a DELETE of
+// the repository ends it). Outside such a child (tests, a snapshot run on
+// its own), or when the server cannot say, it reports false.
+func (a *Activities) ownerGone(ctx context.Context, tenant, repo string) bool {
+	if !activity.IsActivity(ctx) {
+		return false
+	}
+	owner := RepoWorkflowID(tenant, repo)
+	if !strings.HasPrefix(activity.GetInfo(ctx).WorkflowExecution.ID, owner+"@snapshot-") {
+		return false
+	}
+	c := activity.GetClient(ctx)
+	if c == nil {
+		return false
+	}
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	d, err := c.DescribeWorkflowExecution(qctx, owner, "")
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		return true
+	case err != nil:
+		return false
+	}
+	return d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 }
 
 // missing reports, per file, whether its parse result is absent (checked
