@@ -51,18 +51,7 @@ func TestPipelineEmbed(t *testing.T) {
 	// The workers embed slowly: a wait's first look finds vectors missing.
 	w := &pipeline.Workers{Store: store, Queue: q, Embedder: slowEmbedder{emb, 200 * time.Millisecond}}
 	cfg := queue.Config{AckWait: time.Second, MaxDeliver: 3, Workers: 2}
-	done := make(chan error, 3)
-	go func() { done <- w.RunParse(wctx, cfg) }()
-	go func() { done <- w.RunEmbed(wctx, cfg) }()
-	go func() { done <- w.RunGraph(wctx, cfg) }()
-	defer func() {
-		wcancel()
-		for range 3 {
-			if err := <-done; err != nil && wctx.Err() == nil {
-				t.Error(err)
-			}
-		}
-	}()
+	defer runWorkers(wctx, t, wcancel, cfg, w.RunParse, w.RunEmbed, w.RunGraph)()
 
 	const repo = "emb"
 	fx := newFixture(t, repo)

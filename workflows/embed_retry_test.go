@@ -64,18 +64,7 @@ func TestPipelineEmbedRetry(t *testing.T) {
 	// is long, so a loaded machine's slow call is never delivered twice
 	// (the call counts below are exact).
 	cfg := queue.Config{AckWait: 10 * time.Second, MaxDeliver: 2, Workers: 1, Backoff: []time.Duration{10 * time.Millisecond}}
-	done := make(chan error, 3)
-	go func() { done <- w.RunParse(wctx, cfg) }()
-	go func() { done <- w.RunEmbed(wctx, cfg) }()
-	go func() { done <- w.RunGraph(wctx, cfg) }()
-	defer func() {
-		wcancel()
-		for range 3 {
-			if err := <-done; err != nil && wctx.Err() == nil {
-				t.Error(err)
-			}
-		}
-	}()
+	defer runWorkers(wctx, t, wcancel, cfg, w.RunParse, w.RunEmbed, w.RunGraph)()
 
 	const repo = "flaky"
 	fx := newFixture(t, repo)

@@ -449,6 +449,24 @@ func startQueue(ctx context.Context, t *testing.T) (q *natsq.Queue, url string) 
 	return q, ns.URL()
 }
 
+// runWorkers runs the pipeline consumers runs with cfg until the returned
+// stop is called: it cancels ctx (with cancel) and reports the errors of
+// those that did not end because of it.
+func runWorkers(ctx context.Context, t *testing.T, cancel func(), cfg queue.Config, runs ...func(context.Context, queue.Config) error) (stop func()) {
+	done := make(chan error, len(runs))
+	for _, run := range runs {
+		go func() { done <- run(ctx, cfg) }()
+	}
+	return func() {
+		cancel()
+		for range runs {
+			if err := <-done; err != nil && ctx.Err() == nil {
+				t.Error(err)
+			}
+		}
+	}
+}
+
 // tempStore is a local blob store in a directory of the test.
 func tempStore(t *testing.T) *blob.Bucket {
 	t.Helper()

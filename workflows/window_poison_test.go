@@ -52,17 +52,7 @@ func TestPipelineQueueWindowPoisonSplit(t *testing.T) {
 	}}
 	wctx, wcancel := context.WithCancel(ctx)
 	cfg := queue.Config{AckWait: 10 * time.Second, Workers: 1, MaxDeliver: 1}
-	done := make(chan error, 2)
-	go func() { done <- w.RunParse(wctx, cfg) }()
-	go func() { done <- w.RunGraph(wctx, cfg) }()
-	defer func() {
-		wcancel()
-		for range 2 {
-			if err := <-done; err != nil && wctx.Err() == nil {
-				t.Error(err)
-			}
-		}
-	}()
+	defer runWorkers(wctx, t, wcancel, cfg, w.RunParse, w.RunGraph)()
 
 	fx := newFixture(t, "poison")
 	commit := fx.commit(t, body)

@@ -108,18 +108,7 @@ func TestPipelineQueueWindow(t *testing.T) {
 			}}
 			wctx, wcancel := context.WithCancel(ctx)
 			cfg := queue.Config{AckWait: 10 * time.Second, Workers: 1}
-			done := make(chan error, 3)
-			go func() { done <- w.RunParse(wctx, cfg) }()
-			go func() { done <- w.RunEmbed(wctx, cfg) }()
-			go func() { done <- w.RunGraph(wctx, cfg) }()
-			defer func() {
-				wcancel()
-				for range 3 {
-					if err := <-done; err != nil && wctx.Err() == nil {
-						t.Error(err)
-					}
-				}
-			}()
+			defer runWorkers(wctx, t, wcancel, cfg, w.RunParse, w.RunEmbed, w.RunGraph)()
 
 			fx := newFixture(t, "win")
 			commit := fx.commit(t, body)
