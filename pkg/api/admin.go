@@ -220,7 +220,10 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 	// meanwhile on any server, signalled after the workflow ended, finds
 	// it gone and ends the workflow it started again (signal). A
 	// registration written after this point is a new repository's.
-	n, err := s.deleteUnder(ctx, registryRoot, tenant, repo)
+	// A young pending registration is left to the request that wrote it
+	// (see pendingLife): removed between its swap and its settling, it
+	// let another server count the tenant without it.
+	n, err := s.deleteUnder(ctx, registryRoot, tenant, repo, youngPending)
 	res.Deleted += n
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err)
@@ -266,8 +269,9 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 }
 
 // deleteUnder removes the objects of tenant/repo under root, in both
-// layouts, and returns how many it removed.
-func (s *Server) deleteUnder(ctx context.Context, root, tenant, repo string) (int, error) {
+// layouts, but those whose name below the repository keep reports true
+// (optional), and returns how many it removed.
+func (s *Server) deleteUnder(ctx context.Context, root, tenant, repo string, keep ...func(string) bool) (int, error) {
 	n := 0
 	for _, prefix := range []string{index.RepoPrefix(root, tenant, repo), root + tenant + "/" + repo + "/"} {
 		ks, err := s.Store.List(ctx, prefix)
@@ -277,6 +281,9 @@ func (s *Server) deleteUnder(ctx context.Context, root, tenant, repo string) (in
 		for _, k := range ks {
 			if strings.Contains(strings.TrimPrefix(k, prefix), "/") {
 				continue // another repository nested under this name, or the other layout
+			}
+			if len(keep) > 0 && keep[0](strings.TrimPrefix(k, prefix)) {
+				continue
 			}
 			if err := s.Store.Delete(ctx, k); err != nil && !errors.Is(err, blob.ErrNotFound) {
 				return n, err

@@ -71,8 +71,42 @@ func registryKey(tenant, repo string) string {
 
 // pendingKey is a new pending registration of tenant/repo, one per
 // request, so that a request removing its own never removes another's.
+// It carries the time it was written: a DELETE leaves a pending
+// registration younger than pendingLife to the request that wrote it.
 func pendingKey(tenant, repo string) string {
-	return index.RepoPrefix(registryRoot, tenant, repo) + pendingFile + rand.Text()
+	return index.RepoPrefix(registryRoot, tenant, repo) + pendingFile + strconv.FormatInt(time.Now().Unix(), 10) + "." + rand.Text()
+}
+
+// pendingLife is how long a pending registration belongs to the request
+// that wrote it: a DELETE does not remove it before then. A DELETE that
+// removed one between its swap and its settling let another server count
+// the tenant's repositories without it, and the settled registration then
+// came on top of that count. One round of a registration (registerRound)
+// ends well within it; an older one was left by a request that ended
+// (a crash), and a DELETE of the repository removes it.
+const pendingLife = time.Minute
+
+// registerRound bounds one round of a registration (register, and the
+// registration of a HEAD-only repository in holds), so that its pending
+// registration is settled or removed within pendingLife.
+const registerRound = pendingLife / 3
+
+// youngPending reports whether the registry file name is a pending
+// registration younger than pendingLife (one a request may still settle).
+func youngPending(file string) bool {
+	rest, ok := strings.CutPrefix(file, pendingFile)
+	if !ok {
+		return false
+	}
+	sec, _, ok := strings.Cut(rest, ".")
+	if !ok {
+		return false
+	}
+	t, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil {
+		return false
+	}
+	return time.Since(time.Unix(t, 0)) < pendingLife
 }
 
 func generationKey(tenant string) string { return registryRoot + tenant + "/" + generationName }
@@ -144,13 +178,38 @@ func (s *Server) holds(ctx context.Context, tenant, repo string) (bool, error) {
 	if ok, err := s.Store.Exists(ctx, registryKey(tenant, repo)); err != nil || ok {
 		return ok, err
 	}
+	ok, err := s.hasHead(ctx, tenant, repo)
+	if err != nil || !ok {
+		return false, err
+	}
+	// The HEAD counts the repository only while it is there: a DELETE on
+	// another server may remove it now, and another registration count
+	// the tenant without it. A pending registration counts it from before
+	// the HEAD is checked again until the registration is settled (a
+	// DELETE leaves a young one), so that the count never misses it.
+	ctx, cancel := context.WithTimeout(ctx, registerRound)
+	defer cancel()
+	pending := pendingKey(tenant, repo)
+	if err := s.Store.Put(ctx, pending, []byte{}); err != nil {
+		return false, err
+	}
+	defer func() {
+		if derr := s.Store.Delete(context.WithoutCancel(ctx), pending); derr != nil {
+			s.Log.Warn("pending registration left (counted, harmless)", "tenant", tenant, "repo", repo, "error", derr)
+		}
+	}()
+	if ok, err = s.hasHead(ctx, tenant, repo); err != nil || !ok {
+		return false, err // deleted meanwhile: a new repository
+	}
+	return true, s.Store.Put(ctx, registryKey(tenant, repo), []byte{})
+}
+
+// hasHead reports whether tenant/repo has a HEAD, in either layout.
+func (s *Server) hasHead(ctx context.Context, tenant, repo string) (bool, error) {
 	for _, k := range []string{index.HeadKey(tenant, repo), "heads/" + tenant + "/" + repo} {
 		ok, err := s.Store.Exists(ctx, k)
-		if err != nil {
-			return false, err
-		}
-		if ok {
-			return true, s.Store.Put(ctx, registryKey(tenant, repo), []byte{})
+		if err != nil || ok {
+			return ok, err
 		}
 	}
 	return false, nil
@@ -182,7 +241,18 @@ func (s *Server) signal(ctx context.Context, req IndexRequest, operator bool) (s
 	if s.limits.TenantRepos <= 0 {
 		return run, 0, nil
 	}
-	ok, err := s.registered(context.WithoutCancel(ctx), req.Tenant, req.Repo)
+	// A failed read is asked again before the workflow is ended: ending
+	// it on one error stopped a held repository's running snapshot and
+	// dropped its queued pushes.
+	var ok bool
+	for i := range confirmTries {
+		if i > 0 {
+			time.Sleep(time.Duration(i) * 50 * time.Millisecond)
+		}
+		if ok, err = s.registered(context.WithoutCancel(ctx), req.Tenant, req.Repo); err == nil {
+			break
+		}
+	}
 	if err == nil && ok {
 		return run, 0, nil
 	}
@@ -196,6 +266,9 @@ func (s *Server) signal(ctx context.Context, req IndexRequest, operator bool) (s
 	}
 	return "", http.StatusConflict, fmt.Errorf("%s/%s was deleted while this push was taken: push or index it again", req.Tenant, req.Repo)
 }
+
+// confirmTries bounds the reads of a push's confirmation (signal).
+const confirmTries = 3
 
 // holdRepo makes sure tenant holds repo before a push of it is signalled.
 // A repository the tenant holds passes at the cost of one existence check;
@@ -238,6 +311,8 @@ func (s *Server) holdRepo(ctx context.Context, tenant, repo string, operator boo
 // generation on. A lost swap removes the registration and returns an
 // error wrapping blob.ErrConflict.
 func (s *Server) register(ctx context.Context, tenant, repo string, limit int, operator bool) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, registerRound)
+	defer cancel()
 	genKey := generationKey(tenant)
 	gen, err := s.Store.Get(ctx, genKey)
 	if errors.Is(err, blob.ErrNotFound) {
@@ -283,6 +358,10 @@ func (s *Server) register(ctx context.Context, tenant, repo string, limit int, o
 		// Counted: settle it. Until then (or if this fails) the pending
 		// registration is counted, but no server trusts it as held.
 		if err := s.Store.Put(ctx, registryKey(tenant, repo), []byte{}); err != nil {
+			// Refused: the pending registration must not stay counted.
+			if derr := s.Store.Delete(context.WithoutCancel(ctx), pending); derr != nil {
+				s.Log.Warn("pending registration left after a failed registration", "tenant", tenant, "repo", repo, "error", derr)
+			}
 			return http.StatusServiceUnavailable, fmt.Errorf("register %s/%s: %w", tenant, repo, err)
 		}
 		if derr := s.Store.Delete(context.WithoutCancel(ctx), pending); derr != nil {
