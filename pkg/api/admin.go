@@ -16,7 +16,7 @@ import (
 // RepoInfo is one repository in GET /v1/repos.
 type RepoInfo struct {
 	Repo      string `json:"repo"`
-	Commit    string `json:"commit"`               // published HEAD
+	Commit    string `json:"commit"`               // published HEAD ("": none yet)
 	IndexedAt string `json:"indexed_at"`           // RFC 3339, when that HEAD was built
 	Files     int    `json:"files"`                // files in the published index
 	Skipped   int    `json:"skipped"`              // files left out (binary, too large, generated, ...)
@@ -89,7 +89,15 @@ func (s *Server) listRepos(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	names, err := s.repoNames(ctx, tenant)
+	// With the repository bound on, every repository the tenant holds is
+	// listed, published or not (a registration whose first snapshot has
+	// not published, or failed): the list is what the bound counts, and
+	// each entry can be deleted to free its slot.
+	list := s.repoNames
+	if s.limits.TenantRepos > 0 {
+		list = s.heldRepos
+	}
+	names, err := list(ctx, tenant)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err)
 		return
@@ -119,7 +127,15 @@ func (s *Server) listRepos(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) repoInfo(ctx context.Context, tenant, repo string) (RepoInfo, error) {
 	info := RepoInfo{Repo: repo}
+	if s.Indexer != nil {
+		if st, err := s.Indexer.Status(ctx, tenant, repo); err == nil {
+			info.State, info.Failed, info.LastError = st.State, st.Failed, st.LastError
+		}
+	}
 	head, err := index.ReadHead(ctx, s.Store, tenant, repo)
+	if errors.Is(err, blob.ErrNotFound) {
+		return info, nil // held, but nothing published yet
+	}
 	if err != nil {
 		return info, fmt.Errorf("HEAD of %s/%s: %w", tenant, repo, err)
 	}
@@ -129,11 +145,6 @@ func (s *Server) repoInfo(ctx context.Context, tenant, repo string) (RepoInfo, e
 		return info, err
 	}
 	info.Files, info.Skipped, info.Degraded = len(seg.Files), sum(seg.Meta.Skipped), sum(seg.Meta.Degraded)
-	if s.Indexer != nil {
-		if st, err := s.Indexer.Status(ctx, tenant, repo); err == nil {
-			info.State, info.Failed, info.LastError = st.State, st.Failed, st.LastError
-		}
-	}
 	return info, nil
 }
 

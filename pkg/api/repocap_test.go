@@ -420,3 +420,38 @@ func TestTenantReposDeleteRacesPushAcrossServers(t *testing.T) {
 		t.Errorf("index vault after its DELETE: %d %s", code, msg)
 	}
 }
+
+// With the bound on, GET /v1/repos lists every repository the tenant
+// holds, published or not: a registration whose first snapshot never
+// published counts, so it is listed (commit "") and can be deleted.
+func TestTenantReposListed(t *testing.T) {
+	store := blob.NewMem()
+	ix := &capIndexer{}
+	ts, _ := newServer(t, &Server{Store: store, Indexer: ix, Routes: AllRoutes, KeyStore: testCapKeys, Limits: Limits{TenantRepos: 5}})
+	if code, msg := capCall(t, "POST", ts.URL+"/v1/index", "acme", indexBody("acme", "fresh")); code != 202 {
+		t.Fatalf("index: %d %s", code, msg)
+	}
+	list := func() []RepoInfo {
+		req, _ := http.NewRequest("GET", ts.URL+"/v1/repos?tenant=acme", nil)
+		req.Header.Set("Authorization", "Bearer acme")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var page RepoPage
+		if err := json.NewDecoder(resp.Body).Decode(&page); resp.StatusCode != 200 || err != nil {
+			t.Fatalf("list: %d %v", resp.StatusCode, err)
+		}
+		return page.Repos
+	}
+	if repos := list(); len(repos) != 1 || repos[0].Repo != "fresh" || repos[0].Commit != "" || repos[0].State != StateIdle {
+		t.Errorf("acme's repositories: %+v, want fresh, held and not published", repos)
+	}
+	if code, msg := capCall(t, "DELETE", ts.URL+"/v1/repos/acme/fresh", "acme-admin", ""); code != 200 {
+		t.Errorf("DELETE of a listed, unpublished repository: %d %s", code, msg)
+	}
+	if repos := list(); len(repos) != 0 {
+		t.Errorf("after the DELETE: %+v", repos)
+	}
+}
