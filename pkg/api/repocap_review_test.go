@@ -108,7 +108,7 @@ func TestReviewDeleteBetweenSwapAndSettle(t *testing.T) {
 	if err != nil || len(held) > 2 {
 		t.Errorf("beta holds %v (%v) under a bound of 2", held, err)
 	}
-	if keys, _ := mem.List(ctx, registryRoot+"beta/"); slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(k, pendingFile) }) {
+	if keys := pendingLeft(ctx, t, mem, "beta"); len(keys) > 0 {
 		t.Errorf("pending registrations left: %v", keys)
 	}
 }
@@ -203,7 +203,7 @@ func TestReviewFailedSettleLeavesPending(t *testing.T) {
 	if code != 503 || err == nil {
 		t.Fatalf("register with the settled write failing: %d %v, want 503", code, err)
 	}
-	if keys, _ := mem.List(ctx, registryRoot+"beta/"); slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(k, pendingFile) }) {
+	if keys := pendingLeft(ctx, t, mem, "beta"); len(keys) > 0 {
 		t.Errorf("pending registration left after a refused registration: %v", keys)
 	}
 }
