@@ -174,17 +174,8 @@ func (e *Engine) prfFeatures(in featureInput, cands []Candidate, set func(int, s
 	for _, t := range terms {
 		inQuery[t] = true
 	}
-	pos := make(map[string]int, len(cands))
-	for i, c := range cands {
-		pos[c.Path] = i
-	}
-	var fileKeep func(int) bool
-	if in.keep != nil {
-		fileKeep = func(i int) bool {
-			f := seg.Files[i]
-			return len(f.Chunks) > 0 && in.keep(f.Chunks[0])
-		}
-	}
+	pos := candIndex(cands)
+	fileKeep := fileFilter(seg, in.keep)
 	for _, v := range variants {
 		exp, weight := prfWords(seg, in.files, v.k, v.m, inQuery)
 		q := append(slices.Clone(terms), exp...)

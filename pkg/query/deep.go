@@ -33,13 +33,7 @@ func (e *Engine) deepLists(q string, keep func(int) bool) map[string][]string {
 	out[armBM25Path] = byFile(e.pathArm(q, "", chunks, deepDepth, keep))
 	if seg.FileBM25 != nil {
 		if tt := nameTerms(title(q)); len(tt) > 0 {
-			var fileKeep func(int) bool
-			if keep != nil {
-				fileKeep = func(i int) bool {
-					f := seg.Files[i]
-					return len(f.Chunks) > 0 && keep(f.Chunks[0])
-				}
-			}
+			fileKeep := fileFilter(seg, keep)
 			var ps []string
 			for _, h := range seg.FileBM25.SearchFilter(tt, deepDepth, FileParams(), fileKeep) {
 				ps = append(ps, seg.Files[h.Doc].Path)

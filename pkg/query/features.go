@@ -263,13 +263,7 @@ func (e *Engine) features(in featureInput) []Candidate {
 	// Title-only whole-file BM25.
 	titleRank := map[string]int{}
 	if seg.FileBM25 != nil && len(tt) > 0 {
-		var fileKeep func(int) bool
-		if in.keep != nil {
-			fileKeep = func(i int) bool {
-				f := seg.Files[i]
-				return len(f.Chunks) > 0 && in.keep(f.Chunks[0])
-			}
-		}
+		fileKeep := fileFilter(seg, in.keep)
 		for r, h := range seg.FileBM25.SearchFilter(tt, 30, FileParams(), fileKeep) {
 			titleRank[seg.Files[h.Doc].Path] = r + 1
 		}
@@ -905,17 +899,8 @@ func (e *Engine) lineFeatures(in featureInput, cands []Candidate, set func(int, 
 	if seg.FileBM25 == nil {
 		return
 	}
-	pos := make(map[string]int, len(cands))
-	for i, c := range cands {
-		pos[c.Path] = i
-	}
-	var fileKeep func(int) bool
-	if in.keep != nil {
-		fileKeep = func(i int) bool {
-			f := seg.Files[i]
-			return len(f.Chunks) > 0 && in.keep(f.Chunks[0])
-		}
-	}
+	pos := candIndex(cands)
+	fileKeep := fileFilter(seg, in.keep)
 	ranks := func(terms []string, k int) map[int]int {
 		out := map[int]int{}
 		for r, h := range seg.FileBM25.SearchFilter(terms, k, FileParams(), fileKeep) {
@@ -969,10 +954,7 @@ func (e *Engine) titleChunkFeatures(in featureInput, tt []string, cands []Candid
 	if seg.BM25 == nil || len(tt) == 0 {
 		return
 	}
-	pos := make(map[string]int, len(cands))
-	for i, c := range cands {
-		pos[c.Path] = i
-	}
+	pos := candIndex(cands)
 	seen := map[string]bool{}
 	var top float64
 	for r, h := range seg.BM25.SearchFilter(tt, 200, Params(), in.keep) {
@@ -990,4 +972,13 @@ func (e *Engine) titleChunkFeatures(in featureInput, tt []string, cands []Candid
 			set(i, "title_chunk_rel", h.Score/top)
 		}
 	}
+}
+
+// candIndex maps each candidate's path to its position in cands.
+func candIndex(cands []Candidate) map[string]int {
+	pos := make(map[string]int, len(cands))
+	for i, c := range cands {
+		pos[c.Path] = i
+	}
+	return pos
 }

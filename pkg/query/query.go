@@ -876,13 +876,7 @@ func (e *Engine) fileBM25Arm(q string, chunks []int, k int, keep func(int) bool)
 		return nil, nil
 	}
 	best := bestChunks(seg, chunks)
-	var fileKeep func(int) bool
-	if keep != nil {
-		fileKeep = func(i int) bool {
-			f := seg.Files[i]
-			return len(f.Chunks) > 0 && keep(f.Chunks[0])
-		}
-	}
+	fileKeep := fileFilter(seg, keep)
 	hits := seg.FileBM25.SearchFilter(terms, k, FileParams(), fileKeep)
 	ids := make([]int, 0, len(hits))
 	scores := make(map[string]float64, len(hits))
@@ -1192,5 +1186,17 @@ func siftDown[T any](h []T, i int, cmp func(a, b T) int) {
 		}
 		h[i], h[c] = h[c], h[i]
 		i = c
+	}
+}
+
+// fileFilter turns a chunk filter into the file filter of a whole-file
+// BM25 search: a file passes when its first chunk does. Nil stays nil.
+func fileFilter(seg *segment.Segment, keep func(int) bool) func(int) bool {
+	if keep == nil {
+		return nil
+	}
+	return func(i int) bool {
+		f := seg.Files[i]
+		return len(f.Chunks) > 0 && keep(f.Chunks[0])
 	}
 }
