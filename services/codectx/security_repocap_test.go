@@ -170,6 +170,19 @@ func TestSecurityTenantRepos(t *testing.T) {
 	if held := s.held(t, tenantB); len(held) != limit {
 		t.Errorf("the store holds %v of beta's, want %d", held, limit)
 	}
+	// Beta's list is what the bound counts, published or not; acme may
+	// not read it.
+	if code, body := s.do(t, "GET", "/v1/repos?tenant=beta&limit=100", tenantB, ""); code != http.StatusOK {
+		t.Errorf("beta's list: %d %s", code, body)
+	} else {
+		var page api.RepoPage
+		if err := json.Unmarshal([]byte(body), &page); err != nil || len(page.Repos) != limit {
+			t.Errorf("beta's list holds %d repositories (%v), want the %d it holds", len(page.Repos), err, limit)
+		}
+	}
+	if code, body := s.do(t, "GET", "/v1/repos?tenant=beta", tenantA, ""); code != http.StatusForbidden || strings.Contains(body, "vault") {
+		t.Errorf("acme listing beta's repositories: %d %s, want 403 and nothing of beta's", code, body)
+	}
 	// Nothing left running when up stops.
 	for _, r := range []struct{ tenant, repo string }{{tenantB, "vault"}, {tenantB, "after-delete"}, {tenantA, "ledger2"}} {
 		if st := s.waitSettled(t, r.tenant, r.repo); st == nil || st.LastError != "" {
