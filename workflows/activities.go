@@ -210,14 +210,8 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (p Snapshot
 	// Whatever way it ends from here, it removes what it wrote if the
 	// RepoWorkflow has ended.
 	defer func() {
-		if a.ownerGone(ctx, in.Tenant, in.Repo) {
-			dctx := context.WithoutCancel(ctx)
-			for _, k := range []string{p.ManifestKey, p.PlanKey} {
-				if err := a.Store.Delete(dctx, k); err != nil && !errors.Is(err, blob.ErrNotFound) {
-					activity.GetLogger(ctx).Warn("snapshot of a deleted repository: object left", "key", k, "error", err)
-				}
-			}
-			p, err = SnapshotPlan{}, temporal.NewNonRetryableApplicationError("the repository was deleted during its snapshot", errInvalid, nil)
+		if gone := a.undoIfGone(ctx, in.Tenant, in.Repo, "snapshot", p.ManifestKey, p.PlanKey); gone != nil {
+			p, err = SnapshotPlan{}, gone
 		}
 	}()
 	if err := pipeline.WriteManifest(ctx, a.Store, p.ManifestKey, data); err != nil {
@@ -281,6 +275,24 @@ func (a *Activities) ownerGone(ctx context.Context, tenant, repo string) bool {
 		return false
 	}
 	return d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+}
+
+// undoIfGone is called by an activity of a snapshot after its writes of
+// repository objects (keys). If the repository's workflow has ended (a
+// DELETE ended it), it removes them again and returns the activity's
+// non-retryable error; else nil. A DELETE removes what was written before
+// it ended the workflow; this removes what was written after.
+func (a *Activities) undoIfGone(ctx context.Context, tenant, repo, what string, keys ...string) error {
+	if !a.ownerGone(ctx, tenant, repo) {
+		return nil
+	}
+	dctx := context.WithoutCancel(ctx)
+	for _, k := range keys {
+		if err := a.Store.Delete(dctx, k); err != nil && !errors.Is(err, blob.ErrNotFound) {
+			activity.GetLogger(ctx).Warn(what+" of a deleted repository: object left", "key", k, "error", err)
+		}
+	}
+	return temporal.NewNonRetryableApplicationError("the repository was deleted during its "+what, errInvalid, nil)
 }
 
 // missing reports, per file, whether its parse result is absent (checked
@@ -801,9 +813,17 @@ type PublishResult struct {
 // after checking that the segment is fully written (it exists: segments are
 // written in one Put). A failing store fails the activity, for Temporal to
 // retry; HEAD is then unchanged.
-func (a *Activities) Publish(ctx context.Context, in PublishInput) (PublishResult, error) {
+func (a *Activities) Publish(ctx context.Context, in PublishInput) (res PublishResult, err error) {
 	defer keepAlive(ctx)()
-	var res PublishResult
+	defer func() {
+		// A HEAD moved after a DELETE ended the workflow would bring the
+		// repository back: queryable, counted, naming removed objects.
+		if err == nil {
+			if gone := a.undoIfGone(ctx, in.Tenant, in.Repo, "publish", index.HeadKey(in.Tenant, in.Repo)); gone != nil {
+				res, err = PublishResult{}, gone
+			}
+		}
+	}()
 	ok, err := a.Store.Exists(ctx, in.Segment)
 	if err != nil {
 		return res, err
@@ -905,54 +925,9 @@ func (a *Activities) GC(ctx context.Context, in GCInput) (GCResult, error) {
 			res.Deleted++
 		}
 	}
-	n, err = collectShards(ctx, a.Store, in.Tenant, in.Repo)
+	n, err = pipeline.CollectShards(ctx, a.Store, in.Tenant, in.Repo)
 	res.Deleted += n
 	return res, err
-}
-
-// collectShards deletes the shards of tenant/repo that no stored shard list
-// of the repository names (the kept snapshots' lists are all that is left
-// once GC has deleted the others). The lists are read after the shards are
-// listed: a shard written meanwhile by a build is either not a candidate or
-// named by a list; only a build running beside GC whose list is not yet
-// written could lose a shard, and the snapshot workflow of a repository
-// runs one build at a time, GC after it.
-func collectShards(ctx context.Context, store *blob.Bucket, tenant, repo string) (int, error) {
-	prefix := index.ShardPrefix(tenant, repo)
-	shards, err := store.List(ctx, prefix)
-	if err != nil || len(shards) == 0 {
-		return 0, err
-	}
-	segPrefix := index.RepoPrefix("segments/", tenant, repo)
-	segs, err := store.List(ctx, segPrefix)
-	if err != nil {
-		return 0, err
-	}
-	live := map[string]bool{}
-	for _, k := range segs {
-		if name := strings.TrimPrefix(k, segPrefix); strings.Contains(name, "/") || !strings.HasSuffix(name, ".seg") {
-			continue
-		}
-		keys, err := index.ShardKeys(ctx, store, k)
-		if err != nil {
-			// A list that cannot be read cannot say what it keeps.
-			return 0, fmt.Errorf("gc shards: %s: %w", k, err)
-		}
-		for _, sk := range keys {
-			live[sk] = true
-		}
-	}
-	n := 0
-	for _, k := range shards {
-		if name := strings.TrimPrefix(k, prefix); strings.Contains(name, "/") || live[k] {
-			continue
-		}
-		if err := store.Delete(ctx, k); err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
 }
 
 // firstLine is the part of a dead-letter reason before the stack trace.

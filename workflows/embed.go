@@ -122,6 +122,9 @@ func (a *Activities) PlanEmbed(ctx context.Context, in EmbedPlanInput) (EmbedPla
 	if err := a.Store.Put(ctx, res.Key, data); err != nil {
 		return res, fmt.Errorf("write embed plan: %w", err)
 	}
+	if err := a.undoIfGone(ctx, p.Tenant, p.Repo, "embed plan", res.Key); err != nil {
+		return EmbedPlanResult{}, err
+	}
 	return res, nil
 }
 
@@ -355,6 +358,13 @@ func (a *Activities) StoreVectors(ctx context.Context, in EmbedInput) (VectorsRe
 	r, err := dense.Upsert(ctx, a.Store, a.Vectors, vector.Collection{Model: p.Model, Dim: p.Dim}, p.Tenant, p.Repo, p.Points)
 	if err != nil {
 		return out, fmt.Errorf("store vectors: %w", err)
+	}
+	if err := a.undoIfGone(ctx, p.Tenant, p.Repo, "vector store", VectorSetKey(p.Tenant, p.Repo, p.Commit)); err != nil {
+		// The points too: a DELETE removed the repository's before.
+		if derr := a.Vectors.DeleteRepo(context.WithoutCancel(ctx), p.Tenant, p.Repo); derr != nil {
+			activity.GetLogger(ctx).Warn("vectors of a deleted repository left", "tenant", p.Tenant, "repo", p.Repo, "error", derr)
+		}
+		return out, err
 	}
 	return VectorsResult{Points: r.Points, Added: r.Added, Missing: r.Missing}, nil
 }

@@ -186,10 +186,18 @@ func (s *Server) repoAction(w http.ResponseWriter, r *http.Request) {
 // (queries stop finding the repository), then its registration (which
 // frees its slot of Limits.TenantRepos), then the repository's workflow is
 // ended (with an Indexer that can), then its vectors in the vector store
-// (every model's), its segments, manifests and plans, and the embedded
-// vector store's shards, vector sets and embed plans. The parse
-// and embedding caches are shared by the tenant's repositories and are
-// left to `codectx gc`.
+// (every model's), its manifests, segments, shards and plans, and the
+// embedded vector store's shards, vector sets and embed plans, and the
+// HEAD once more. The parse and embedding caches are shared by the
+// tenant's repositories and are left to `codectx gc`.
+//
+// Work of the repository already running when its workflow ends may still
+// write: what it wrote before the end is removed here (the second HEAD
+// removal catches a publish that landed between the first and the end);
+// the activities and the graph worker check after their writes and remove
+// what they wrote after it (workflows.Activities, pipeline.BuildSegment:
+// the manifests go first, so that a graph job that still finds its
+// manifest wrote before the segments were listed).
 func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 	if !s.authenticated(w, r) {
 		return
@@ -212,20 +220,11 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 	res := DeleteResponse{Tenant: tenant, Repo: repo}
 	// HEAD first, in both layouts (RepoPrefix, and the older one without
 	// the /@/ separator), so queries stop finding the repository.
-	for _, head := range []string{index.HeadKey(tenant, repo), "heads/" + tenant + "/" + repo} {
-		had, err := s.Store.Exists(ctx, head)
-		if err != nil {
-			writeError(w, http.StatusServiceUnavailable, err)
-			return
-		}
-		if !had {
-			continue
-		}
-		if err := s.Store.Delete(ctx, head); err != nil && !errors.Is(err, blob.ErrNotFound) {
-			writeError(w, http.StatusServiceUnavailable, err)
-			return
-		}
-		res.Deleted++
+	n, err := s.deleteHeads(ctx, tenant, repo)
+	res.Deleted += n
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
 	}
 	// Then the registration, before the workflow ends: a push taken
 	// meanwhile on any server, signalled after the workflow ended, finds
@@ -234,7 +233,7 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 	// A young pending registration is left to the request that wrote it
 	// (see pendingLife): removed between its swap and its settling, it
 	// let another server count the tenant without it.
-	n, err := s.deleteUnder(ctx, registryRoot, tenant, repo, youngPending)
+	n, err = s.deleteUnder(ctx, registryRoot, tenant, repo, youngPending)
 	res.Deleted += n
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err)
@@ -264,7 +263,8 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	for _, root := range []string{"segments/", "shards/", "manifests/", "plans/", "vectors/", "vectorsets/", "embedplans/"} {
+	// The manifests first: see pipeline.BuildSegment.
+	for _, root := range []string{"manifests/", "segments/", "shards/", "plans/", "vectors/", "vectorsets/", "embedplans/"} {
 		n, err := s.deleteUnder(ctx, root, tenant, repo)
 		res.Deleted += n
 		if err != nil {
@@ -272,11 +272,43 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// A publish that moved HEAD after the first removal, before the
+	// workflow ended.
+	n, err = s.deleteHeads(ctx, tenant, repo)
+	res.Deleted += n
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	if n > 0 {
+		s.released(ctx, tenant)
+	}
 	if res.Deleted == 0 {
 		writeError(w, http.StatusNotFound, fmt.Errorf("unknown repository %s/%s", tenant, repo))
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// deleteHeads removes the HEAD of tenant/repo in both layouts (RepoPrefix,
+// and the older one without the /@/ separator) and returns how many it
+// removed.
+func (s *Server) deleteHeads(ctx context.Context, tenant, repo string) (int, error) {
+	n := 0
+	for _, head := range []string{index.HeadKey(tenant, repo), "heads/" + tenant + "/" + repo} {
+		had, err := s.Store.Exists(ctx, head)
+		if err != nil {
+			return n, err
+		}
+		if !had {
+			continue
+		}
+		if err := s.Store.Delete(ctx, head); err != nil && !errors.Is(err, blob.ErrNotFound) {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 // deleteUnder removes the objects of tenant/repo under root, in both

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"codectx/pkg/api"
+	"codectx/pkg/blob"
+	"codectx/pkg/index"
 	"codectx/pkg/keys"
 )
 
@@ -153,5 +155,52 @@ func TestRepoAdmin(t *testing.T) {
 	}
 	if !strings.HasPrefix(fresh, "cctx_") {
 		t.Errorf("key %q", fresh)
+	}
+}
+
+// lateIndexer is a locIndexer whose workflow, as it is ended, has just
+// published: its CloseRepo writes the repository's HEAD again first (a
+// publish activity that moved HEAD after the DELETE removed it, before
+// the workflow ended).
+type lateIndexer struct {
+	locIndexer
+	store *blob.Bucket
+	head  []byte
+}
+
+func (f *lateIndexer) CloseRepo(ctx context.Context, tenant, repo string) (bool, error) {
+	if err := f.store.Put(ctx, index.HeadKey(tenant, repo), f.head); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// TestDeleteRemovesHeadPublishedBeforeTheEnd: a HEAD moved between the
+// DELETE's first removal and the workflow's end is removed too. Kept, it
+// brought the repository back after the DELETE answered: listed,
+// counted, and naming a segment the DELETE removed.
+func TestDeleteRemovesHeadPublishedBeforeTheEnd(t *testing.T) {
+	ctx := context.Background()
+	store := shopStore(t)
+	head, err := store.Get(ctx, index.HeadKey("acme", "shop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := &lateIndexer{locIndexer: locIndexer{loc: map[string]string{}}, store: store, head: head}
+	srv := httptest.NewServer((&api.Server{Store: store, Routes: api.AllRoutes, Indexer: ix}).Handler())
+	defer srv.Close()
+	var del api.DeleteResponse
+	if code := do(t, "DELETE", srv.URL+"/v1/repos/acme/shop", "", &del); code != 200 {
+		t.Fatalf("delete: HTTP %d", code)
+	}
+	if ok, err := store.Exists(ctx, index.HeadKey("acme", "shop")); err != nil || ok {
+		t.Errorf("after DELETE the HEAD published before the workflow ended is there: %v %v", ok, err)
+	}
+	var page api.RepoPage
+	do(t, "GET", srv.URL+"/v1/repos?tenant=acme", "", &page)
+	for _, r := range page.Repos {
+		if r.Repo == "shop" {
+			t.Errorf("after DELETE the repository is listed again: %+v", page.Repos)
+		}
 	}
 }

@@ -229,3 +229,48 @@ func sweep(ctx context.Context, store *blob.Bucket, cached []string, keep func(s
 	}
 	return nil
 }
+
+// CollectShards deletes the shards of tenant/repo that no stored shard list
+// of the repository names (the kept snapshots' lists are all that is left
+// once GC has deleted the others). The lists are read after the shards are
+// listed: a shard written meanwhile by a build is either not a candidate or
+// named by a list; only a build running beside GC whose list is not yet
+// written could lose a shard, and the snapshot workflow of a repository
+// runs one build at a time, GC after it.
+func CollectShards(ctx context.Context, store *blob.Bucket, tenant, repo string) (int, error) {
+	prefix := index.ShardPrefix(tenant, repo)
+	shards, err := store.List(ctx, prefix)
+	if err != nil || len(shards) == 0 {
+		return 0, err
+	}
+	segPrefix := index.RepoPrefix("segments/", tenant, repo)
+	segs, err := store.List(ctx, segPrefix)
+	if err != nil {
+		return 0, err
+	}
+	live := map[string]bool{}
+	for _, k := range segs {
+		if name := strings.TrimPrefix(k, segPrefix); strings.Contains(name, "/") || !strings.HasSuffix(name, ".seg") {
+			continue
+		}
+		keys, err := index.ShardKeys(ctx, store, k)
+		if err != nil {
+			// A list that cannot be read cannot say what it keeps.
+			return 0, fmt.Errorf("gc shards: %s: %w", k, err)
+		}
+		for _, sk := range keys {
+			live[sk] = true
+		}
+	}
+	n := 0
+	for _, k := range shards {
+		if name := strings.TrimPrefix(k, prefix); strings.Contains(name, "/") || live[k] {
+			continue
+		}
+		if err := store.Delete(ctx, k); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}

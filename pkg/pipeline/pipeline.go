@@ -242,17 +242,37 @@ func FilterFailed(m *index.Manifest, failed []string) *index.Manifest {
 	return &out
 }
 
+// ErrSnapshotGone reports a graph job whose snapshot's manifest was
+// removed while (or before) its segment was built: the repository was
+// deleted, or its snapshot collected. What the job wrote is removed again.
+var ErrSnapshotGone = errors.New("the snapshot's manifest is gone (repository deleted or snapshot collected)")
+
 // BuildSegment builds and writes the index of job unless it exists: the
 // snapshot's shards, one at a time, reusing those whose files did not
 // change (index.BuildShards), then the shard list at the segment key. It is
 // what the graph worker does per message. The list is written last, so the
 // key exists only once every shard it names does.
+//
+// A DELETE of the repository may run while a job builds: it removes the
+// manifests first, then lists and removes the segments and shards. So the
+// job checks, after its writes, that its manifest is still there: if it
+// is, the DELETE had not yet listed what the job wrote and removes it; if
+// not, the job removes its segment and the repository's shards that no
+// stored list names, and returns ErrSnapshotGone.
 func BuildSegment(ctx context.Context, store *blob.Bucket, job GraphJob) (string, error) {
+	return buildSegment(ctx, store, job, nil)
+}
+
+// buildSegment is BuildSegment; read, when set, runs once the manifest is
+// read (a test hook).
+func buildSegment(ctx context.Context, store *blob.Bucket, job GraphJob, read func(GraphJob)) (string, error) {
 	key := job.SegmentKey()
 	if ok, err := store.Exists(ctx, key); err != nil {
 		return "", err
 	} else if ok {
-		return key, nil // segments are immutable: a redelivery is done
+		// Segments are immutable: a redelivery is done, unless an earlier
+		// delivery wrote the segment and failed before its check.
+		return key, stillThere(ctx, store, job, key)
 	}
 	// The parse workers stored their results without an fsync each: make
 	// them durable before a shard names them.
@@ -260,6 +280,9 @@ func BuildSegment(ctx context.Context, store *blob.Bucket, job GraphJob) (string
 		return "", err
 	}
 	m, err := ReadManifest(ctx, store, job.ManifestKey)
+	if errors.Is(err, blob.ErrNotFound) {
+		return "", ErrSnapshotGone // nothing written
+	}
 	if err != nil {
 		return "", err
 	}
@@ -268,6 +291,9 @@ func BuildSegment(ctx context.Context, store *blob.Bucket, job GraphJob) (string
 		// results of the manifest's: a job naming a manifest of another
 		// tenant or repository would copy its code there.
 		return "", queue.Permanent(fmt.Errorf("manifest %s is of %s/%s, not of the job's %s/%s", job.ManifestKey, m.Tenant, m.Repo, job.Tenant, job.Repo))
+	}
+	if read != nil {
+		read(job)
 	}
 	m = FilterFailed(m, job.Failed)
 	var data []byte
@@ -297,8 +323,34 @@ func BuildSegment(ctx context.Context, store *blob.Bucket, job GraphJob) (string
 	if err := store.Put(ctx, key, data); err != nil {
 		return "", fmt.Errorf("write segment: %w", err)
 	}
+	if err := stillThere(ctx, store, job, key); err != nil {
+		return "", err
+	}
 	index.KeepGraph(store, key, data, g)
 	return key, nil
+}
+
+// stillThere checks that job's manifest still exists after its segment was
+// written at key; if not, it removes the segment and the repository's
+// shards that no stored list names, and returns ErrSnapshotGone.
+func stillThere(ctx context.Context, store *blob.Bucket, job GraphJob, key string) error {
+	ok, err := store.Exists(ctx, job.ManifestKey)
+	if err != nil || ok {
+		return err
+	}
+	switch h, err := index.ReadHead(ctx, store, job.Tenant, job.Repo); {
+	case err == nil && h.Segment == key:
+		return nil // published (a HEAD from a build that kept no manifest): never removed here
+	case err != nil && !errors.Is(err, blob.ErrNotFound):
+		return err
+	}
+	if err := store.Delete(ctx, key); err != nil && !errors.Is(err, blob.ErrNotFound) {
+		return fmt.Errorf("remove the segment of a deleted snapshot: %w", err)
+	}
+	if _, err := CollectShards(ctx, store, job.Tenant, job.Repo); err != nil {
+		return fmt.Errorf("remove the shards of a deleted snapshot: %w", err)
+	}
+	return ErrSnapshotGone
 }
 
 // previous is the index HEAD names, with the files of its manifest (kept

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -110,4 +111,76 @@ func parsed(t *testing.T, dir, tenant, repo string) (*blob.Bucket, string, strin
 		t.Fatal(err)
 	}
 	return store, snap.Commit, mk
+}
+
+// TestGraphJobOfADeletedSnapshot: a graph job whose manifest is removed
+// while it builds (a DELETE of the repository) removes what it wrote and
+// says so; one whose manifest is gone before it starts writes nothing; a
+// redelivery of a job whose segment HEAD names keeps it.
+func TestGraphJobOfADeletedSnapshot(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for i := range 40 {
+		p := filepath.Join(dir, "p", "f"+strings.Repeat("x", i%3)+string(rune('a'+i%26))+".go")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("package p\n\n// F does a thing.\nfunc F"+string(rune('A'+i%26))+"() {}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	left := func(store *blob.Bucket) []string {
+		var keys []string
+		for _, root := range []string{"segments/", "shards/"} {
+			ks, err := store.List(ctx, index.RepoPrefix(root, "t", "r"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, ks...)
+		}
+		return keys
+	}
+
+	store, commit, mk := parsed(t, dir, "t", "r")
+	job := GraphJob{Tenant: "t", Repo: "r", Commit: commit, ManifestKey: mk, ShardBytes: 256}
+	_, err := buildSegment(ctx, store, job, func(GraphJob) {
+		if err := store.Delete(ctx, mk); err != nil { // the DELETE's sweep, done before the writes
+			t.Fatal(err)
+		}
+	})
+	if !errors.Is(err, ErrSnapshotGone) {
+		t.Errorf("manifest removed during the build: %v, want ErrSnapshotGone", err)
+	}
+	if keys := left(store); len(keys) > 0 {
+		t.Errorf("manifest removed during the build: %d objects left: %v", len(keys), keys)
+	}
+	if _, err := BuildSegment(ctx, store, job); !errors.Is(err, ErrSnapshotGone) {
+		t.Errorf("manifest gone before the build: %v, want ErrSnapshotGone", err)
+	}
+
+	// Built, published, then the manifest gone (HEAD from a build that
+	// kept none): a redelivery keeps the segment.
+	store, commit, mk = parsed(t, dir, "t", "r")
+	job = GraphJob{Tenant: "t", Repo: "r", Commit: commit, ManifestKey: mk, ShardBytes: 256}
+	key, err := BuildSegment(ctx, store, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg, err := store.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := index.Publish(ctx, store, "t", "r", commit, key, seg); err != nil {
+		t.Fatal(err)
+	}
+	n := len(left(store))
+	if err := store.Delete(ctx, mk); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := BuildSegment(ctx, store, job); err != nil {
+		t.Errorf("redelivery of a published job: %v", err)
+	}
+	if got := len(left(store)); got != n || n < 3 {
+		t.Errorf("redelivery of a published job: %d objects, want %d kept (at least a segment and 2 shards)", got, n)
+	}
 }

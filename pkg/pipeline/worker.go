@@ -31,6 +31,9 @@ type Workers struct {
 	// ParseHook is a test hook called before each file is parsed (on a
 	// parse-cache miss, before its content is read). It may block or panic.
 	ParseHook func(path string)
+	// GraphHook is a test hook called once a graph job has read its
+	// manifest, before it builds. It may block.
+	GraphHook func(GraphJob)
 	Chunk     chunk.Options // parse options (size cap, parse timeout)
 	// Wrap, if set, wraps each stage's handler (metrics: items, failures,
 	// latency per stage).
@@ -176,7 +179,15 @@ func (w *Workers) HandleGraph(ctx context.Context, m queue.Message) error {
 	if j.ShardBytes == 0 {
 		j.ShardBytes = w.ShardBytes
 	}
-	if _, err := BuildSegment(ctx, w.Store, j); err != nil {
+	_, err := buildSegment(ctx, w.Store, j, w.GraphHook)
+	if errors.Is(err, ErrSnapshotGone) {
+		// Nobody waits for it; what it wrote is removed.
+		if w.Log != nil {
+			w.Log.Info("graph job of a deleted snapshot dropped", "tenant", j.Tenant, "repo", j.Repo, "commit", j.Commit)
+		}
+		return nil
+	}
+	if err != nil {
 		err = fmt.Errorf("graph %s/%s@%s: %w", j.Tenant, j.Repo, j.Commit, err)
 		if ctx.Err() == nil {
 			w.failed(ctx, StageGraph, j.Tenant, j.Repo, j.Commit, m, err)

@@ -10,11 +10,15 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"codectx/pkg/api"
+	"codectx/pkg/blob"
 	"codectx/pkg/index"
+	"codectx/pkg/pipeline"
+	"codectx/pkg/queue/natsq"
 	"codectx/pkg/testrepo"
 )
 
@@ -181,17 +185,92 @@ func TestAuditDeleteMidSnapshotLeavesNothing(t *testing.T) {
 			t.Fatalf("DELETE %s: %d %s", repo, code, body)
 		}
 		time.Sleep(4 * time.Second) // the queue's workers finish what they hold
-		var left []string
-		for _, root := range []string{"heads/", "segments/", "manifests/", "plans/", "shards/", "vectors/", "vectorsets/", "embedplans/", "repos/"} {
-			keys, err := st.List(ctx, index.RepoPrefix(root, tenantB, repo))
-			if err != nil {
-				t.Fatal(err)
-			}
-			left = append(left, keys...)
-		}
+		left := objectsOf(ctx, t, st, tenantB, repo)
 		t.Logf("DELETE %v after the index request (%s): %d objects left %v", delay, seen, len(left), left)
 		if len(left) > 0 {
 			t.Errorf("DELETE of %s (%s) answered 200, and %d objects of it remain: %v", repo, seen, len(left), left)
 		}
+	}
+}
+
+// objectsOf lists every stored object of tenant/repo.
+func objectsOf(ctx context.Context, t *testing.T, st *blob.Bucket, tenant, repo string) []string {
+	t.Helper()
+	var left []string
+	for _, root := range []string{"heads/", "segments/", "manifests/", "plans/", "shards/", "vectors/", "vectorsets/", "embedplans/", "repos/"} {
+		keys, err := st.List(ctx, index.RepoPrefix(root, tenant, repo))
+		if err != nil {
+			t.Fatal(err)
+		}
+		left = append(left, keys...)
+	}
+	return left
+}
+
+// TestAuditDeleteMidGraphLeavesNothing: a DELETE that answers while the
+// graph worker builds the repository's segment leaves nothing of it. The
+// graph worker is a queue consumer, not an activity: the workflow's end
+// does not stop it, and its shards and segment were written after the
+// DELETE's sweep and kept for good.
+func TestAuditDeleteMidGraphLeavesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts codectx up")
+	}
+	files := map[string]string{}
+	for i := range 400 {
+		files[fmt.Sprintf("pkg%02d/f%03d.go", i%8, i)] = fmt.Sprintf("package pkg%02d\n\n// Step%d does step %d of the job.\nfunc Step%d(a int) int { return a + %d }\n", i%8, i, i, i, i)
+	}
+	dir := commitTree(t, filepath.Join(t.TempDir(), "mid"), files)
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	upGraphHook = func(j pipeline.GraphJob) {
+		if j.Repo == "mid" {
+			once.Do(func() { close(reached) })
+			<-release
+		}
+	}
+	var queue atomic.Pointer[natsq.Queue]
+	upQueueHook = func(q *natsq.Queue) { queue.Store(q) }
+	t.Cleanup(func() { upGraphHook, upQueueHook = nil, nil })
+	s := startSecureUp(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st, err := openStore(s.data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := s.client(api.AllTenants)
+	if _, err := op.Index(ctx, api.IndexRequest{Tenant: tenantB, Repo: "mid", Location: dir}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reached:
+	case <-ctx.Done():
+		close(release)
+		t.Fatal("the graph job never started")
+	}
+	code, body := s.do(t, "DELETE", "/v1/repos/beta/mid", api.AllTenants, "")
+	close(release)
+	if code != http.StatusOK {
+		t.Fatalf("DELETE: %d %s", code, body)
+	}
+	// The graph job finishes after the DELETE; wait until its queue is
+	// empty, then a little for its last writes.
+	for {
+		n, err := queue.Load().Pending(ctx, pipeline.StageGraph)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the graph queue never emptied")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	if left := objectsOf(ctx, t, st, tenantB, "mid"); len(left) > 0 {
+		t.Errorf("DELETE answered 200 while the graph job built, and %d objects of the repository remain: %v", len(left), left)
 	}
 }

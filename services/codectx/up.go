@@ -31,6 +31,10 @@ import (
 // indexing in the middle). Nil in the program.
 var upParseHook func(path string)
 
+// upGraphHook, when set by a test, runs once a graph job has read its
+// manifest (to hold a segment's build in the middle). Nil in the program.
+var upGraphHook func(pipeline.GraphJob)
+
 // upQueueHook, when set by a test, is given the queue client of `up` (to
 // watch the length of a stage's queue).
 var upQueueHook func(*natsq.Queue)
@@ -243,7 +247,7 @@ Stop with SIGINT or SIGTERM.`)
 	defer stopWork()
 	workers := newGroup()
 	c.keepClones(wctx, log)
-	pw := &pipeline.Workers{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), Net: c.netPolicy(), ParseHook: upParseHook, Wrap: m.Wrap, Embedder: kit.emb, Log: log, ShardBytes: c.shardBytes}
+	pw := &pipeline.Workers{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), Net: c.netPolicy(), ParseHook: upParseHook, GraphHook: upGraphHook, Wrap: m.Wrap, Embedder: kit.emb, Log: log, ShardBytes: c.shardBytes}
 	workers.goFunc("parse worker", func() error { return pw.RunParse(wctx, queue.Config{Workers: *parseWorkers, Backoff: queueBackoff}) })
 	workers.goFunc("graph worker", func() error { return pw.RunGraph(wctx, queue.Config{Workers: 1, Backoff: queueBackoff}) })
 	stages := []string{pipeline.StageParse, pipeline.StageGraph}
