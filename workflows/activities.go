@@ -400,17 +400,26 @@ func (a *Activities) publishBatch(ctx context.Context, plan *pipeline.Plan, n in
 // retried fan-out is deduplicated; WaitParse publishes the others as
 // those finish.
 func (a *Activities) FanOutParse(ctx context.Context, in ParseInput) error {
+	_, err := a.fanOutParse(ctx, in)
+	return err
+}
+
+// fanOutParse is FanOutParse; it returns how many of the first batches it
+// published: it stops early when the tenant's share of the queue is full.
+func (a *Activities) fanOutParse(ctx context.Context, in ParseInput) (int, error) {
 	defer keepAlive(ctx)()
 	plan, err := a.readPlan(ctx, in.Plan.PlanKey)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for n, files := range plan.Batches[:a.window(len(plan.Batches))] {
-		if err := a.publishBatch(ctx, plan, n, files, batchID(in, n)); err != nil {
-			return err
+		if err := a.publishBatch(ctx, plan, n, files, batchID(in, n)); shareFull(err) {
+			return n, nil
+		} else if err != nil {
+			return n, err
 		}
 	}
-	return nil
+	return a.window(len(plan.Batches)), nil
 }
 
 // QuickParse is the result of FanOutParseWait: whether the parse was seen
@@ -427,7 +436,8 @@ type QuickParse struct {
 // store and the dead letters as a retried WaitParse does; re-sent batches
 // keep their message IDs, so the queue drops a re-send it has seen).
 func (a *Activities) FanOutParseWait(ctx context.Context, in ParseInput) (QuickParse, error) {
-	if err := a.FanOutParse(ctx, in); err != nil {
+	fanned, err := a.fanOutParse(ctx, in)
+	if err != nil {
 		return QuickParse{}, err
 	}
 	if a.localWait() < 0 {
@@ -435,7 +445,7 @@ func (a *Activities) FanOutParseWait(ctx context.Context, in ParseInput) (QuickP
 	}
 	wctx, cancel := context.WithTimeout(ctx, a.localWait())
 	defer cancel()
-	out, err := a.waitParse(wctx, in, true)
+	out, err := a.waitParse(wctx, in, fanned)
 	if err != nil {
 		return QuickParse{}, nil
 	}
@@ -461,13 +471,13 @@ type tracked struct {
 // re-published (a lost message); a batch found in the dead-letter stream is
 // re-published file by file, and a dead-lettered single file is failed.
 func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome, error) {
-	return a.waitParse(ctx, in, false)
+	return a.waitParse(ctx, in, 0)
 }
 
-// waitParse is WaitParse; fanned says that FanOutParse has just published
-// the first Window batches in this attempt, so they are not checked and
-// published again.
-func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned bool) (ParseOutcome, error) {
+// waitParse is WaitParse; fanned is how many of the first batches
+// FanOutParse has just published in this attempt: they are not checked
+// and published again.
+func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned int) (ParseOutcome, error) {
 	var out ParseOutcome
 	plan, err := a.readPlan(ctx, in.Plan.PlanKey)
 	if err != nil {
@@ -482,7 +492,7 @@ func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned bool) 
 		for i := range files {
 			t.missing[i] = true
 		}
-		if fanned && n < window {
+		if n < fanned {
 			t.sends = newSends(batchID(in, n), now)
 			open = append(open, t)
 			continue
@@ -493,7 +503,8 @@ func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned bool) 
 	// fill publishes queued batches until Window are open. Each is
 	// checked first: after a restart most may be done (and the first
 	// Window, published by FanOutParse under the same message IDs, are
-	// dropped by the queue as duplicates when sent again).
+	// dropped by the queue as duplicates when sent again). It stops when
+	// the tenant's share of the queue is full; the next round goes on.
 	fill := func() error {
 		for len(open) < window && len(queued) > 0 {
 			t := queued[0]
@@ -510,7 +521,11 @@ func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned bool) 
 				id = batchID(in, t.n)
 			}
 			t.sends = newSends(id, time.Now())
-			if err := a.publishBatch(ctx, plan, t.n, t.missingFiles(), t.base); err != nil {
+			if err := a.publishBatch(ctx, plan, t.n, t.missingFiles(), t.base); shareFull(err) {
+				queued = append([]*tracked{t}, queued...)
+				queuedFiles += len(t.files)
+				return nil
+			} else if err != nil {
 				return err
 			}
 			open = append(open, t)
@@ -542,7 +557,7 @@ func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned bool) 
 		if err := fill(); err != nil {
 			return out, err
 		}
-		if len(open) == 0 {
+		if len(open) == 0 && len(queued) == 0 {
 			break
 		}
 		var dead map[string]queue.DeadLetter
@@ -565,14 +580,18 @@ func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned bool) 
 			reason, poison := st.reason, st.poison
 			switch {
 			case !t.retryAt.IsZero():
+				prev := t.sends
 				id, due := t.retryDue()
 				if !due {
 					next = append(next, t)
 					continue
 				}
-				out.Retried++
-				if err := a.publishBatch(ctx, plan, t.n, t.missingFiles(), id); err != nil {
+				if err := a.publishBatch(ctx, plan, t.n, t.missingFiles(), id); shareFull(err) {
+					t.unsend(id, prev)
+				} else if err != nil {
 					return out, err
+				} else {
+					out.Retried++
 				}
 				next = append(next, t)
 			case poison && len(t.missing) == 1:
@@ -598,9 +617,14 @@ func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned bool) 
 				queued = append(split, queued...)
 				queuedFiles += len(split)
 			case time.Since(t.sent) > a.parseTimeout():
-				out.Resent++
-				if err := a.publishBatch(ctx, plan, t.n, t.missingFiles(), t.resend()); err != nil {
+				prev := t.sends
+				id := t.resend()
+				if err := a.publishBatch(ctx, plan, t.n, t.missingFiles(), id); shareFull(err) {
+					t.unsend(id, prev)
+				} else if err != nil {
 					return out, err
+				} else {
+					out.Resent++
 				}
 				next = append(next, t)
 			default:
@@ -670,12 +694,21 @@ func (a *Activities) check(ctx context.Context, tenant string, ts []*tracked) er
 }
 
 // jobSubject is the queue subject of one snapshot's jobs, so that waiting
-// for them reads only their dead letters. It is a hash: tenant and
-// repository names may hold characters a subject cannot.
+// for them reads only their dead letters: the tenant's share, then the
+// snapshot. Both are hashes: tenant and repository names may hold
+// characters a subject cannot. The share is what a stage's share limit
+// counts (natsq.Queue.SetShareLimit): one tenant's batches in the queue
+// at once, whatever its snapshots in progress.
 func jobSubject(tenant, repo, commit string) string {
+	t := sha256.Sum256([]byte(tenant))
 	h := sha256.Sum256([]byte(tenant + "\x00" + repo + "\x00" + commit))
-	return "s" + hex.EncodeToString(h[:8])
+	return "t" + hex.EncodeToString(t[:8]) + ".s" + hex.EncodeToString(h[:8])
 }
+
+// shareFull reports a publish refused because the tenant's share of the
+// stage's queue is full: the batch stays queued and is published again on
+// a later round, as the tenant's other batches finish.
+func shareFull(err error) bool { return errors.Is(err, queue.ErrShareFull) }
 
 // deadIDs maps the message IDs of the snapshot's dead-lettered messages of
 // stage to their dead letters.

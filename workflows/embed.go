@@ -11,6 +11,7 @@ import (
 	"codectx/pkg/dense"
 	"codectx/pkg/index"
 	"codectx/pkg/pipeline"
+	"codectx/pkg/queue"
 	"codectx/pkg/vector"
 
 	"go.temporal.io/sdk/activity"
@@ -162,7 +163,9 @@ func (a *Activities) FanOutEmbed(ctx context.Context, in EmbedInput) error {
 		return err
 	}
 	for n, items := range p.Batches[:a.window(len(p.Batches))] {
-		if err := a.publishEmbed(ctx, p, n, items, embedBatchID(in, n)); err != nil {
+		if err := a.publishEmbed(ctx, p, n, items, embedBatchID(in, n)); shareFull(err) {
+			return nil // the tenant's share is full: WaitEmbed publishes the rest
+		} else if err != nil {
 			return err
 		}
 	}
@@ -259,18 +262,26 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 				continue
 			}
 			b.sends = newSends(embedBatchID(in, b.n), time.Now())
-			if err := a.publishEmbed(ctx, p, b.n, missingItems(b), b.base); err != nil {
+			if err := a.publishEmbed(ctx, p, b.n, missingItems(b), b.base); shareFull(err) {
+				// The tenant's share of the queue is full: the next
+				// round tries again.
+				queued = append([]*batch{b}, queued...)
+				queuedItems += len(b.missing)
+				break
+			} else if err != nil {
 				return out, err
 			}
 			next = append(next, b)
 		}
 		open = next
-		if len(open) == 0 {
+		if len(open) == 0 && len(queued) == 0 {
 			break
 		}
-		dead, err := a.deadIDs(ctx, pipeline.StageEmbed, subject)
-		if err != nil {
-			return out, err
+		var dead map[string]queue.DeadLetter
+		if len(open) > 0 {
+			if dead, err = a.deadIDs(ctx, pipeline.StageEmbed, subject); err != nil {
+				return out, err
+			}
 		}
 		next = next[:0]
 		left := queuedItems
@@ -287,22 +298,31 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 			reason, poison := st.reason, st.poison
 			switch {
 			case !b.retryAt.IsZero():
+				prev := b.sends
 				id, due := b.retryDue()
 				if !due {
 					break
 				}
-				out.Retried++
-				if err := a.publishEmbed(ctx, p, b.n, missingItems(b), id); err != nil {
+				if err := a.publishEmbed(ctx, p, b.n, missingItems(b), id); shareFull(err) {
+					b.unsend(id, prev)
+				} else if err != nil {
 					return out, err
+				} else {
+					out.Retried++
 				}
 			case poison:
 				activity.GetLogger(ctx).Warn("embed batch failed", "batch", b.n, "chunks", len(b.missing), "reason", firstLine(reason))
 				out.Failed += len(b.missing)
 				continue
 			case time.Since(b.sent) > a.parseTimeout():
-				out.Resent++
-				if err := a.publishEmbed(ctx, p, b.n, missingItems(b), b.resend()); err != nil {
+				prev := b.sends
+				id := b.resend()
+				if err := a.publishEmbed(ctx, p, b.n, missingItems(b), id); shareFull(err) {
+					b.unsend(id, prev)
+				} else if err != nil {
 					return out, err
+				} else {
+					out.Resent++
 				}
 			}
 			next = append(next, b)
@@ -310,7 +330,7 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 		}
 		open = next
 		activity.RecordHeartbeat(ctx, map[string]int{"missing": left, "failed": out.Failed})
-		if len(open) == 0 {
+		if len(open) == 0 && len(queued) == 0 {
 			break
 		}
 		select {

@@ -80,6 +80,16 @@ func (s *sends) resend() string {
 	return s.add("#r" + strconv.Itoa(s.resends))
 }
 
+// unsend undoes retryDue or resend, whose message id was refused (the
+// tenant's share of the queue was full): the state is prev again, and the
+// next round tries once more.
+func (s *sends) unsend(id string, prev sends) {
+	ids := s.ids
+	delete(ids, id)
+	*s = prev
+	s.ids = ids
+}
+
 // sentAny reports whether one of ids is a message of the batch in flight.
 func (s *sends) sentAny(ids map[string]bool) bool {
 	for id := range s.ids {

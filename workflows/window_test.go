@@ -129,3 +129,94 @@ func TestPipelineQueueWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestPipelineTenantShare: with a share limit on the queue, one tenant's
+// snapshots together hold at most that many batches in the parse queue
+// and in the embed queue, whatever their windows, and still index every
+// file and embed every chunk; a snapshot whose tenant's share is full
+// waits and publishes its batches later, also its re-sends after
+// ParseTimeout when the queue is slow.
+func TestPipelineTenantShare(t *testing.T) {
+	const files = 12 // one file a parse batch, per repository
+	body := func(repo string) map[string]string {
+		b := map[string]string{}
+		for i := range files {
+			var src string
+			for j := range 6 { // chunks of their own: embedded apart
+				src += fmt.Sprintf("// G%d_%d returns the %dth value of part %d of %s.\nfunc G%d_%d() int { return %d }\n\n", i, j, j, i, repo, i, j, i*j)
+			}
+			b[fmt.Sprintf("g%02d.go", i)] = "package g\n\n" + src
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name          string
+		hold, timeout time.Duration
+	}{
+		{"fast queue", 5 * time.Millisecond, 0},
+		{"slow queue", 40 * time.Millisecond, 60 * time.Millisecond}, // re-sends, refused while the share is full
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const share = 3
+			t.Chdir(t.TempDir())
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			ts := newTestServer(temporaltest.WithT(t))
+			c := ts.GetDefaultClient()
+			q, _ := startQueue(ctx, t)
+			q.SetShareLimit(pipeline.StageParse, share)
+			q.SetShareLimit(pipeline.StageEmbed, share)
+			store := tempStore(t)
+			emb := &sampledEmbedder{q: q}
+			acts := &workflows.Activities{Store: store, Queue: q, CacheDir: t.TempDir(), PollInterval: 20 * time.Millisecond,
+				BatchSize: 1, Window: -1, ParseTimeout: tc.timeout, Embedder: emb, Vectors: vlocal.New(store, vlocal.Float32)}
+			ts.NewWorker(workflows.TaskQueue, func(r worker.Registry) { workflows.Register(r, acts) })
+			var parsePeak peak
+			var mu sync.Mutex
+			parsed := map[string]int{}
+			w := &pipeline.Workers{Store: store, Queue: q, Embedder: emb, ParseHook: func(p string) {
+				parsePeak.see(ctx, q, pipeline.StageParse)
+				time.Sleep(tc.hold)
+				mu.Lock()
+				parsed[p]++
+				mu.Unlock()
+			}}
+			wctx, wcancel := context.WithCancel(ctx)
+			cfg := queue.Config{AckWait: 10 * time.Second, Workers: 1}
+			defer runWorkers(wctx, t, wcancel, cfg, w.RunParse, w.RunEmbed, w.RunGraph)()
+
+			// Two repositories of one tenant, pushed at once.
+			commits := map[string]string{}
+			for _, repo := range []string{"share1", "share2"} {
+				commits[repo] = newFixture(t, repo).commit(t, body(repo))
+			}
+			for repo, commit := range commits {
+				if _, err := workflows.SignalPush(ctx, c, workflows.Push{Repo: repo, Location: repo, Commit: commit}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for repo, commit := range commits {
+				st := waitCovered(ctx, t, c, repo, 1)
+				res := st.Last
+				if res == nil || res.Commit != commit || res.Parsed != files || res.Failed != 0 {
+					t.Fatalf("%s: snapshot %+v, want all %d files of %s", repo, res, files, commit)
+				}
+				if res.Embedded < 70 || res.EmbedFailed != 0 || res.PointsAdded != res.Points {
+					t.Fatalf("%s: snapshot %+v, want every chunk embedded and stored", repo, res)
+				}
+			}
+			if len(parsed) != files { // the two repositories' files share their paths
+				t.Errorf("%d paths parsed, want %d", len(parsed), files)
+			}
+			// A batch's results are stored before its message is
+			// acknowledged: the bound is the share and one.
+			if p := parsePeak.n.Load(); p > share+1 || p < 2 {
+				t.Errorf("parse queue peaked at %d batches, want 2-%d (the tenant's share)", p, share+1)
+			}
+			if p := emb.peak.n.Load(); p > share+1 || p < 1 {
+				t.Errorf("embed queue peaked at %d batches, want 1-%d", p, share+1)
+			}
+			t.Logf("peaks: parse %d, embed %d", parsePeak.n.Load(), emb.peak.n.Load())
+		})
+	}
+}

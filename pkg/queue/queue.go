@@ -107,6 +107,13 @@ func ValidStage(s string) error {
 	return nil
 }
 
+// ErrShareFull is returned by a publish refused because the message's
+// share already holds the stage's share limit of messages (an adapter
+// option; in NATS, natsq.Queue.SetShareLimit). A message's share is the
+// first dot-separated token of its subject. Nothing was published: publish
+// it again once some of the share's messages are done.
+var ErrShareFull = errors.New("queue: the share of the subject holds its limit of messages")
+
 // DeadLetter is a message that exhausted its deliveries.
 type DeadLetter struct {
 	Stage      string

@@ -19,6 +19,7 @@ import (
 	"codectx/pkg/index"
 	"codectx/pkg/netguard"
 	"codectx/pkg/pipeline"
+	"codectx/pkg/queue/natsq"
 	"codectx/pkg/tlsfile"
 	"codectx/workflows"
 )
@@ -56,17 +57,18 @@ const (
 
 // The PEM files of the TLS of the connections to Temporal and NATS.
 const (
-	envTemporalCA   = "CODECTX_TEMPORAL_TLS_CA"
-	envTemporalCert = "CODECTX_TEMPORAL_TLS_CERT"
-	envTemporalKey  = "CODECTX_TEMPORAL_TLS_KEY"
-	envTemporalName = "CODECTX_TEMPORAL_TLS_SERVER_NAME"
-	envNATSCA       = "CODECTX_NATS_TLS_CA"
-	envNATSCert     = "CODECTX_NATS_TLS_CERT"
-	envNATSKey      = "CODECTX_NATS_TLS_KEY"
-	envNATSName     = "CODECTX_NATS_TLS_SERVER_NAME"
-	envTenantSnaps  = "CODECTX_TENANT_SNAPSHOTS"
-	envQueueWindow  = "CODECTX_QUEUE_WINDOW"
-	envTenantRepos  = "CODECTX_TENANT_REPOS"
+	envTemporalCA    = "CODECTX_TEMPORAL_TLS_CA"
+	envTemporalCert  = "CODECTX_TEMPORAL_TLS_CERT"
+	envTemporalKey   = "CODECTX_TEMPORAL_TLS_KEY"
+	envTemporalName  = "CODECTX_TEMPORAL_TLS_SERVER_NAME"
+	envNATSCA        = "CODECTX_NATS_TLS_CA"
+	envNATSCert      = "CODECTX_NATS_TLS_CERT"
+	envNATSKey       = "CODECTX_NATS_TLS_KEY"
+	envNATSName      = "CODECTX_NATS_TLS_SERVER_NAME"
+	envTenantSnaps   = "CODECTX_TENANT_SNAPSHOTS"
+	envQueueWindow   = "CODECTX_QUEUE_WINDOW"
+	envTenantBatches = "CODECTX_TENANT_BATCHES"
+	envTenantRepos   = "CODECTX_TENANT_REPOS"
 )
 
 // cloneGCEvery is how often the clone cache is checked against its bounds.
@@ -108,6 +110,9 @@ type config struct {
 	allowPrivate bool
 	cloneBytes   int64
 	clones       pipeline.CloneLimits
+	// tenantBatches bounds one tenant's batches in the parse and embed
+	// queues (--tenant-batches; 0: the default, see tenantSnapshots).
+	tenantBatches int
 	// tenantSnapshots bounds one tenant's snapshots in progress (the
 	// orchestrator's workflows); 0 or less: no bound.
 	tenantSnapshots int
@@ -353,14 +358,33 @@ func queueWindowFlag(fs *flag.FlagSet, v *int) {
 	fs.IntVar(v, "queue-window", envInt(envQueueWindow, 0), fmt.Sprintf("batches of one snapshot in the parse (and embed) queue at once; the others are published as those finish, so another snapshot's batches wait behind at most this many of each snapshot in progress. One snapshot keeps at most this many workers busy: raise it where more parse workers serve few snapshots (default: %d; negative: every batch at once) ($%s)", workflows.DefaultWindow, envQueueWindow))
 }
 
-// tenantSnapshots resolves --tenant-snapshots: v when set, else the
-// default bound if multi, else none (-1).
-func tenantSnapshots(v int, multi bool) int {
+// defaultTenantBatches is the default bound of --tenant-batches: two
+// snapshots' windows.
+const defaultTenantBatches = 2 * workflows.DefaultWindow
+
+// tenantBatchesFlag registers --tenant-batches, the bound of one tenant's
+// batches in the parse and embed queues at once. 0 is the default:
+// resolve it with tenantSnapshots.
+func tenantBatchesFlag(fs *flag.FlagSet, v *int, def string) {
+	fs.IntVar(v, "tenant-batches", envInt(envTenantBatches, 0), "batches of one tenant in the parse queue, and in the embed queue, at once, whatever its snapshots in progress: another tenant's batch waits behind at most this many of each tenant, and one tenant keeps at most this many workers of a stage busy. Enforced by NATS for every process publishing to the queue: give each orchestrator the same value (default: "+def+"; negative: no bound) ($"+envTenantBatches+")")
+}
+
+// shareQueue sets the share limit of the parse and embed stages: n
+// batches per tenant (n < 1: none).
+func shareQueue(q *natsq.Queue, n int) {
+	for _, stage := range []string{pipeline.StageParse, pipeline.StageEmbed} {
+		q.SetShareLimit(stage, n)
+	}
+}
+
+// tenantSnapshots resolves --tenant-snapshots and --tenant-batches: v
+// when set, else def if multi, else none (-1).
+func tenantSnapshots(v int, multi bool, def int) int {
 	switch {
 	case v != 0:
 		return v
 	case multi:
-		return defaultTenantSnapshots
+		return def
 	}
 	return -1
 }

@@ -143,6 +143,7 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if r.name == "orchestrator" {
 		tenantSnapshotsFlag(fs, &c.tenantSnapshots, fmt.Sprint(defaultTenantSnapshots))
 		queueWindowFlag(fs, &c.queueWindow)
+		tenantBatchesFlag(fs, &c.tenantBatches, fmt.Sprint(defaultTenantBatches))
 	}
 	var prof profileFlags
 	prof.register(fs)
@@ -345,7 +346,8 @@ func orchestratorRole() role {
 		dense: denseQdrant,
 		body: func(ctx context.Context, e *roleEnv) error {
 			e.cfg.keepClones(ctx, e.log)
-			w := newSDKWorker(e.deps.client(), e.deps.queue.Load(), e.store, e.cfg.data, e.cfg.netPolicy(), 0, tenantSnapshots(e.cfg.tenantSnapshots, true), e.cfg.queueWindow, e.dense)
+			shareQueue(e.deps.queue.Load(), tenantSnapshots(e.cfg.tenantBatches, true, defaultTenantBatches))
+			w := newSDKWorker(e.deps.client(), e.deps.queue.Load(), e.store, e.cfg.data, e.cfg.netPolicy(), 0, tenantSnapshots(e.cfg.tenantSnapshots, true, defaultTenantSnapshots), e.cfg.queueWindow, e.dense)
 			if err := w.Start(); err != nil {
 				return fmt.Errorf("start temporal worker: %w", err)
 			}

@@ -135,7 +135,7 @@ func TestTenantSnapshotsDefault(t *testing.T) {
 		{2, false, 2},
 		{-1, true, -1},
 	} {
-		if got := tenantSnapshots(tc.flag, tc.multi); got != tc.want {
+		if got := tenantSnapshots(tc.flag, tc.multi, defaultTenantSnapshots); got != tc.want {
 			t.Errorf("tenantSnapshots(%d, %v) = %d, want %d", tc.flag, tc.multi, got, tc.want)
 		}
 	}
@@ -185,17 +185,7 @@ func TestSecurityIndexFairnessBigRepo(t *testing.T) {
 	defer cancel()
 
 	// The parse queue's length, sampled every 5 ms from beta's request on.
-	var peak atomic.Int64
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for watchCtx.Err() == nil {
-			if n, err := queue.Load().Pending(watchCtx, pipeline.StageParse); err == nil && int64(n) > peak.Load() {
-				peak.Store(int64(n))
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	})
+	peak := watchPeak(ctx, queue.Load())
 	op := s.client(api.AllTenants)
 	if _, err := op.Index(ctx, api.IndexRequest{Tenant: tenantB, Repo: "big", Location: big}); err != nil {
 		t.Fatal(err)
@@ -213,15 +203,111 @@ func TestSecurityIndexFairnessBigRepo(t *testing.T) {
 		t.Fatalf("beta's repository: %+v %v, want all %d files", st, err, nfiles+1)
 	}
 	betaRest := time.Since(start)
-	stopWatch()
-	wg.Wait()
+	high := peak()
 	queryTill(ctx, t, s)
 	t.Logf("window %d: the parse queue peaked at %d messages; acme's one-file repository queryable in %v; the rest of beta's %d files took %v",
-		window, peak.Load(), took.Round(time.Millisecond), nfiles, betaRest.Round(time.Millisecond))
+		window, high, took.Round(time.Millisecond), nfiles, betaRest.Round(time.Millisecond))
 	// Beta's window, acme's batch, and one of beta's that has stored its
 	// results but whose acknowledgement the queue has not counted yet.
-	if window > 0 && peak.Load() > int64(window)+2 {
-		t.Errorf("the parse queue held %d messages, more than beta's window of %d, a finishing one and acme's", peak.Load(), window)
+	if window > 0 && high > int64(window)+2 {
+		t.Errorf("the parse queue held %d messages, more than beta's window of %d, a finishing one and acme's", high, window)
+	}
+	if took > betaRest/2 {
+		t.Errorf("acme's repository took %v, more than half of the %v beta's took from the same moment: it waited behind beta's batches", took, betaRest)
+	}
+}
+
+// watchPeak samples the parse queue's length every 5 ms until the
+// returned func is called, which returns the highest length seen.
+func watchPeak(ctx context.Context, q *natsq.Queue) (stop func() int64) {
+	var peak atomic.Int64
+	wctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for wctx.Err() == nil {
+			if n, err := q.Pending(wctx, pipeline.StageParse); err == nil && int64(n) > peak.Load() {
+				peak.Store(int64(n))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	return func() int64 {
+		cancel()
+		wg.Wait()
+		return peak.Load()
+	}
+}
+
+// One tenant's snapshots together must not hold the parse queue from the
+// others: with 4 snapshots in progress (the default --tenant-snapshots)
+// each keeps a window of 16 batches queued, 64 in all, unless the tenant's
+// share of the queue (--tenant-batches) bounds them together. Beta indexes
+// four repositories of 1,200 files (19 batches each) at once; once their
+// parse has begun, acme pushes a one-file repository. On a running `up`
+// with keys and --tenant-batches 16, the parse queue holds at most beta's
+// share, a finishing batch and acme's, and acme's repository is queryable
+// long before beta's are done.
+func TestSecurityIndexFairnessTenantShare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts codectx up")
+	}
+	const nrepos, nfiles = 4, 1200
+	share := 16
+	if v := os.Getenv("CODECTX_TEST_TENANT_BATCHES"); v != "" { // to measure another beside
+		share, _ = strconv.Atoi(v)
+	}
+	started := make(chan struct{})
+	var once sync.Once
+	upParseHook = func(path string) {
+		if strings.HasPrefix(path, "ledger") { // beta's files
+			once.Do(func() { close(started) })
+			time.Sleep(1500 * time.Microsecond)
+		}
+	}
+	var queue atomic.Pointer[natsq.Queue]
+	upQueueHook = func(q *natsq.Queue) { queue.Store(q) }
+	t.Cleanup(func() { upParseHook, upQueueHook = nil, nil })
+	s := startSecureUp(t, "--tenant-batches", strconv.Itoa(share))
+
+	var dirs []string
+	for r := range nrepos {
+		files := map[string]string{"go.mod": fmt.Sprintf("module example.com/part%d\n\ngo 1.22\n", r)}
+		for i := range nfiles {
+			files[fmt.Sprintf("ledger%d/f%d.go", i%20, i)] = fmt.Sprintf("package ledger%d\n\n// Part%dRow%d sums the ledger rows of part %d.\nfunc Part%dRow%d(a, b int) int {\n\treturn a*%d + b\n}\n", i%20, r, i, r, r, i, i)
+		}
+		dirs = append(dirs, commitTree(t, filepath.Join(t.TempDir(), fmt.Sprintf("part%d", r)), files))
+	}
+	fresh := tillRepo(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	peak := watchPeak(ctx, queue.Load())
+	op := s.client(api.AllTenants)
+	for r, dir := range dirs {
+		if _, err := op.Index(ctx, api.IndexRequest{Tenant: tenantB, Repo: fmt.Sprintf("part%d", r), Location: dir}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("beta's parse never began")
+	}
+	time.Sleep(300 * time.Millisecond) // beta's fan-outs are done: its batches are queued
+	start := time.Now()
+	took := pushTill(ctx, t, s, fresh)
+	for r := range dirs {
+		st, err := op.WaitIndexed(ctx, tenantB, fmt.Sprintf("part%d", r), "")
+		if err != nil || st.LastError != "" || st.Files != nfiles+1 || st.Failed != 0 {
+			t.Fatalf("beta's part%d: %+v %v, want all %d files", r, st, err, nfiles+1)
+		}
+	}
+	betaRest := time.Since(start)
+	high := peak()
+	queryTill(ctx, t, s)
+	t.Logf("tenant batches %d: the parse queue peaked at %d messages; acme's one-file repository queryable in %v; the rest of beta's %d repositories took %v",
+		share, high, took.Round(time.Millisecond), nrepos, betaRest.Round(time.Millisecond))
+	if share > 0 && high > int64(share)+2 {
+		t.Errorf("the parse queue held %d messages, more than beta's share of %d, a finishing one and acme's", high, share)
 	}
 	if took > betaRest/2 {
 		t.Errorf("acme's repository took %v, more than half of the %v beta's took from the same moment: it waited behind beta's batches", took, betaRest)

@@ -84,6 +84,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	shardFlag(fs, &c.shardBytes)
 	tenantSnapshotsFlag(fs, &c.tenantSnapshots, fmt.Sprintf("with API keys %d, without keys (one user) no bound", defaultTenantSnapshots))
 	queueWindowFlag(fs, &c.queueWindow)
+	tenantBatchesFlag(fs, &c.tenantBatches, fmt.Sprintf("with API keys %d, without keys (one user) no bound", defaultTenantBatches))
 	tenantReposFlag(fs, &c.tenantRepos, fmt.Sprintf("with API keys %d, without keys (one user) no bound", api.DefaultTenantRepos))
 	keysFile := fs.String("api-keys", env(envAPIKeys, ""), "API key file (codectx key create writes it; re-read when it changes); when set, every API route but health and webhooks needs a key, /metrics an operator's ($"+envAPIKeys+")")
 	keysOn := fs.Bool("keys", envBool(envKeys, false), "require API keys from DATA/keys.json; on first start an admin key is written to DATA/admin.key (mode 0600) ($"+envKeys+")")
@@ -178,6 +179,7 @@ Stop with SIGINT or SIGTERM.`)
 		return fmt.Errorf("up: %w", err)
 	}
 	defer q.Close()
+	shareQueue(q, tenantSnapshots(c.tenantBatches, *keysFile != "", defaultTenantBatches))
 	if upQueueHook != nil {
 		upQueueHook(q)
 	}
@@ -258,7 +260,7 @@ Stop with SIGINT or SIGTERM.`)
 	go m.WatchLag(wctx, 5*time.Second, q.Pending, stages...)
 	// Stage results land in a local store: polling it often is cheap and
 	// shortens push-to-queryable time.
-	sdk := newSDKWorker(tc, q, store, data, c.netPolicy(), embeddedPoll, tenantSnapshots(c.tenantSnapshots, *keysFile != ""), c.queueWindow, kit)
+	sdk := newSDKWorker(tc, q, store, data, c.netPolicy(), embeddedPoll, tenantSnapshots(c.tenantSnapshots, *keysFile != "", defaultTenantSnapshots), c.queueWindow, kit)
 	if err := sdk.Start(); err != nil {
 		stopWork()
 		workers.wait()

@@ -11,6 +11,13 @@
 // dead-letters it without running the handler. Each dead letter carries its
 // cause (header Codectx-Cause: panic, timeout, permanent or error), so a
 // waiting caller can tell a bad message from a failing store.
+//
+// A stage with a share limit (SetShareLimit) stores each message under
+// codectx.<stage>.<share>, the first token of its subject, with the whole
+// subject in the header Codectx-Subject; the stream holds at most the
+// limit of messages per share (MaxMsgsPerSubject with DiscardNewPerSubject)
+// and refuses more with queue.ErrShareFull. Consumers, dead letters and
+// Watch see the whole subject as before.
 package natsq
 
 import (
@@ -65,8 +72,9 @@ type Queue struct {
 	js jetstream.JetStream
 
 	mu      sync.Mutex
-	streams map[string]bool  // streams known to exist
+	streams map[string]bool  // streams known to exist; with "+", configured by this client
 	dlq     jetstream.Stream // the dead-letter stream, once looked up
+	shares  map[string]int   // stage: share limit (SetShareLimit)
 
 	acked, retried, panics, dead atomic.Int64
 }
@@ -83,7 +91,7 @@ func Connect(ctx context.Context, url string, opts ...nats.Option) (*Queue, erro
 		nc.Close()
 		return nil, fmt.Errorf("queue connect %s: %w", Redact(url), err)
 	}
-	q := &Queue{nc: nc, js: js, streams: map[string]bool{}}
+	q := &Queue{nc: nc, js: js, streams: map[string]bool{}, shares: map[string]int{}}
 	if err := q.ensureDLQ(ctx); err != nil {
 		nc.Close()
 		return nil, err
@@ -108,6 +116,24 @@ func (q *Queue) Stats() queue.Stats {
 	}
 }
 
+// SetShareLimit bounds the messages of stage per share, the first token
+// of their subject: a publish past n messages of its share in the stream
+// (waiting, being handled, or waiting for a retry) fails with
+// queue.ErrShareFull. n < 1: no bound. Set it before the stage's first use
+// by this client, and alike on every client of the server: each client's
+// first use writes the stream's configuration.
+func (q *Queue) SetShareLimit(stage string, n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.shares[stage] = max(n, 0)
+}
+
+func (q *Queue) shareLimit(stage string) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.shares[stage]
+}
+
 func streamName(stage string) string { return "CODECTX_" + strings.ToUpper(stage) }
 
 func subjectFor(root, stage, subject string) string {
@@ -121,27 +147,75 @@ func subjectFor(root, stage, subject string) string {
 func (q *Queue) ensure(ctx context.Context, cfg jetstream.StreamConfig) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.streams[cfg.Name] {
+	if q.streams[cfg.Name+"+"] {
 		return nil
 	}
 	if _, err := q.js.CreateOrUpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("stream %s: %w", cfg.Name, err)
+	}
+	q.streams[cfg.Name], q.streams[cfg.Name+"+"] = true, true
+	return nil
+}
+
+// exist creates a stream that does not exist, and leaves the
+// configuration of one that does: consumers do not own a stage's limits,
+// its publishers do (a worker started without a share limit does not lift
+// the orchestrator's).
+func (q *Queue) exist(ctx context.Context, cfg jetstream.StreamConfig) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.streams[cfg.Name] {
+		return nil
+	}
+	_, err := q.js.Stream(ctx, cfg.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		_, err = q.js.CreateStream(ctx, cfg)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			err = nil // created meanwhile by another client
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("stream %s: %w", cfg.Name, err)
 	}
 	q.streams[cfg.Name] = true
 	return nil
 }
 
+// ensureStage writes the configuration of stage's stream (publishers);
+// existStage only makes sure it exists (consumers).
 func (q *Queue) ensureStage(ctx context.Context, stage string) error {
-	if err := queue.ValidStage(stage); err != nil {
+	cfg, err := q.stageConfig(stage)
+	if err != nil {
 		return err
 	}
-	return q.ensure(ctx, jetstream.StreamConfig{
+	return q.ensure(ctx, cfg)
+}
+
+func (q *Queue) existStage(ctx context.Context, stage string) error {
+	cfg, err := q.stageConfig(stage)
+	if err != nil {
+		return err
+	}
+	return q.exist(ctx, cfg)
+}
+
+func (q *Queue) stageConfig(stage string) (jetstream.StreamConfig, error) {
+	if err := queue.ValidStage(stage); err != nil {
+		return jetstream.StreamConfig{}, err
+	}
+	cfg := jetstream.StreamConfig{
 		Name:       streamName(stage),
 		Subjects:   []string{"codectx." + stage, "codectx." + stage + ".>"},
 		Retention:  jetstream.WorkQueuePolicy,
 		Storage:    jetstream.FileStorage,
 		Duplicates: dedupWindow,
-	})
+	}
+	if n := q.shareLimit(stage); n > 0 {
+		cfg.MaxMsgsPerSubject = int64(n)
+		cfg.Discard = jetstream.DiscardNew
+		cfg.DiscardNewPerSubject = true
+	}
+	return cfg, nil
 }
 
 func (q *Queue) ensureDLQ(ctx context.Context) error {
@@ -184,10 +258,27 @@ func (q *Queue) Publish(ctx context.Context, stage, subject string, data []byte,
 	if msgID != "" {
 		opts = append(opts, jetstream.WithMsgID(msgID))
 	}
-	if _, err := q.js.Publish(ctx, subjectFor("codectx", stage, subject), data, opts...); err != nil {
+	msg := nats.NewMsg(subjectFor("codectx", stage, subject))
+	msg.Data = data
+	if q.shareLimit(stage) > 0 && subject != "" {
+		share, _, _ := strings.Cut(subject, ".")
+		msg.Subject = subjectFor("codectx", stage, share)
+		msg.Header.Set(hdrSubject, subject)
+	}
+	if _, err := q.js.PublishMsg(ctx, msg, opts...); err != nil {
+		if shareFull(err) {
+			return fmt.Errorf("publish %s %s: %w", stage, subject, queue.ErrShareFull)
+		}
 		return fmt.Errorf("publish %s %s: %w", stage, subject, err)
 	}
 	return nil
+}
+
+// shareFull reports whether err is the server's refusal of a message past
+// its subject's limit (DiscardNewPerSubject).
+func shareFull(err error) bool {
+	var api *jetstream.APIError
+	return errors.As(err, &api) && strings.Contains(api.Description, "maximum messages per subject")
 }
 
 // Consume runs cfg.Workers handlers on stage until ctx is done or the
@@ -198,7 +289,7 @@ func (q *Queue) Consume(ctx context.Context, cfg queue.Config, h queue.Handler) 
 	if err != nil {
 		return err
 	}
-	if err := q.ensureStage(ctx, cfg.Stage); err != nil {
+	if err := q.existStage(ctx, cfg.Stage); err != nil {
 		return fmt.Errorf("consume %s: %w", cfg.Stage, err)
 	}
 	cons, err := q.js.CreateOrUpdateConsumer(ctx, streamName(cfg.Stage), jetstream.ConsumerConfig{
@@ -259,8 +350,12 @@ func (q *Queue) handle(ctx context.Context, cfg queue.Config, msg jetstream.Msg,
 		return
 	}
 	stage := cfg.Stage
+	subject := msg.Headers().Get(hdrSubject) // stored under its share
+	if subject == "" {
+		subject = strings.TrimPrefix(strings.TrimPrefix(msg.Subject(), "codectx."+stage), ".")
+	}
 	m := queue.Message{
-		Subject:    strings.TrimPrefix(strings.TrimPrefix(msg.Subject(), "codectx."+stage), "."),
+		Subject:    subject,
 		Data:       msg.Data(),
 		Deliveries: int(md.NumDelivered),
 		ID:         msg.Headers().Get(jetstream.MsgIDHeader),

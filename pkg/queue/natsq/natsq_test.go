@@ -600,3 +600,91 @@ func TestWatch(t *testing.T) {
 		t.Error("Watch accepted an invalid subject")
 	}
 }
+
+// TestShareLimit: with a share limit, a stage holds at most that many
+// messages per share (the first token of the subject) and refuses more
+// with queue.ErrShareFull until some are done; other shares are not held
+// up; a refused message id is taken once there is room, a duplicate of a
+// stored one is still dropped; consumers, dead letters and watchers see
+// the whole subject.
+func TestShareLimit(t *testing.T) {
+	s := startServer(t)
+	old := connect(t, s)
+	publish(t, old, "parse", "a.s0", "before", "p0") // the stream exists without a limit
+	q := connect(t, s)
+	q.SetShareLimit("parse", 3)
+	ctx := t.Context()
+	publish(t, q, "parse", "a.s1", "one", "a1")
+	publish(t, q, "parse", "a.s2", "two", "a2")
+	publish(t, q, "parse", "a.s3", "three", "a3") // p0, stored under its whole subject, counts apart
+	if err := q.Publish(ctx, "parse", "a.s1", []byte("four"), "a4"); !errors.Is(err, queue.ErrShareFull) {
+		t.Fatalf("4th message of share a: %v, want ErrShareFull", err)
+	}
+	if err := q.Publish(ctx, "parse", "a.s1", []byte("one"), "a1"); err != nil {
+		t.Errorf("duplicate of a stored message in a full share: %v, want dropped without error", err)
+	}
+	publish(t, q, "parse", "b.s1", "other", "b1") // another share
+	w, stop, err := q.Watch("parse", "a.s2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+
+	var rec recorder
+	release := make(chan struct{})
+	stopQ := consume(t, q, queue.Config{Stage: "parse", MaxDeliver: 1}, func(_ context.Context, m queue.Message) error {
+		<-release
+		rec.add(m)
+		if string(m.Data) == "two" {
+			return queue.Permanent(errors.New("bad input"))
+		}
+		return nil
+	})
+	close(release)
+	waitPending(t, q, "parse", 0)
+	publish(t, q, "parse", "a.s1", "four", "a4") // refused before: taken now
+	waitPending(t, q, "parse", 0)
+	got := map[string]string{}
+	for _, m := range rec.get() {
+		got[m.ID] = m.Subject
+	}
+	want := map[string]string{"p0": "a.s0", "a1": "a.s1", "a2": "a.s2", "a3": "a.s3", "b1": "b.s1", "a4": "a.s1"}
+	if !maps.Equal(got, want) {
+		t.Errorf("handled %v, want %v", got, want)
+	}
+	select {
+	case d := <-w:
+		if d.ID != "a2" || !d.Dead {
+			t.Errorf("watch of a.s2 announced %+v, want a2 dead", d)
+		}
+	case <-time.After(patience):
+		t.Error("watch of a.s2 announced nothing")
+	}
+	dls, err := q.DeadLettersOf(ctx, "parse", "a.s2")
+	if err != nil || len(dls) != 1 || dls[0].ID != "a2" || dls[0].Subject != "a.s2" {
+		t.Errorf("dead letters of a.s2: %+v, %v", dls, err)
+	}
+
+	// A consumer started without a limit leaves the publishers' limit.
+	stopQ()
+	wk := connect(t, s)
+	got2 := make(chan string, 1)
+	stopW := consume(t, wk, queue.Config{Stage: "parse"}, func(_ context.Context, m queue.Message) error {
+		got2 <- m.Subject
+		return nil
+	})
+	defer stopW()
+	publish(t, q, "parse", "c.s1", "late", "c1")
+	select {
+	case <-got2:
+	case <-time.After(patience):
+		t.Fatal("nothing consumed")
+	}
+	st, err := wk.JetStream().Stream(ctx, "CODECTX_PARSE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := st.Info(ctx); err != nil || info.Config.MaxMsgsPerSubject != 3 || !info.Config.DiscardNewPerSubject {
+		t.Errorf("after a consumer without a limit: stream limit %d (discard new per subject %v), %v; want 3", info.Config.MaxMsgsPerSubject, info.Config.DiscardNewPerSubject, err)
+	}
+}
