@@ -500,6 +500,14 @@ func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned int) (
 		queued = append(queued, t)
 		queuedFiles += len(files)
 	}
+	subject := jobSubject(plan.Tenant, plan.Repo, plan.Commit)
+	var shareWake waker // the tenant's share, once a publish was refused
+	shareWatched := false
+	defer func() {
+		if shareWake.stop != nil {
+			shareWake.stop()
+		}
+	}()
 	// fill publishes queued batches until Window are open. Each is
 	// checked first: after a restart most may be done (and the first
 	// Window, published by FanOutParse under the same message IDs, are
@@ -524,6 +532,12 @@ func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned int) (
 			if err := a.publishBatch(ctx, plan, t.n, t.missingFiles(), t.base); shareFull(err) {
 				queued = append([]*tracked{t}, queued...)
 				queuedFiles += len(t.files)
+				if shareWake.c == nil && !shareWatched {
+					// Woken as any of the tenant's batches finishes, the
+					// wait takes a free slot as soon as the tenant's other
+					// snapshots do, not at its next poll.
+					shareWake, shareWatched = a.watchShare(ctx, pipeline.StageParse, subject), true
+				}
 				return nil
 			} else if err != nil {
 				return err
@@ -532,7 +546,6 @@ func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned int) (
 		}
 		return nil
 	}
-	subject := jobSubject(plan.Tenant, plan.Repo, plan.Commit)
 	// A notification of a finished batch checks that batch at once (and
 	// the dead letters if it was dead-lettered); the poll checks all.
 	wake := a.watch(ctx, pipeline.StageParse, subject)
@@ -648,6 +661,9 @@ func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned int) (
 		case d := <-wake.c:
 			w := wake.drain(d)
 			only = &w
+		case d := <-shareWake.c:
+			shareWake.drain(d)
+			only = &woken{} // none of ours finished: only fill
 		}
 	}
 	sort.Strings(out.Failed)

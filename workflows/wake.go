@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"strings"
 
 	"codectx/pkg/queue"
 
@@ -28,6 +29,24 @@ func (a *Activities) watch(ctx context.Context, stage, subject string) waker {
 	if err != nil {
 		if activity.IsActivity(ctx) {
 			activity.GetLogger(ctx).Warn("no wake-ups from the queue: polling only", "stage", stage, "error", err)
+		}
+		return waker{stop: func() {}}
+	}
+	return waker{c: c, stop: stop}
+}
+
+// watchShare starts watching every message of stage in the share of
+// subject (its first token), for a wait whose publish was refused because
+// the share was full; on failure it only polls.
+func (a *Activities) watchShare(ctx context.Context, stage, subject string) waker {
+	if a.Queue == nil || a.NoWake {
+		return waker{stop: func() {}}
+	}
+	share, _, _ := strings.Cut(subject, ".")
+	c, stop, err := a.Queue.WatchShare(stage, share)
+	if err != nil {
+		if activity.IsActivity(ctx) {
+			activity.GetLogger(ctx).Warn("no wake-ups from the queue's share: polling only", "stage", stage, "error", err)
 		}
 		return waker{stop: func() {}}
 	}

@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"codectx/pkg/dense/densetest"
 	"codectx/pkg/embed"
+	"codectx/pkg/index"
 	"codectx/pkg/pipeline"
 	"codectx/pkg/queue"
 	"codectx/pkg/queue/natsq"
@@ -218,5 +220,74 @@ func TestPipelineTenantShare(t *testing.T) {
 			}
 			t.Logf("peaks: parse %d, embed %d", parsePeak.n.Load(), emb.peak.n.Load())
 		})
+	}
+}
+
+// TestPipelineTenantShareWakes: a snapshot refused because its tenant's
+// share is full is woken as any of the tenant's batches finishes, so a
+// one-file push of the tenant is not left to its next poll while a big
+// snapshot of the same tenant takes every slot that frees (woken by its
+// own batches). Polls are 2 s here: the big snapshot's 40 batches take
+// about 1 s; the small one is done before it.
+func TestPipelineTenantShareWakes(t *testing.T) {
+	t.Chdir(t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	ts := newTestServer(temporaltest.WithT(t))
+	c := ts.GetDefaultClient()
+	q, _ := startQueue(ctx, t)
+	q.SetShareLimit(pipeline.StageParse, 2)
+	store := tempStore(t)
+	acts := &workflows.Activities{Store: store, Queue: q, CacheDir: t.TempDir(), PollInterval: 2 * time.Second, BatchSize: 1, Window: -1}
+	ts.NewWorker(workflows.TaskQueue, func(r worker.Registry) { workflows.Register(r, acts) })
+	started := make(chan struct{})
+	var once sync.Once
+	w := &pipeline.Workers{Store: store, Queue: q, ParseHook: func(p string) {
+		if strings.HasPrefix(p, "big") {
+			once.Do(func() { close(started) })
+		}
+		time.Sleep(25 * time.Millisecond)
+	}}
+	wctx, wcancel := context.WithCancel(ctx)
+	cfg := queue.Config{AckWait: 10 * time.Second, Workers: 1}
+	defer runWorkers(wctx, t, wcancel, cfg, w.RunParse, w.RunGraph)()
+
+	big := map[string]string{}
+	for i := range 40 {
+		big[fmt.Sprintf("big%02d.go", i)] = fmt.Sprintf("package big\n\n// B%d is part %d.\nfunc B%d() int { return %d }\n", i, i, i, i)
+	}
+	bigCommit := newFixture(t, "bigrepo").commit(t, big)
+	smallCommit := newFixture(t, "smallrepo").commit(t, map[string]string{"small.go": "package small\n\n// S is small.\nfunc S() {}\n"})
+	start := time.Now()
+	if _, err := workflows.SignalPush(ctx, c, workflows.Push{Repo: "bigrepo", Location: "bigrepo", Commit: bigCommit}); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	time.Sleep(100 * time.Millisecond)
+	if _, err := workflows.SignalPush(ctx, c, workflows.Push{Repo: "smallrepo", Location: "smallrepo", Commit: smallCommit}); err != nil {
+		t.Fatal(err)
+	}
+	var smallAt, bigAt time.Duration
+	for smallAt == 0 || bigAt == 0 {
+		for _, r := range []struct {
+			repo string
+			at   *time.Duration
+		}{{"smallrepo", &smallAt}, {"bigrepo", &bigAt}} {
+			if st, err := workflows.Status(ctx, c, index.DefaultTenant, r.repo); err == nil && st.Covered >= 1 && *r.at == 0 {
+				if st.LastError != "" {
+					t.Fatalf("%s: %s", r.repo, st.LastError)
+				}
+				*r.at = time.Since(start)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the snapshots never finished")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Logf("small repository done after %v, big after %v", smallAt.Round(time.Millisecond), bigAt.Round(time.Millisecond))
+	if smallAt >= bigAt {
+		t.Errorf("the one-file push of the tenant was done after %v, not before its big snapshot (%v): it waited for a poll while the big one took every slot", smallAt, bigAt)
 	}
 }

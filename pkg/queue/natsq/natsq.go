@@ -502,6 +502,44 @@ func (q *Queue) Watch(stage, subject string) (<-chan queue.Done, func(), error) 
 	return ch, func() { sub.Unsubscribe() }, nil
 }
 
+// WatchShare is Watch for every message of stage whose subject's first
+// token is share (see SetShareLimit): a publisher refused because the
+// share was full learns when a slot frees.
+func (q *Queue) WatchShare(stage, share string) (<-chan queue.Done, func(), error) {
+	if err := queue.ValidStage(stage); err != nil {
+		return nil, nil, err
+	}
+	if err := validSubject(share); err != nil || strings.Contains(share, ".") || share == "" {
+		return nil, nil, fmt.Errorf("watch %s: invalid share %q", stage, share)
+	}
+	ch := make(chan queue.Done, watchBuffer)
+	var subs []*nats.Subscription
+	stop := func() {
+		for _, sub := range subs {
+			sub.Unsubscribe()
+		}
+	}
+	for _, subj := range []string{subjectFor(doneRoot, stage, share), subjectFor(doneRoot, stage, share+".>")} {
+		sub, err := q.nc.Subscribe(subj, func(msg *nats.Msg) {
+			kind, id, _ := strings.Cut(string(msg.Data), " ")
+			select {
+			case ch <- queue.Done{ID: id, Dead: kind == "dead"}:
+			default:
+			}
+		})
+		if err != nil {
+			stop()
+			return nil, nil, fmt.Errorf("watch %s %s: %w", stage, share, err)
+		}
+		subs = append(subs, sub)
+	}
+	if err := q.nc.Flush(); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("watch %s %s: %w", stage, share, err)
+	}
+	return ch, stop, nil
+}
+
 // DeadLetters returns the dead-lettered messages of stage, oldest first.
 func (q *Queue) DeadLetters(ctx context.Context, stage string) ([]queue.DeadLetter, error) {
 	if err := queue.ValidStage(stage); err != nil {

@@ -688,3 +688,41 @@ func TestShareLimit(t *testing.T) {
 		t.Errorf("after a consumer without a limit: stream limit %d (discard new per subject %v), %v; want 3", info.Config.MaxMsgsPerSubject, info.Config.DiscardNewPerSubject, err)
 	}
 }
+
+// TestWatchShare: WatchShare announces every finished message whose
+// subject's first token is the share, and no other.
+func TestWatchShare(t *testing.T) {
+	s := startServer(t)
+	q := connect(t, s)
+	ch, stop, err := q.WatchShare("parse", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	consume(t, q, queue.Config{Stage: "parse"}, func(context.Context, queue.Message) error { return nil })
+	for _, m := range []struct{ subject, id string }{{"a.s1", "1"}, {"b.s1", "2"}, {"a.s2", "3"}, {"ab.s1", "4"}, {"a", "5"}} {
+		publish(t, q, "parse", m.subject, "x", m.id)
+	}
+	got := map[string]bool{}
+	for len(got) < 3 {
+		select {
+		case d := <-ch:
+			got[d.ID] = true
+		case <-time.After(patience):
+			t.Fatalf("announced %v, want 1, 3 and 5", got)
+		}
+	}
+	select {
+	case d := <-ch:
+		t.Errorf("announced %+v of another share", d)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if !maps.Equal(got, map[string]bool{"1": true, "3": true, "5": true}) {
+		t.Errorf("announced %v, want 1, 3 and 5", got)
+	}
+	for _, bad := range []string{"", "a.b", "a*", ">"} {
+		if _, _, err := q.WatchShare("parse", bad); err == nil {
+			t.Errorf("WatchShare accepted share %q", bad)
+		}
+	}
+}
