@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -268,6 +269,52 @@ func (a *Activities) ownerGone(ctx context.Context, tenant, repo string) bool {
 	defer cancel()
 	d, err := c.DescribeWorkflowExecution(qctx, owner, "")
 	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		return true
+	case err != nil:
+		return false
+	}
+	return d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+}
+
+// ownerRunGone is ownerGone for the run of tenant/repo's RepoWorkflow that
+// started this activity's snapshot: it also reports true when that run has
+// ended and another one runs (the repository was deleted and indexed
+// again under the same name). The objects a snapshot writes are named by
+// commit, not by run, so only what is checked against its content may be
+// undone on this answer (Publish's HEAD) or what only removes (GC).
+// Outside a snapshot child with a parent it is ownerGone.
+func (a *Activities) ownerRunGone(ctx context.Context, tenant, repo string) bool {
+	if !activity.IsActivity(ctx) {
+		return false
+	}
+	owner := RepoWorkflowID(tenant, repo)
+	info := activity.GetInfo(ctx)
+	if !strings.HasPrefix(info.WorkflowExecution.ID, owner+"@snapshot-") {
+		return false
+	}
+	c := activity.GetClient(ctx)
+	if c == nil {
+		return false
+	}
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var nf *serviceerror.NotFound
+	d, err := c.DescribeWorkflowExecution(qctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID)
+	switch {
+	case errors.As(err, &nf):
+		return true
+	case err != nil:
+		return false
+	case d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		return true // the snapshot itself ended (its parent's end terminates it)
+	}
+	p := d.GetWorkflowExecutionInfo().GetParentExecution()
+	if p == nil || p.GetWorkflowId() != owner {
+		return a.ownerGone(ctx, tenant, repo)
+	}
+	d, err = c.DescribeWorkflowExecution(qctx, owner, p.GetRunId())
 	switch {
 	case errors.As(err, &nf):
 		return true
@@ -864,14 +911,32 @@ type PublishResult struct {
 // retry; HEAD is then unchanged.
 func (a *Activities) Publish(ctx context.Context, in PublishInput) (res PublishResult, err error) {
 	defer keepAlive(ctx)()
+	// What this publish's swap wrote and what it replaced (nil: none).
+	var wrote, replaced []byte
 	defer func() {
 		// A HEAD moved after a DELETE ended the workflow would bring the
 		// repository back: queryable, counted, naming removed objects.
-		if err == nil {
-			if gone := a.undoIfGone(ctx, in.Tenant, in.Repo, "publish", index.HeadKey(in.Tenant, in.Repo)); gone != nil {
-				res, err = PublishResult{}, gone
-			}
+		// The run that started this snapshot is asked, not the latest: a
+		// repository deleted and indexed again under its name has another
+		// run, whose HEAD this swap may have replaced; that one is put
+		// back (a DELETE removed any other before the run ended).
+		if err != nil || wrote == nil || !a.ownerRunGone(ctx, in.Tenant, in.Repo) {
+			return
 		}
+		dctx := context.WithoutCancel(ctx)
+		hk := index.HeadKey(in.Tenant, in.Repo)
+		var uerr error
+		if replaced == nil {
+			if cur, gerr := a.Store.Get(dctx, hk); gerr == nil && bytes.Equal(cur, wrote) {
+				uerr = a.Store.Delete(dctx, hk)
+			}
+		} else if serr := a.Store.Swap(dctx, hk, wrote, replaced); serr != nil && !errors.Is(serr, blob.ErrConflict) {
+			uerr = serr // a conflict: HEAD moved on since, not this one's any more
+		}
+		if uerr != nil && !errors.Is(uerr, blob.ErrNotFound) {
+			activity.GetLogger(ctx).Warn("publish of a deleted repository: HEAD left", "key", hk, "error", uerr)
+		}
+		res, err = PublishResult{}, temporal.NewNonRetryableApplicationError("the repository was deleted during its publish", errInvalid, nil)
 	}()
 	ok, err := a.Store.Exists(ctx, in.Segment)
 	if err != nil {
@@ -912,6 +977,7 @@ func (a *Activities) Publish(ctx context.Context, in PublishInput) (res PublishR
 		}
 		err = a.Store.Swap(ctx, hk, old, head)
 		if err == nil {
+			wrote, replaced = head, old
 			return res, nil
 		}
 		if !errors.Is(err, blob.ErrConflict) {
@@ -949,11 +1015,23 @@ func (a *Activities) GC(ctx context.Context, in GCInput) (GCResult, error) {
 	if h, err := index.ReadHead(ctx, a.Store, in.Tenant, in.Repo); err == nil {
 		keep[h.Commit] = true
 	}
+	// A GC whose run has ended (a DELETE ended it) stops: the DELETE
+	// removes the repository's objects itself, and what is listed may be
+	// of the repository indexed again under the same name since (its
+	// build's manifest, plan, segment, shards and points, which no keep
+	// names). Asked after the listings, before their removals: an object
+	// of another run listed was written after this run ended. (One
+	// question for the five listings: each costs two calls to Temporal.)
+	gone := func() bool { return a.ownerRunGone(ctx, in.Tenant, in.Repo) }
+	if gone() {
+		return res, nil
+	}
 	n, err := a.pruneVectors(ctx, in.Tenant, in.Repo, keep)
 	if err != nil {
 		return res, fmt.Errorf("gc vectors: %w", err)
 	}
 	res.Points = n
+	var drop []string
 	for _, dir := range []struct{ root, ext string }{{"manifests/", ".json"}, {"plans/", ".json"}, {"segments/", ".seg"}, {"embedplans/", ".json"}, {"vectorsets/", ".json"}} {
 		prefix := index.RepoPrefix(dir.root, in.Tenant, in.Repo)
 		keys, err := a.Store.List(ctx, prefix)
@@ -968,13 +1046,19 @@ func (a *Activities) GC(ctx context.Context, in GCInput) (GCResult, error) {
 			if keep[pipeline.SegmentCommit(strings.TrimSuffix(name, dir.ext))] {
 				continue
 			}
-			if err := a.Store.Delete(ctx, k); err != nil {
-				return res, err
-			}
-			res.Deleted++
+			drop = append(drop, k)
 		}
 	}
-	n, err = pipeline.CollectShards(ctx, a.Store, in.Tenant, in.Repo)
+	if len(drop) > 0 && gone() {
+		return res, nil
+	}
+	for _, k := range drop {
+		if err := a.Store.Delete(ctx, k); err != nil {
+			return res, err
+		}
+		res.Deleted++
+	}
+	n, err = pipeline.CollectShardsUnless(ctx, a.Store, in.Tenant, in.Repo, gone)
 	res.Deleted += n
 	return res, err
 }

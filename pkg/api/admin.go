@@ -222,6 +222,10 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 	// the /@/ separator), so queries stop finding the repository.
 	n, err := s.deleteHeads(ctx, tenant, repo)
 	res.Deleted += n
+	// The HEAD this server last read is forgotten too: kept, a query
+	// whose HEAD read is slow or fails answered from it (load), the
+	// deleted repository's code from the segment still in the cache.
+	s.forgetHead(tenant, repo)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err)
 		return
@@ -276,6 +280,9 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 	// workflow ended.
 	n, err = s.deleteHeads(ctx, tenant, repo)
 	res.Deleted += n
+	// And again: a query that read the HEAD before its first removal may
+	// have stored it since.
+	s.forgetHead(tenant, repo)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err)
 		return
@@ -288,6 +295,12 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// forgetHead drops the HEAD of tenant/repo this server last read (the one
+// load answers from while the store cannot be read).
+func (s *Server) forgetHead(tenant, repo string) {
+	s.heads.Delete(tenant + "\x00" + repo)
 }
 
 // deleteHeads removes the HEAD of tenant/repo in both layouts (RepoPrefix,

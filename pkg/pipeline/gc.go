@@ -238,6 +238,13 @@ func sweep(ctx context.Context, store *blob.Bucket, cached []string, keep func(s
 // written could lose a shard, and the snapshot workflow of a repository
 // runs one build at a time, GC after it.
 func CollectShards(ctx context.Context, store *blob.Bucket, tenant, repo string) (int, error) {
+	return CollectShardsUnless(ctx, store, tenant, repo, nil)
+}
+
+// CollectShardsUnless is CollectShards asking stop (when set) once it knows
+// which shards it would delete, before it deletes any: a GC whose
+// snapshot's repository was deleted since stops there.
+func CollectShardsUnless(ctx context.Context, store *blob.Bucket, tenant, repo string, stop func() bool) (int, error) {
 	prefix := index.ShardPrefix(tenant, repo)
 	shards, err := store.List(ctx, prefix)
 	if err != nil || len(shards) == 0 {
@@ -262,11 +269,18 @@ func CollectShards(ctx context.Context, store *blob.Bucket, tenant, repo string)
 			live[sk] = true
 		}
 	}
-	n := 0
+	var drop []string
 	for _, k := range shards {
 		if name := strings.TrimPrefix(k, prefix); strings.Contains(name, "/") || live[k] {
 			continue
 		}
+		drop = append(drop, k)
+	}
+	if len(drop) > 0 && stop != nil && stop() {
+		return 0, nil
+	}
+	n := 0
+	for _, k := range drop {
 		if err := store.Delete(ctx, k); err != nil {
 			return n, err
 		}
