@@ -28,7 +28,9 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 )
 
@@ -254,20 +256,35 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (p Snapshot
 // the repository ends it). Outside such a child (tests, a snapshot run on
 // its own), or when the server cannot say, it reports false.
 func (a *Activities) ownerGone(ctx context.Context, tenant, repo string) bool {
-	if !activity.IsActivity(ctx) {
-		return false
-	}
-	owner := RepoWorkflowID(tenant, repo)
-	if !strings.HasPrefix(activity.GetInfo(ctx).WorkflowExecution.ID, owner+"@snapshot-") {
-		return false
-	}
-	c := activity.GetClient(ctx)
-	if c == nil {
+	c, owner, _, ok := snapshotOf(ctx, tenant, repo)
+	if !ok {
 		return false
 	}
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	d, err := c.DescribeWorkflowExecution(qctx, owner, "")
+	return ended(c.DescribeWorkflowExecution(qctx, owner, ""))
+}
+
+// snapshotOf returns the Temporal client, the RepoWorkflow's ID and the
+// activity's info when the activity runs for a snapshot child of
+// tenant/repo's RepoWorkflow; ok false otherwise (tests, a snapshot run on
+// its own, no client).
+func snapshotOf(ctx context.Context, tenant, repo string) (c client.Client, owner string, info activity.Info, ok bool) {
+	if !activity.IsActivity(ctx) {
+		return nil, "", info, false
+	}
+	owner = RepoWorkflowID(tenant, repo)
+	info = activity.GetInfo(ctx)
+	if !strings.HasPrefix(info.WorkflowExecution.ID, owner+"@snapshot-") {
+		return nil, "", info, false
+	}
+	c = activity.GetClient(ctx)
+	return c, owner, info, c != nil
+}
+
+// ended reads a description of a workflow run: true when the run is not
+// found or not running; false when it runs or the server cannot say.
+func ended(d *workflowservice.DescribeWorkflowExecutionResponse, err error) bool {
 	var nf *serviceerror.NotFound
 	switch {
 	case errors.As(err, &nf):
@@ -286,42 +303,21 @@ func (a *Activities) ownerGone(ctx context.Context, tenant, repo string) bool {
 // undone on this answer (Publish's HEAD) or what only removes (GC).
 // Outside a snapshot child with a parent it is ownerGone.
 func (a *Activities) ownerRunGone(ctx context.Context, tenant, repo string) bool {
-	if !activity.IsActivity(ctx) {
-		return false
-	}
-	owner := RepoWorkflowID(tenant, repo)
-	info := activity.GetInfo(ctx)
-	if !strings.HasPrefix(info.WorkflowExecution.ID, owner+"@snapshot-") {
-		return false
-	}
-	c := activity.GetClient(ctx)
-	if c == nil {
+	c, owner, info, ok := snapshotOf(ctx, tenant, repo)
+	if !ok {
 		return false
 	}
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	var nf *serviceerror.NotFound
 	d, err := c.DescribeWorkflowExecution(qctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID)
-	switch {
-	case errors.As(err, &nf):
-		return true
-	case err != nil:
-		return false
-	case d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
-		return true // the snapshot itself ended (its parent's end terminates it)
+	if err != nil || ended(d, nil) {
+		return ended(d, err) // the snapshot itself ended (its parent's end terminates it)
 	}
 	p := d.GetWorkflowExecutionInfo().GetParentExecution()
 	if p == nil || p.GetWorkflowId() != owner {
 		return a.ownerGone(ctx, tenant, repo)
 	}
-	d, err = c.DescribeWorkflowExecution(qctx, owner, p.GetRunId())
-	switch {
-	case errors.As(err, &nf):
-		return true
-	case err != nil:
-		return false
-	}
-	return d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	return ended(c.DescribeWorkflowExecution(qctx, owner, p.GetRunId()))
 }
 
 // undoIfGone is called by an activity of a snapshot after its writes of

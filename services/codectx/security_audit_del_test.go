@@ -180,53 +180,37 @@ func TestAuditDelSweep(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	op := a.client(api.AllTenants)
-	// Round 0: the timeline of a whole index.
-	t0 := time.Now()
-	if _, err := op.Index(ctx, api.IndexRequest{Tenant: "sw0", Repo: "big", Location: dir}); err != nil {
-		t.Fatal(err)
-	}
-	var stages []string
-	last := ""
-	if _, err := op.WaitIndexedFunc(ctx, "sw0", "big", "", func(rs *api.RepoStatus) {
-		s := rs.State
-		if rs.Progress != nil {
-			s += "/" + rs.Progress.Stage
+	// The timeline of a whole index, in a fresh tenant.
+	timeline := func(tenant string) time.Duration {
+		t0 := time.Now()
+		if _, err := op.Index(ctx, api.IndexRequest{Tenant: tenant, Repo: "big", Location: dir}); err != nil {
+			t.Fatal(err)
 		}
-		if s != last {
-			stages = append(stages, fmt.Sprintf("%s@%v", s, time.Since(t0).Round(time.Millisecond)))
-			last = s
+		var stages []string
+		last := ""
+		if _, err := op.WaitIndexedFunc(ctx, tenant, "big", "", func(rs *api.RepoStatus) {
+			s := rs.State
+			if rs.Progress != nil {
+				s += "/" + rs.Progress.Stage
+			}
+			if s != last {
+				stages = append(stages, fmt.Sprintf("%s@%v", s, time.Since(t0).Round(time.Millisecond)))
+				last = s
+			}
+		}); err != nil {
+			t.Fatal(err)
 		}
-	}); err != nil {
-		t.Fatal(err)
+		total := time.Since(t0)
+		t.Logf("%s: whole index %v, stages %v", tenant, total, stages)
+		a.quiet(ctx, t)
+		return total
 	}
-	total := time.Since(t0)
-	t.Logf("whole index: %v, stages %v", total, stages)
-	a.quiet(ctx, t)
+	timeline("sw0")
 	if bad := a.consistent(ctx, t, "sw0", "big"); len(bad) > 0 {
 		t.Fatalf("round 0 not consistent: %v", bad)
 	}
-	// A reference round in a fresh tenant, warm otherwise: the rounds
-	// below take as long.
-	t0 = time.Now()
-	if _, err := op.Index(ctx, api.IndexRequest{Tenant: "swref", Repo: "big", Location: dir}); err != nil {
-		t.Fatal(err)
-	}
-	stages, last = nil, ""
-	if _, err := op.WaitIndexedFunc(ctx, "swref", "big", "", func(rs *api.RepoStatus) {
-		s := rs.State
-		if rs.Progress != nil {
-			s += "/" + rs.Progress.Stage
-		}
-		if s != last {
-			stages = append(stages, fmt.Sprintf("%s@%v", s, time.Since(t0).Round(time.Millisecond)))
-			last = s
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	total = time.Since(t0)
-	t.Logf("reference index: %v, stages %v", total, stages)
-	a.quiet(ctx, t)
+	// A reference round, warm otherwise: the rounds below take as long.
+	total := timeline("swref")
 	n := 6 // the audit ran 22 rounds of a 2,500-file repository: AUDIT_N
 	if v := os.Getenv("AUDIT_N"); v != "" {
 		fmt.Sscan(v, &n)
