@@ -162,18 +162,7 @@ func TestSecurityIndexFairnessBigRepo(t *testing.T) {
 		args = append(args, "--queue-window", v)
 		window, _ = strconv.Atoi(v)
 	}
-	started := make(chan struct{})
-	var once sync.Once
-	upParseHook = func(path string) {
-		if strings.HasPrefix(path, "ledger") { // beta's files
-			once.Do(func() { close(started) })
-			time.Sleep(1500 * time.Microsecond)
-		}
-	}
-	var queue atomic.Pointer[natsq.Queue]
-	upQueueHook = func(q *natsq.Queue) { queue.Store(q) }
-	t.Cleanup(func() { upParseHook, upQueueHook = nil, nil })
-	s := startSecureUp(t, args...)
+	s, started, queue := startLedgerUp(t, args...)
 
 	files := map[string]string{"go.mod": "module example.com/big\n\ngo 1.22\n"}
 	for i := range nfiles {
@@ -185,7 +174,7 @@ func TestSecurityIndexFairnessBigRepo(t *testing.T) {
 	defer cancel()
 
 	// The parse queue's length, sampled every 5 ms from beta's request on.
-	peak := watchPeak(ctx, queue.Load())
+	peak := watchPeak(ctx, queue)
 	op := s.client(api.AllTenants)
 	if _, err := op.Index(ctx, api.IndexRequest{Tenant: tenantB, Repo: "big", Location: big}); err != nil {
 		t.Fatal(err)
@@ -215,6 +204,25 @@ func TestSecurityIndexFairnessBigRepo(t *testing.T) {
 	if took > betaRest/2 {
 		t.Errorf("acme's repository took %v, more than half of the %v beta's took from the same moment: it waited behind beta's batches", took, betaRest)
 	}
+}
+
+// startLedgerUp starts `up` with keys (and args) whose parser holds each
+// of beta's files ("ledger...") 1.5 ms; started is closed at the first,
+// and q is the queue client of `up`.
+func startLedgerUp(t *testing.T, args ...string) (s *secureStack, started chan struct{}, q *natsq.Queue) {
+	started = make(chan struct{})
+	var once sync.Once
+	upParseHook = func(path string) {
+		if strings.HasPrefix(path, "ledger") { // beta's files
+			once.Do(func() { close(started) })
+			time.Sleep(1500 * time.Microsecond)
+		}
+	}
+	var queue atomic.Pointer[natsq.Queue]
+	upQueueHook = func(q *natsq.Queue) { queue.Store(q) }
+	t.Cleanup(func() { upParseHook, upQueueHook = nil, nil })
+	s = startSecureUp(t, args...)
+	return s, started, queue.Load()
 }
 
 // watchPeak samples the parse queue's length every 5 ms until the
@@ -256,18 +264,7 @@ func TestSecurityIndexFairnessTenantShare(t *testing.T) {
 	if v := os.Getenv("CODECTX_TEST_TENANT_BATCHES"); v != "" { // to measure another beside
 		share, _ = strconv.Atoi(v)
 	}
-	started := make(chan struct{})
-	var once sync.Once
-	upParseHook = func(path string) {
-		if strings.HasPrefix(path, "ledger") { // beta's files
-			once.Do(func() { close(started) })
-			time.Sleep(1500 * time.Microsecond)
-		}
-	}
-	var queue atomic.Pointer[natsq.Queue]
-	upQueueHook = func(q *natsq.Queue) { queue.Store(q) }
-	t.Cleanup(func() { upParseHook, upQueueHook = nil, nil })
-	s := startSecureUp(t, "--tenant-batches", strconv.Itoa(share))
+	s, started, queue := startLedgerUp(t, "--tenant-batches", strconv.Itoa(share))
 
 	var dirs []string
 	for r := range nrepos {
@@ -280,7 +277,7 @@ func TestSecurityIndexFairnessTenantShare(t *testing.T) {
 	fresh := tillRepo(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	peak := watchPeak(ctx, queue.Load())
+	peak := watchPeak(ctx, queue)
 	op := s.client(api.AllTenants)
 	for r, dir := range dirs {
 		if _, err := op.Index(ctx, api.IndexRequest{Tenant: tenantB, Repo: fmt.Sprintf("part%d", r), Location: dir}); err != nil {
