@@ -225,7 +225,7 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 	// The HEAD this server last read is forgotten too: kept, a query
 	// whose HEAD read is slow or fails answered from it (load), the
 	// deleted repository's code from the segment still in the cache.
-	s.forgetHead(tenant, repo)
+	s.forgetHead(ctx, tenant, repo)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err)
 		return
@@ -282,7 +282,7 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 	res.Deleted += n
 	// And again: a query that read the HEAD before its first removal may
 	// have stored it since.
-	s.forgetHead(tenant, repo)
+	s.forgetHead(ctx, tenant, repo)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err)
 		return
@@ -297,9 +297,28 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
+// HeadNotices tells the servers sharing a store that a repository's HEAD
+// was removed (best effort: a notice may be lost).
+type HeadNotices interface {
+	HeadGone(ctx context.Context, tenant, repo string) error
+}
+
 // forgetHead drops the HEAD of tenant/repo this server last read (the one
-// load answers from while the store cannot be read).
-func (s *Server) forgetHead(tenant, repo string) {
+// load answers from while the store cannot be read), and tells the other
+// servers to (Notices).
+func (s *Server) forgetHead(ctx context.Context, tenant, repo string) {
+	s.ForgetHead(tenant, repo)
+	if s.Notices != nil {
+		if err := s.Notices.HeadGone(ctx, tenant, repo); err != nil {
+			s.Log.Warn("delete: the other servers were not told to forget the HEAD", "tenant", tenant, "repo", repo, "error", err)
+		}
+	}
+}
+
+// ForgetHead drops the HEAD of tenant/repo this server last read: a query
+// reads it again, and while the store cannot be read answers 503, not the
+// repository as it was. A notice of a DELETE on another server calls it.
+func (s *Server) ForgetHead(tenant, repo string) {
 	s.heads.Delete(tenant + "\x00" + repo)
 }
 

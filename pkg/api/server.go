@@ -116,6 +116,11 @@ type Server struct {
 	// removes (every model's); nil: only the embedded store's objects in
 	// Store are removed.
 	Vectors RepoVectors
+	// Notices, when set, carries a DELETE's word to the other servers
+	// sharing the store, so that each forgets the HEAD it last read of the
+	// repository (ForgetHead) and never answers from it while its store
+	// is slow or down. Nil: only this server forgets.
+	Notices HeadNotices
 
 	once     sync.Once
 	patterns []string // registered by Handler, for the OpenAPI agreement test

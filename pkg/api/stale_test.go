@@ -136,3 +136,45 @@ func (h *hangStore) Exists(ctx context.Context, key string) (bool, error) {
 	<-ctx.Done()
 	return false, ctx.Err()
 }
+
+// forgetBus is HeadNotices delivered at once to the servers on it.
+type forgetBus struct{ servers []*Server }
+
+func (b *forgetBus) HeadGone(_ context.Context, tenant, repo string) error {
+	for _, s := range b.servers {
+		s.ForgetHead(tenant, repo)
+	}
+	return nil
+}
+
+// A DELETE on one server (the gateway) makes the servers that answer
+// queries forget the repository's last HEAD: with their store down they
+// answer 503, not the deleted code from the HEAD they read before. Before,
+// a query service kept it until one of its HEAD reads succeeded.
+func TestDeleteOnAnotherServerForgetsItsHead(t *testing.T) {
+	mem := blob.NewMem()
+	fixture(t, mem, "")
+	ds := &downStore{Bucket: mem}
+	query := &Server{Store: blob.NewBucket(ds), Routes: QueryRoutes}
+	_, qc := newServer(t, query)
+	gw := &Server{Store: mem, Routes: AdminRoutes, Notices: &forgetBus{servers: []*Server{query}}}
+	gts, _ := newServer(t, gw)
+	ctx := context.Background()
+	q := QueryRequest{Repo: "demo", Query: "where is ParseToken defined", Budget: 2000}
+	if _, err := qc.Query(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("DELETE", gts.URL+"/v1/repos/default/demo", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE on the gateway: %d", resp.StatusCode)
+	}
+	ds.down.Store(true)
+	if r, err := qc.Query(ctx, q); err == nil {
+		t.Errorf("after a DELETE on the gateway, the query service with its store down answered the deleted repository: stale %v, commit %s, %d chunks", r.Stale, r.Commit, len(r.Chunks))
+	}
+}

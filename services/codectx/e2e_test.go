@@ -431,6 +431,26 @@ func TestDistributedEndToEnd(t *testing.T) {
 	if err != nil || resp.Commit != c2 {
 		t.Fatalf("query after snapshot 2: %v %+v", err, resp)
 	}
+
+	// 4. DELETE on the gateway: the query service forgets the HEAD it
+	// read, so with MinIO down it does not answer the deleted repository
+	// from it (stale), it says the store is unavailable.
+	req, err := http.NewRequestWithContext(ctx, "DELETE", "http://"+addrs["gateway"]+"/v1/repos/default/ledger", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dresp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dresp.Body.Close()
+	if dresp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE on the gateway: %d", dresp.StatusCode)
+	}
+	minio.kill(syscall.SIGKILL)
+	if r, err := qs.Query(ctx, q); err == nil {
+		t.Errorf("after a DELETE on the gateway, with MinIO down, the query service answered the deleted repository: stale %v, commit %.12s, %d chunks", r.Stale, r.Commit, len(r.Chunks))
+	}
 	timing("whole test", t0)
 }
 

@@ -250,6 +250,9 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			srv.Deliveries = &lazyDeliveries{d: d, mem: api.NewMemDeliveries(api.DefaultDeliveryWindow, 0)}
 		}
 		srv.Webhooks = webhooks
+		if (r.use|r.soft)&useNATS != 0 {
+			srv.Notices = lazyNotices{d}
+		}
 		if adminQdrant != "" {
 			qs, err := qdrant.Open(adminQdrant)
 			if err != nil {
@@ -301,6 +304,17 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return ignoreCancel(ctx, err)
 		}
 		d.queue.Store(q)
+		if r.routes&api.QueryRoutes != 0 {
+			// A DELETE on a gateway: forget the HEAD this server last
+			// read, so that a slow or failing store does not answer the
+			// deleted repository from it.
+			stop, err := q.OnHeadGone(srv.ForgetHead)
+			if err != nil {
+				log.Warn("DELETE notices not heard: a deleted repository's last HEAD is kept until a HEAD read succeeds", "error", err)
+			} else {
+				defer stop()
+			}
+		}
 		m.QueueStats(q.Stats)
 		go m.WatchLag(ctx, 5*time.Second, q.Pending, pipeline.StageParse, pipeline.StageEmbed, pipeline.StageGraph)
 	}
@@ -501,6 +515,17 @@ func (l *lazyDeliveries) Forget(ctx context.Context, key string) error {
 		return lg.Forget(ctx, key)
 	}
 	return nil
+}
+
+// lazyNotices sends DELETE notices over NATS once it is connected.
+type lazyNotices struct{ d *deps }
+
+func (l lazyNotices) HeadGone(ctx context.Context, tenant, repo string) error {
+	q := l.d.queue.Load()
+	if q == nil {
+		return errors.New("NATS not connected yet")
+	}
+	return q.HeadGone(ctx, tenant, repo)
 }
 
 // lazySessions is the session store of a role whose NATS connection may

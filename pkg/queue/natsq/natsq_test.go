@@ -726,3 +726,35 @@ func TestWatchShare(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadGone: a HeadGone notice reaches every listener, on any
+// connection, and none after stop.
+func TestHeadGone(t *testing.T) {
+	s := startServer(t)
+	a, b := connect(t, s), connect(t, s)
+	got := make(chan string, 4)
+	stop, err := b.OnHeadGone(func(tenant, repo string) { got <- tenant + "/" + repo })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.HeadGone(t.Context(), "beta", "shop"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-got:
+		if n != "beta/shop" {
+			t.Errorf("notice %q, want beta/shop", n)
+		}
+	case <-time.After(patience):
+		t.Fatal("no notice")
+	}
+	stop()
+	if err := a.HeadGone(t.Context(), "beta", "cart"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-got:
+		t.Errorf("notice %q after stop", n)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
