@@ -545,7 +545,6 @@ func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned int) (
 	}
 	subject := jobSubject(plan.Tenant, plan.Repo, plan.Commit)
 	var shareWake waker // the tenant's share, once a publish was refused
-	shareWatched := false
 	defer func() {
 		if shareWake.stop != nil {
 			shareWake.stop()
@@ -575,11 +574,11 @@ func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned int) (
 			if err := a.publishBatch(ctx, plan, t.n, t.missingFiles(), t.base); shareFull(err) {
 				queued = append([]*tracked{t}, queued...)
 				queuedFiles += len(t.files)
-				if shareWake.c == nil && !shareWatched {
+				if shareWake.stop == nil {
 					// Woken as any of the tenant's batches finishes, the
 					// wait takes a free slot as soon as the tenant's other
 					// snapshots do, not at its next poll.
-					shareWake, shareWatched = a.watchShare(ctx, pipeline.StageParse, subject), true
+					shareWake = a.watchShare(ctx, pipeline.StageParse, subject)
 				}
 				return nil
 			} else if err != nil {

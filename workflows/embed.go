@@ -238,16 +238,30 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 	tick := time.NewTicker(a.poll())
 	defer tick.Stop()
 	window := a.window(len(p.Batches))
+	// Once a publish was refused for a full share: woken as any of the
+	// tenant's embed batches finishes, the wait only tops up (fillOnly).
+	var shareWake waker
+	defer func() {
+		if shareWake.stop != nil {
+			shareWake.stop()
+		}
+	}()
+	fillOnly := false
 	for len(open) > 0 || len(queued) > 0 {
 		var next []*batch
-		for _, b := range open {
-			if err := checkBatch(b); err != nil {
-				return out, err
-			}
-			if len(b.missing) > 0 {
-				next = append(next, b)
+		if fillOnly {
+			next = open
+		} else {
+			for _, b := range open {
+				if err := checkBatch(b); err != nil {
+					return out, err
+				}
+				if len(b.missing) > 0 {
+					next = append(next, b)
+				}
 			}
 		}
+		fillOnly = false
 		// Top the queue up to Window batches; the first Window were
 		// published by FanOutEmbed under the same IDs (dropped as
 		// duplicates).
@@ -267,6 +281,9 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 				// round tries again.
 				queued = append([]*batch{b}, queued...)
 				queuedItems += len(b.missing)
+				if shareWake.stop == nil {
+					shareWake = a.watchShare(ctx, pipeline.StageEmbed, subject)
+				}
 				break
 			} else if err != nil {
 				return out, err
@@ -339,6 +356,9 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 		case <-tick.C:
 		case d := <-wake.c:
 			wake.drain(d) // one round checks every batch
+		case d := <-shareWake.c:
+			shareWake.drain(d)
+			fillOnly = true
 		}
 	}
 	return out, nil

@@ -227,67 +227,99 @@ func TestPipelineTenantShare(t *testing.T) {
 // share is full is woken as any of the tenant's batches finishes, so a
 // one-file push of the tenant is not left to its next poll while a big
 // snapshot of the same tenant takes every slot that frees (woken by its
-// own batches). Polls are 2 s here: the big snapshot's 40 batches take
-// about 1 s; the small one is done before it.
+// own batches). Polls are 2 s here: the big snapshot's batches of the
+// stage take about 1 s; the small one is done before it.
 func TestPipelineTenantShareWakes(t *testing.T) {
-	t.Chdir(t.TempDir())
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	ts := newTestServer(temporaltest.WithT(t))
-	c := ts.GetDefaultClient()
-	q, _ := startQueue(ctx, t)
-	q.SetShareLimit(pipeline.StageParse, 2)
-	store := tempStore(t)
-	acts := &workflows.Activities{Store: store, Queue: q, CacheDir: t.TempDir(), PollInterval: 2 * time.Second, BatchSize: 1, Window: -1}
-	ts.NewWorker(workflows.TaskQueue, func(r worker.Registry) { workflows.Register(r, acts) })
-	started := make(chan struct{})
-	var once sync.Once
-	w := &pipeline.Workers{Store: store, Queue: q, ParseHook: func(p string) {
-		if strings.HasPrefix(p, "big") {
-			once.Do(func() { close(started) })
-		}
-		time.Sleep(25 * time.Millisecond)
-	}}
-	wctx, wcancel := context.WithCancel(ctx)
-	cfg := queue.Config{AckWait: 10 * time.Second, Workers: 1}
-	defer runWorkers(wctx, t, wcancel, cfg, w.RunParse, w.RunGraph)()
-
-	big := map[string]string{}
-	for i := range 40 {
-		big[fmt.Sprintf("big%02d.go", i)] = fmt.Sprintf("package big\n\n// B%d is part %d.\nfunc B%d() int { return %d }\n", i, i, i, i)
-	}
-	bigCommit := newFixture(t, "bigrepo").commit(t, big)
-	smallCommit := newFixture(t, "smallrepo").commit(t, map[string]string{"small.go": "package small\n\n// S is small.\nfunc S() {}\n"})
-	start := time.Now()
-	if _, err := workflows.SignalPush(ctx, c, workflows.Push{Repo: "bigrepo", Location: "bigrepo", Commit: bigCommit}); err != nil {
-		t.Fatal(err)
-	}
-	<-started
-	time.Sleep(100 * time.Millisecond)
-	if _, err := workflows.SignalPush(ctx, c, workflows.Push{Repo: "smallrepo", Location: "smallrepo", Commit: smallCommit}); err != nil {
-		t.Fatal(err)
-	}
-	var smallAt, bigAt time.Duration
-	for smallAt == 0 || bigAt == 0 {
-		for _, r := range []struct {
-			repo string
-			at   *time.Duration
-		}{{"smallrepo", &smallAt}, {"bigrepo", &bigAt}} {
-			if st, err := workflows.Status(ctx, c, index.DefaultTenant, r.repo); err == nil && st.Covered >= 1 && *r.at == 0 {
-				if st.LastError != "" {
-					t.Fatalf("%s: %s", r.repo, st.LastError)
+	for _, stage := range []string{pipeline.StageParse, pipeline.StageEmbed} {
+		t.Run(stage, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			ts := newTestServer(temporaltest.WithT(t))
+			c := ts.GetDefaultClient()
+			q, _ := startQueue(ctx, t)
+			q.SetShareLimit(stage, 2)
+			store := tempStore(t)
+			started := make(chan struct{})
+			var once sync.Once
+			emb := &heldEmbedder{hold: time.Millisecond, started: func() {}}
+			acts := &workflows.Activities{Store: store, Queue: q, CacheDir: t.TempDir(), PollInterval: 2 * time.Second, BatchSize: 1, Window: -1,
+				Embedder: emb, Vectors: vlocal.New(store, vlocal.Float32)}
+			ts.NewWorker(workflows.TaskQueue, func(r worker.Registry) { workflows.Register(r, acts) })
+			w := &pipeline.Workers{Store: store, Queue: q, Embedder: emb}
+			big := map[string]string{}
+			funcs := 1
+			switch stage {
+			case pipeline.StageParse:
+				w.ParseHook = func(p string) {
+					if strings.HasPrefix(p, "big") {
+						once.Do(func() { close(started) })
+					}
+					time.Sleep(25 * time.Millisecond)
 				}
-				*r.at = time.Since(start)
+			case pipeline.StageEmbed:
+				funcs = 20 // 800 chunks: 13 embed batches
+				emb.hold, emb.started = 60*time.Millisecond, func() { once.Do(func() { close(started) }) }
 			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("the snapshots never finished")
-		case <-time.After(20 * time.Millisecond):
-		}
+			for i := range 40 {
+				src := "package big\n\n"
+				for j := range funcs {
+					src += fmt.Sprintf("// B%d_%d is part %d of %d.\nfunc B%d_%d() int { return %d }\n\n", i, j, j, i, i, j, i*j)
+				}
+				big[fmt.Sprintf("big%02d.go", i)] = src
+			}
+			wctx, wcancel := context.WithCancel(ctx)
+			cfg := queue.Config{AckWait: 10 * time.Second, Workers: 1}
+			defer runWorkers(wctx, t, wcancel, cfg, w.RunParse, w.RunEmbed, w.RunGraph)()
+
+			bigCommit := newFixture(t, "bigrepo").commit(t, big)
+			smallCommit := newFixture(t, "smallrepo").commit(t, map[string]string{"small.go": "package small\n\n// S is small.\nfunc S() {}\n"})
+			start := time.Now()
+			if _, err := workflows.SignalPush(ctx, c, workflows.Push{Repo: "bigrepo", Location: "bigrepo", Commit: bigCommit}); err != nil {
+				t.Fatal(err)
+			}
+			<-started
+			time.Sleep(100 * time.Millisecond)
+			if _, err := workflows.SignalPush(ctx, c, workflows.Push{Repo: "smallrepo", Location: "smallrepo", Commit: smallCommit}); err != nil {
+				t.Fatal(err)
+			}
+			var smallAt, bigAt time.Duration
+			for smallAt == 0 || bigAt == 0 {
+				for _, r := range []struct {
+					repo string
+					at   *time.Duration
+				}{{"smallrepo", &smallAt}, {"bigrepo", &bigAt}} {
+					if st, err := workflows.Status(ctx, c, index.DefaultTenant, r.repo); err == nil && st.Covered >= 1 && *r.at == 0 {
+						if st.LastError != "" {
+							t.Fatalf("%s: %s", r.repo, st.LastError)
+						}
+						*r.at = time.Since(start)
+					}
+				}
+				select {
+				case <-ctx.Done():
+					t.Fatal("the snapshots never finished")
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+			t.Logf("small repository done after %v, big after %v", smallAt.Round(time.Millisecond), bigAt.Round(time.Millisecond))
+			if smallAt >= bigAt {
+				t.Errorf("the one-file push of the tenant was done after %v, not before its big snapshot (%v): it waited for a poll while the big one took every slot", smallAt, bigAt)
+			}
+		})
 	}
-	t.Logf("small repository done after %v, big after %v", smallAt.Round(time.Millisecond), bigAt.Round(time.Millisecond))
-	if smallAt >= bigAt {
-		t.Errorf("the one-file push of the tenant was done after %v, not before its big snapshot (%v): it waited for a poll while the big one took every slot", smallAt, bigAt)
-	}
+}
+
+// heldEmbedder embeds with Words, holding each call; started runs at the
+// first call.
+type heldEmbedder struct {
+	densetest.Words
+	hold    time.Duration
+	started func()
+}
+
+func (s *heldEmbedder) Embed(ctx context.Context, texts []string, k embed.Kind) ([][]float32, error) {
+	s.started()
+	time.Sleep(s.hold)
+	return s.Words.Embed(ctx, texts, k)
 }
