@@ -61,6 +61,7 @@ type secureStack struct {
 	repos   map[string][]string // tenant -> the repositories it should have published
 	shopDir string              // acme/shop's repository
 	vault   string              // beta/vault's repository
+	args    []string            // up's arguments (a test restarts it with others)
 }
 
 // startSecureUp starts the stack, with extra flags for up, and indexes the
@@ -87,6 +88,7 @@ func startSecureUp(t *testing.T, extra ...string) *secureStack {
 	s.base = "http://" + addr
 	args := append([]string{"--data", s.data, "--listen", addr, "--api-keys", keysFile, "--webhook-secrets", secretsFile,
 		"--rate-limit", "-1"}, extra...) // the rate limit has its own test (security_http_test.go)
+	s.args = args
 	s.up = startUp(t, args...)
 	s.up.waitFor(t, "serving line", time.Minute, func() bool { return strings.Contains(s.up.out.String(), "serving on") })
 

@@ -17,7 +17,12 @@
 // subject in the header Codectx-Subject; the stream holds at most the
 // limit of messages per share (MaxMsgsPerSubject with DiscardNewPerSubject)
 // and refuses more with queue.ErrShareFull. Consumers, dead letters and
-// Watch see the whole subject as before.
+// Watch see the whole subject as before. A limit lower than the stream's
+// is written only once no share holds more than it: NATS applies a
+// lowered per-subject limit to the messages it holds, deleting the oldest
+// (queued work), and keeps their ids, so publishing them again is dropped
+// as a duplicate. Until then this client refuses a share's messages past
+// its own limit itself.
 package natsq
 
 import (
@@ -75,6 +80,13 @@ type Queue struct {
 	streams map[string]bool  // streams known to exist; with "+", configured by this client
 	dlq     jetstream.Stream // the dead-letter stream, once looked up
 	shares  map[string]int   // stage: share limit (SetShareLimit)
+	// lowering holds the streams whose per-subject limit is still above
+	// this client's (a share holds more than it): when to check again.
+	lowering map[string]time.Time
+	// pub is held shared by publishes, and exclusively while a stream's
+	// limit is lowered: a publish of this client under the old limit
+	// does not land between the check of the shares and the update.
+	pub sync.RWMutex
 
 	acked, retried, panics, dead atomic.Int64
 }
@@ -91,7 +103,7 @@ func Connect(ctx context.Context, url string, opts ...nats.Option) (*Queue, erro
 		nc.Close()
 		return nil, fmt.Errorf("queue connect %s: %w", Redact(url), err)
 	}
-	q := &Queue{nc: nc, js: js, streams: map[string]bool{}, shares: map[string]int{}}
+	q := &Queue{nc: nc, js: js, streams: map[string]bool{}, shares: map[string]int{}, lowering: map[string]time.Time{}}
 	if err := q.ensureDLQ(ctx); err != nil {
 		nc.Close()
 		return nil, err
@@ -150,11 +162,81 @@ func (q *Queue) ensure(ctx context.Context, cfg jetstream.StreamConfig) error {
 	if q.streams[cfg.Name+"+"] {
 		return nil
 	}
+	if cfg.MaxMsgsPerSubject > 0 {
+		if next, ok := q.lowering[cfg.Name]; ok && time.Now().Before(next) {
+			return nil
+		}
+		q.pub.Lock()
+		defer q.pub.Unlock()
+		over, err := q.heldPast(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", cfg.Name, err)
+		}
+		if over {
+			// Written now, the lower limit would delete queued messages:
+			// keep the stream's until its shares are down to ours.
+			q.lowering[cfg.Name] = time.Now().Add(lowerRetry)
+			q.streams[cfg.Name] = true
+			return nil
+		}
+		delete(q.lowering, cfg.Name)
+	}
 	if _, err := q.js.CreateOrUpdateStream(ctx, cfg); err != nil {
 		return fmt.Errorf("stream %s: %w", cfg.Name, err)
 	}
 	q.streams[cfg.Name], q.streams[cfg.Name+"+"] = true, true
 	return nil
+}
+
+// lowerRetry is how often a client whose share limit is below its
+// stream's checks whether the shares are down to it.
+const lowerRetry = time.Second
+
+// heldPast reports whether cfg's stream exists with a higher per-subject
+// limit than cfg's (or none) and one of its subjects holds more messages
+// than cfg's limit: writing cfg would delete them.
+func (q *Queue) heldPast(ctx context.Context, cfg jetstream.StreamConfig) (bool, error) {
+	s, err := q.js.Stream(ctx, cfg.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if old := s.CachedInfo().Config.MaxMsgsPerSubject; old > 0 && old <= cfg.MaxMsgsPerSubject {
+		return false, nil
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(">"))
+	if err != nil {
+		return false, err
+	}
+	for _, n := range info.State.Subjects {
+		if n > uint64(cfg.MaxMsgsPerSubject) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// shareHolds reports whether the share subject subj of stage holds n
+// messages or more (while the stream's limit is above this client's).
+func (q *Queue) shareHolds(ctx context.Context, stage, subj string, n int) (bool, error) {
+	s, err := q.js.Stream(ctx, streamName(stage))
+	if err != nil {
+		return false, err
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subj))
+	if err != nil {
+		return false, err
+	}
+	return info.State.Subjects[subj] >= uint64(n), nil
+}
+
+func (q *Queue) isLowering(stage string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, ok := q.lowering[streamName(stage)]
+	return ok
 }
 
 // exist creates a stream that does not exist, and leaves the
@@ -260,12 +342,22 @@ func (q *Queue) Publish(ctx context.Context, stage, subject string, data []byte,
 	}
 	msg := nats.NewMsg(subjectFor("codectx", stage, subject))
 	msg.Data = data
-	if q.shareLimit(stage) > 0 && subject != "" {
+	if limit := q.shareLimit(stage); limit > 0 && subject != "" {
 		share, _, _ := strings.Cut(subject, ".")
 		msg.Subject = subjectFor("codectx", stage, share)
 		msg.Header.Set(hdrSubject, subject)
+		if q.isLowering(stage) {
+			// The stream still takes more: hold the share to ours (when
+			// its count cannot be read, the stream's limit bounds it).
+			if full, err := q.shareHolds(ctx, stage, msg.Subject, limit); err == nil && full {
+				return fmt.Errorf("publish %s %s: %w", stage, subject, queue.ErrShareFull)
+			}
+		}
 	}
-	if _, err := q.js.PublishMsg(ctx, msg, opts...); err != nil {
+	q.pub.RLock()
+	_, err := q.js.PublishMsg(ctx, msg, opts...)
+	q.pub.RUnlock()
+	if err != nil {
 		if shareFull(err) {
 			return fmt.Errorf("publish %s %s: %w", stage, subject, queue.ErrShareFull)
 		}
