@@ -588,6 +588,10 @@ func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned int) (
 		}
 		return nil
 	}
+	// publish sends t's missing files under a message id.
+	publish := func(t *tracked) func(id string) error {
+		return func(id string) error { return a.publishBatch(ctx, plan, t.n, t.missingFiles(), id) }
+	}
 	// A notification of a finished batch checks that batch at once (and
 	// the dead letters if it was dead-lettered); the poll checks all.
 	wake := a.watch(ctx, pipeline.StageParse, subject)
@@ -635,17 +639,11 @@ func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned int) (
 			reason, poison := st.reason, st.poison
 			switch {
 			case !t.retryAt.IsZero():
-				prev := t.sends
-				id, due := t.retryDue()
-				if !due {
-					next = append(next, t)
-					continue
-				}
-				if err := a.publishBatch(ctx, plan, t.n, t.missingFiles(), id); shareFull(err) {
-					t.unsend(id, prev)
-				} else if err != nil {
+				sent, err := t.retry(publish(t))
+				if err != nil {
 					return out, err
-				} else {
+				}
+				if sent {
 					out.Retried++
 				}
 				next = append(next, t)
@@ -672,13 +670,11 @@ func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned int) (
 				queued = append(split, queued...)
 				queuedFiles += len(split)
 			case time.Since(t.sent) > a.parseTimeout():
-				prev := t.sends
-				id := t.resend()
-				if err := a.publishBatch(ctx, plan, t.n, t.missingFiles(), id); shareFull(err) {
-					t.unsend(id, prev)
-				} else if err != nil {
+				sent, err := t.resendNow(publish(t))
+				if err != nil {
 					return out, err
-				} else {
+				}
+				if sent {
 					out.Resent++
 				}
 				next = append(next, t)

@@ -230,6 +230,9 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 		}
 		return items
 	}
+	publish := func(b *batch) func(id string) error {
+		return func(id string) error { return a.publishEmbed(ctx, p, b.n, missingItems(b), id) }
+	}
 	subject := jobSubject(p.Tenant, p.Repo, p.Commit)
 	// An embed worker's notification wakes the wait, as for parse and
 	// graph jobs; the poll stays for a lost one.
@@ -315,16 +318,11 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 			reason, poison := st.reason, st.poison
 			switch {
 			case !b.retryAt.IsZero():
-				prev := b.sends
-				id, due := b.retryDue()
-				if !due {
-					break
-				}
-				if err := a.publishEmbed(ctx, p, b.n, missingItems(b), id); shareFull(err) {
-					b.unsend(id, prev)
-				} else if err != nil {
+				sent, err := b.retry(publish(b))
+				if err != nil {
 					return out, err
-				} else {
+				}
+				if sent {
 					out.Retried++
 				}
 			case poison:
@@ -332,13 +330,11 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 				out.Failed += len(b.missing)
 				continue
 			case time.Since(b.sent) > a.parseTimeout():
-				prev := b.sends
-				id := b.resend()
-				if err := a.publishEmbed(ctx, p, b.n, missingItems(b), id); shareFull(err) {
-					b.unsend(id, prev)
-				} else if err != nil {
+				sent, err := b.resendNow(publish(b))
+				if err != nil {
 					return out, err
-				} else {
+				}
+				if sent {
 					out.Resent++
 				}
 			}

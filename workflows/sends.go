@@ -80,14 +80,37 @@ func (s *sends) resend() string {
 	return s.add("#r" + strconv.Itoa(s.resends))
 }
 
-// unsend undoes retryDue or resend, whose message id was refused (the
-// tenant's share of the queue was full): the state is prev again, and the
-// next round tries once more.
-func (s *sends) unsend(id string, prev sends) {
-	ids := s.ids
-	delete(ids, id)
-	*s = prev
-	s.ids = ids
+// retry publishes the batch again after an infrastructure failure once
+// its delay is due (retryDue), and resend after ParseTimeout. A publish
+// refused because the tenant's share of the queue was full leaves the
+// state as it was, for the next round to try once more; sent reports
+// whether the message went out.
+func (s *sends) retry(publish func(id string) error) (sent bool, err error) {
+	prev := *s
+	id, due := s.retryDue()
+	if !due {
+		return false, nil
+	}
+	return s.publish(prev, id, publish)
+}
+
+func (s *sends) resendNow(publish func(id string) error) (sent bool, err error) {
+	prev := *s
+	return s.publish(prev, s.resend(), publish)
+}
+
+// publish sends message id, added to s since prev; refused for a full
+// share, s is prev again.
+func (s *sends) publish(prev sends, id string, publish func(id string) error) (bool, error) {
+	err := publish(id)
+	if shareFull(err) {
+		ids := s.ids
+		delete(ids, id)
+		*s = prev
+		s.ids = ids
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // sentAny reports whether one of ids is a message of the batch in flight.

@@ -22,31 +22,25 @@ type waker struct {
 // watch starts watching stage's messages of subject; on failure the wait
 // only polls.
 func (a *Activities) watch(ctx context.Context, stage, subject string) waker {
-	if a.Queue == nil || a.NoWake {
-		return waker{stop: func() {}}
-	}
-	c, stop, err := a.Queue.Watch(stage, subject)
-	if err != nil {
-		if activity.IsActivity(ctx) {
-			activity.GetLogger(ctx).Warn("no wake-ups from the queue: polling only", "stage", stage, "error", err)
-		}
-		return waker{stop: func() {}}
-	}
-	return waker{c: c, stop: stop}
+	return a.startWaker(ctx, stage, "", func() (<-chan queue.Done, func(), error) { return a.Queue.Watch(stage, subject) })
 }
 
 // watchShare starts watching every message of stage in the share of
 // subject (its first token), for a wait whose publish was refused because
 // the share was full; on failure it only polls.
 func (a *Activities) watchShare(ctx context.Context, stage, subject string) waker {
+	share, _, _ := strings.Cut(subject, ".")
+	return a.startWaker(ctx, stage, "'s share", func() (<-chan queue.Done, func(), error) { return a.Queue.WatchShare(stage, share) })
+}
+
+func (a *Activities) startWaker(ctx context.Context, stage, what string, start func() (<-chan queue.Done, func(), error)) waker {
 	if a.Queue == nil || a.NoWake {
 		return waker{stop: func() {}}
 	}
-	share, _, _ := strings.Cut(subject, ".")
-	c, stop, err := a.Queue.WatchShare(stage, share)
+	c, stop, err := start()
 	if err != nil {
 		if activity.IsActivity(ctx) {
-			activity.GetLogger(ctx).Warn("no wake-ups from the queue's share: polling only", "stage", stage, "error", err)
+			activity.GetLogger(ctx).Warn("no wake-ups from the queue"+what+": polling only", "stage", stage, "error", err)
 		}
 		return waker{stop: func() {}}
 	}

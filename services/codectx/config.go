@@ -347,7 +347,7 @@ const defaultTenantSnapshots = 4
 
 // tenantSnapshotsFlag registers --tenant-snapshots, the bound of one
 // tenant's snapshots in progress. 0 is the default: resolve it with
-// tenantSnapshots.
+// perTenant.
 func tenantSnapshotsFlag(fs *flag.FlagSet, v *int, def string) {
 	fs.IntVar(v, "tenant-snapshots", envInt(envTenantSnaps, 0), "snapshots of one tenant indexed at once; its other pushes wait (status \"queued\") so that one tenant's many repositories cannot fill the shared parse and graph queues ahead of the others' (default: "+def+"; negative: no bound) ($"+envTenantSnaps+")")
 }
@@ -364,7 +364,7 @@ const defaultTenantBatches = 2 * workflows.DefaultWindow
 
 // tenantBatchesFlag registers --tenant-batches, the bound of one tenant's
 // batches in the parse and embed queues at once. 0 is the default:
-// resolve it with tenantSnapshots.
+// resolve it with perTenant.
 func tenantBatchesFlag(fs *flag.FlagSet, v *int, def string) {
 	fs.IntVar(v, "tenant-batches", envInt(envTenantBatches, 0), "batches of one tenant in the parse queue, and in the embed queue, at once, whatever its snapshots in progress: another tenant's batch waits behind at most this many of each tenant, and one tenant keeps at most this many workers of a stage busy. Enforced by NATS for every process publishing to the queue: give each orchestrator the same value (default: "+def+"; negative: no bound) ($"+envTenantBatches+")")
 }
@@ -377,9 +377,9 @@ func shareQueue(q *natsq.Queue, n int) {
 	}
 }
 
-// tenantSnapshots resolves --tenant-snapshots and --tenant-batches: v
+// perTenant resolves --tenant-snapshots and --tenant-batches: v
 // when set, else def if multi, else none (-1).
-func tenantSnapshots(v int, multi bool, def int) int {
+func perTenant(v int, multi bool, def int) int {
 	switch {
 	case v != 0:
 		return v

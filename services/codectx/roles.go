@@ -360,8 +360,8 @@ func orchestratorRole() role {
 		dense: denseQdrant,
 		body: func(ctx context.Context, e *roleEnv) error {
 			e.cfg.keepClones(ctx, e.log)
-			shareQueue(e.deps.queue.Load(), tenantSnapshots(e.cfg.tenantBatches, true, defaultTenantBatches))
-			w := newSDKWorker(e.deps.client(), e.deps.queue.Load(), e.store, e.cfg.data, e.cfg.netPolicy(), 0, tenantSnapshots(e.cfg.tenantSnapshots, true, defaultTenantSnapshots), e.cfg.queueWindow, e.dense)
+			shareQueue(e.deps.queue.Load(), perTenant(e.cfg.tenantBatches, true, defaultTenantBatches))
+			w := newSDKWorker(e.deps.client(), e.deps.queue.Load(), e.store, e.cfg.data, e.cfg.netPolicy(), 0, perTenant(e.cfg.tenantSnapshots, true, defaultTenantSnapshots), e.cfg.queueWindow, e.dense)
 			if err := w.Start(); err != nil {
 				return fmt.Errorf("start temporal worker: %w", err)
 			}

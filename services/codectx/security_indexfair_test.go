@@ -135,8 +135,8 @@ func TestTenantSnapshotsDefault(t *testing.T) {
 		{2, false, 2},
 		{-1, true, -1},
 	} {
-		if got := tenantSnapshots(tc.flag, tc.multi, defaultTenantSnapshots); got != tc.want {
-			t.Errorf("tenantSnapshots(%d, %v) = %d, want %d", tc.flag, tc.multi, got, tc.want)
+		if got := perTenant(tc.flag, tc.multi, defaultTenantSnapshots); got != tc.want {
+			t.Errorf("perTenant(%d, %v) = %d, want %d", tc.flag, tc.multi, got, tc.want)
 		}
 	}
 }

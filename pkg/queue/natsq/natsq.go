@@ -574,24 +574,7 @@ func (q *Queue) Watch(stage, subject string) (<-chan queue.Done, func(), error) 
 	if err := validSubject(subject); err != nil {
 		return nil, nil, err
 	}
-	ch := make(chan queue.Done, watchBuffer)
-	sub, err := q.nc.Subscribe(subjectFor(doneRoot, stage, subject), func(msg *nats.Msg) {
-		kind, id, _ := strings.Cut(string(msg.Data), " ")
-		select {
-		case ch <- queue.Done{ID: id, Dead: kind == "dead"}:
-		default:
-		}
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("watch %s %s: %w", stage, subject, err)
-	}
-	// The server knows the subscription before Watch returns: nothing
-	// finished afterwards goes unannounced.
-	if err := q.nc.Flush(); err != nil {
-		sub.Unsubscribe()
-		return nil, nil, fmt.Errorf("watch %s %s: %w", stage, subject, err)
-	}
-	return ch, func() { sub.Unsubscribe() }, nil
+	return q.watchDone(stage, subject, subjectFor(doneRoot, stage, subject))
 }
 
 // WatchShare is Watch for every message of stage whose subject's first
@@ -604,6 +587,12 @@ func (q *Queue) WatchShare(stage, share string) (<-chan queue.Done, func(), erro
 	if err := validSubject(share); err != nil || strings.Contains(share, ".") || share == "" {
 		return nil, nil, fmt.Errorf("watch %s: invalid share %q", stage, share)
 	}
+	return q.watchDone(stage, share, subjectFor(doneRoot, stage, share), subjectFor(doneRoot, stage, share+".>"))
+}
+
+// watchDone subscribes one channel to the finish notices on subjects
+// (what names them in errors).
+func (q *Queue) watchDone(stage, what string, subjects ...string) (<-chan queue.Done, func(), error) {
 	ch := make(chan queue.Done, watchBuffer)
 	var subs []*nats.Subscription
 	stop := func() {
@@ -611,7 +600,7 @@ func (q *Queue) WatchShare(stage, share string) (<-chan queue.Done, func(), erro
 			sub.Unsubscribe()
 		}
 	}
-	for _, subj := range []string{subjectFor(doneRoot, stage, share), subjectFor(doneRoot, stage, share+".>")} {
+	for _, subj := range subjects {
 		sub, err := q.nc.Subscribe(subj, func(msg *nats.Msg) {
 			kind, id, _ := strings.Cut(string(msg.Data), " ")
 			select {
@@ -621,13 +610,15 @@ func (q *Queue) WatchShare(stage, share string) (<-chan queue.Done, func(), erro
 		})
 		if err != nil {
 			stop()
-			return nil, nil, fmt.Errorf("watch %s %s: %w", stage, share, err)
+			return nil, nil, fmt.Errorf("watch %s %s: %w", stage, what, err)
 		}
 		subs = append(subs, sub)
 	}
+	// The server knows the subscriptions before Watch returns: nothing
+	// finished afterwards goes unannounced.
 	if err := q.nc.Flush(); err != nil {
 		stop()
-		return nil, nil, fmt.Errorf("watch %s %s: %w", stage, share, err)
+		return nil, nil, fmt.Errorf("watch %s %s: %w", stage, what, err)
 	}
 	return ch, stop, nil
 }
