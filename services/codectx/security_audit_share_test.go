@@ -243,5 +243,4 @@ func TestAuditShareEmbedPoison(t *testing.T) {
 	// beta's 5.8-6 s on an idle machine, 5.2 s of 6.1 s in one CI run). The
 	// share's effect on that time is bounded in
 	// TestSecurityIndexFairnessTenantShare.
-	_ = took
 }
