@@ -1,8 +1,13 @@
 // Package natsq is the NATS JetStream adapter of the queue port.
 //
 // Each stage has a work-queue stream CODECTX_<STAGE> on subjects
-// codectx.<stage>[.<subject>] and one durable pull consumer, so every
-// message is handled by one worker of any process consuming that stage.
+// codectx.<stage>[.<subject>], and every message is handled by one worker
+// of any process consuming that stage. Workers take the messages of the
+// stage's shares (the first token of a subject: a tenant in the pipeline)
+// in turn, each share in the order published, through one durable pull
+// consumer per share (fair.go): a share with a thousand messages queued
+// delays another's next one by about one message per worker, not by a
+// thousand.
 // Failed messages are retried with queue.Config.Backoff (as a Nak delay);
 // a message whose last allowed delivery fails is copied to the stream
 // CODECTX_DLQ (subject codectx_dlq.<stage>[.<subject>], headers Codectx-*)
@@ -363,6 +368,7 @@ func (q *Queue) Publish(ctx context.Context, stage, subject string, data []byte,
 		}
 		return fmt.Errorf("publish %s %s: %w", stage, subject, err)
 	}
+	q.announce(stage, shareOf(stage, msg.Subject))
 	return nil
 }
 
@@ -384,22 +390,15 @@ func (q *Queue) Consume(ctx context.Context, cfg queue.Config, h queue.Handler) 
 	if err := q.existStage(ctx, cfg.Stage); err != nil {
 		return fmt.Errorf("consume %s: %w", cfg.Stage, err)
 	}
-	cons, err := q.js.CreateOrUpdateConsumer(ctx, streamName(cfg.Stage), jetstream.ConsumerConfig{
-		Durable:   "workers",
-		AckPolicy: jetstream.AckExplicitPolicy,
-		AckWait:   cfg.AckWait,
-		// One delivery more than handler attempts: it only dead-letters a
-		// message whose final attempt timed out.
-		MaxDeliver:    cfg.MaxDeliver + 1,
-		MaxAckPending: max(1000, cfg.Workers),
-	})
+	t, stop, err := newTurns(ctx, q, cfg)
 	if err != nil {
-		return fmt.Errorf("consume %s: consumer: %w", cfg.Stage, err)
+		return fmt.Errorf("consume %s: %w", cfg.Stage, err)
 	}
+	defer stop()
 	errs := make([]error, cfg.Workers)
 	var wg sync.WaitGroup
 	for i := range cfg.Workers {
-		wg.Go(func() { errs[i] = q.work(ctx, cfg, cons, h) })
+		wg.Go(func() { errs[i] = q.work(ctx, cfg, t, h) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -408,21 +407,26 @@ func (q *Queue) Consume(ctx context.Context, cfg queue.Config, h queue.Handler) 
 	return nil
 }
 
-// work pulls one message at a time, so nothing waits in a local buffer
-// while its ack timer runs.
-func (q *Queue) work(ctx context.Context, cfg queue.Config, cons jetstream.Consumer, h queue.Handler) error {
+// work takes one message at a time, in the shares' turns, so nothing
+// waits in a local buffer while its ack timer runs.
+func (q *Queue) work(ctx context.Context, cfg queue.Config, t *turns, h queue.Handler) error {
 	for ctx.Err() == nil {
-		pctx, cancel := context.WithTimeout(ctx, pollWait)
-		msg, err := cons.Next(jetstream.FetchContext(pctx))
-		cancel()
+		msg, share, err := t.take(ctx)
 		switch {
-		case err == nil:
-			q.handle(ctx, cfg, msg, h)
+		case msg != nil:
+			// Pass the wake on: another idle worker may find a message too.
+			select {
+			case t.wake <- struct{}{}:
+			default:
+			}
+			if d, again := q.handle(ctx, cfg, msg, h); again {
+				t.later(share, d)
+			}
 		case ctx.Err() != nil:
 			return nil
-		case errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, jetstream.ErrNoMessages):
-			// idle poll
-		case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, jetstream.ErrConsumerDeleted):
+		case err == nil:
+			t.idle(ctx)
+		case fatal(err):
 			return err
 		default:
 			// Transient (reconnecting, leadership change): back off briefly.
@@ -435,11 +439,13 @@ func (q *Queue) work(ctx context.Context, cfg queue.Config, cons jetstream.Consu
 	return nil
 }
 
-func (q *Queue) handle(ctx context.Context, cfg queue.Config, msg jetstream.Msg, h queue.Handler) {
+// handle runs h on msg and acknowledges, retries or dead-letters it;
+// again says that msg was handed back for a retry after d.
+func (q *Queue) handle(ctx context.Context, cfg queue.Config, msg jetstream.Msg, h queue.Handler) (d time.Duration, again bool) {
 	md, err := msg.Metadata()
 	if err != nil {
 		msg.Nak()
-		return
+		return 0, true
 	}
 	stage := cfg.Stage
 	subject := msg.Headers().Get(hdrSubject) // stored under its share
@@ -455,7 +461,7 @@ func (q *Queue) handle(ctx context.Context, cfg queue.Config, msg jetstream.Msg,
 	if m.Deliveries > cfg.MaxDeliver {
 		q.deadLetter(ctx, stage, m, md.Sequence.Stream, msg, queue.CauseTimeout,
 			fmt.Sprintf("final delivery %d not acknowledged within %v (worker crashed or hung)", cfg.MaxDeliver, cfg.AckWait))
-		return
+		return 0, false
 	}
 
 	stop := heartbeat(msg, cfg.AckWait/3)
@@ -469,6 +475,7 @@ func (q *Queue) handle(ctx context.Context, cfg queue.Config, msg jetstream.Msg,
 		q.notify(stage, m, false)
 	case ctx.Err() != nil:
 		msg.Nak() // shutting down: hand it to another worker now
+		return 0, true
 	case queue.IsPermanent(err):
 		q.deadLetter(ctx, stage, m, md.Sequence.Stream, msg, queue.CausePermanent, err.Error())
 	case m.Deliveries >= cfg.MaxDeliver:
@@ -479,12 +486,15 @@ func (q *Queue) handle(ctx context.Context, cfg queue.Config, msg jetstream.Msg,
 		q.deadLetter(ctx, stage, m, md.Sequence.Stream, msg, cause, err.Error())
 	default:
 		q.retried.Add(1)
-		if d := cfg.RetryDelay(m.Deliveries); d > 0 {
+		d := cfg.RetryDelay(m.Deliveries)
+		if d > 0 {
 			msg.NakWithDelay(d)
 		} else {
 			msg.Nak()
 		}
+		return d, true
 	}
+	return 0, false
 }
 
 // panicError is a recovered handler panic.

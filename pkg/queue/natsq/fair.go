@@ -1,0 +1,353 @@
+package natsq
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"codectx/pkg/queue"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Fair consumption. A stage's messages are taken in turn from its shares
+// (the first token of their subject: a tenant in the pipeline), not in
+// the order they were published: a share that queued a thousand messages
+// does not delay another's one by a thousand. Each share has its own
+// durable pull consumer filtered on its subjects (a work-queue stream
+// takes consumers whose filters do not overlap), and each Consume call
+// goes round its shares, taking one message of the next share that has
+// one. Shares are learnt from the publishers' notices (newNotice) and,
+// for what no notice announces (redeliveries, a lost notice, messages
+// published before the consumer started), from the stream's subject
+// counts, read at most every rescan. Within a share, messages keep
+// their order.
+const (
+	// newRoot is the root of the core NATS subjects on which publishers
+	// announce a stored message's share: codectx_new.<stage>.
+	newRoot = "codectx_new"
+	// rescan is how often a consumer reads the stream's shares (while
+	// idle, and between the notices while busy).
+	rescan = 500 * time.Millisecond
+	// shareIdle is when the server removes a share's consumer nobody
+	// pulled from: far above any handler's run, so a consumer is never
+	// removed under a message being handled.
+	shareIdle = time.Hour
+	// oldConsumer is the single unfiltered consumer of versions before
+	// fair consumption; its filter overlaps every share's.
+	oldConsumer = "workers"
+)
+
+// shareConsumer names share's durable consumer: a hash, since a share
+// token may hold characters a consumer name may not.
+func shareConsumer(share string) string {
+	h := sha256.Sum256([]byte(share))
+	return "share_" + hex.EncodeToString(h[:10])
+}
+
+// shareOf is the share of a stream subject of stage ("" for the bare
+// codectx.<stage>).
+func shareOf(stage, subject string) string {
+	rest := strings.TrimPrefix(strings.TrimPrefix(subject, "codectx."+stage), ".")
+	share, _, _ := strings.Cut(rest, ".")
+	return share
+}
+
+// shareFilters are the stream subjects of share.
+func shareFilters(stage, share string) []string {
+	if share == "" {
+		return []string{"codectx." + stage}
+	}
+	s := subjectFor("codectx", stage, share)
+	return []string{s, s + ".>"}
+}
+
+// turns hands out a stage's messages share by share, to the workers of
+// one Consume call.
+type turns struct {
+	q      *Queue
+	stage  string
+	cfg    jetstream.ConsumerConfig // all but the name and filters
+	stream jetstream.Stream
+
+	mu       sync.Mutex
+	ring     []string // shares that may hold a message, in turn order
+	next     int      // the ring's next turn
+	cons     map[string]jetstream.Consumer
+	scanned  time.Time
+	wake     chan struct{} // a share may have a message (buffer 1)
+	timers   []*time.Timer
+	shutdown bool
+}
+
+func newTurns(ctx context.Context, q *Queue, cfg queue.Config) (*turns, func(), error) {
+	stream, err := q.js.Stream(ctx, streamName(cfg.Stage))
+	if err != nil {
+		return nil, nil, err
+	}
+	t := &turns{
+		q:      q,
+		stage:  cfg.Stage,
+		stream: stream,
+		cons:   map[string]jetstream.Consumer{},
+		wake:   make(chan struct{}, 1),
+		cfg: jetstream.ConsumerConfig{
+			AckPolicy: jetstream.AckExplicitPolicy,
+			AckWait:   cfg.AckWait,
+			// One delivery more than handler attempts: it only dead-letters
+			// a message whose final attempt timed out.
+			MaxDeliver:        cfg.MaxDeliver + 1,
+			MaxAckPending:     max(1000, cfg.Workers),
+			InactiveThreshold: shareIdle,
+		},
+	}
+	if err := t.removeOld(ctx); err != nil {
+		return nil, nil, err
+	}
+	sub, err := q.nc.Subscribe(newRoot+"."+cfg.Stage, func(m *nats.Msg) { t.add(string(m.Data)) })
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := q.nc.Flush(); err != nil {
+		sub.Unsubscribe()
+		return nil, nil, err
+	}
+	stop := func() {
+		sub.Unsubscribe()
+		t.mu.Lock()
+		t.shutdown = true
+		for _, tm := range t.timers {
+			tm.Stop()
+		}
+		t.mu.Unlock()
+	}
+	return t, stop, nil
+}
+
+// removeOld removes the unfiltered consumer of versions before fair
+// consumption, which would keep every share's consumer from being created
+// (its unacknowledged messages stay in the stream, for the shares').
+func (t *turns) removeOld(ctx context.Context) error {
+	err := t.q.js.DeleteConsumer(ctx, streamName(t.stage), oldConsumer)
+	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Errorf("remove the unfiltered consumer: %w", err)
+	}
+	return nil
+}
+
+// errWQNotUnique is the server's error code for a consumer whose filter
+// overlaps another's on a work-queue stream (JSConsumerWQConsumerNotUniqueErr).
+const errWQNotUnique jetstream.ErrorCode = 10100
+
+// overlaps reports the server's refusal of a consumer whose filter
+// overlaps another's on a work-queue stream.
+func overlaps(err error) bool {
+	var api *jetstream.APIError
+	return errors.As(err, &api) && api.ErrorCode == errWQNotUnique
+}
+
+// add puts share in the ring, if it is not there, and wakes a worker.
+func (t *turns) add(share string) {
+	t.mu.Lock()
+	if !slices.Contains(t.ring, share) {
+		t.ring = append(t.ring, share)
+	}
+	t.mu.Unlock()
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// later adds share again after d: a message of it was handed back with a
+// retry delay, and no notice announces its redelivery.
+func (t *turns) later(share string, d time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.shutdown {
+		return
+	}
+	t.timers = slices.DeleteFunc(t.timers, func(tm *time.Timer) bool { return !tm.Stop() })
+	var tm *time.Timer
+	tm = time.AfterFunc(d, func() { t.add(share) })
+	t.timers = append(t.timers, tm)
+}
+
+// scan adds the shares that hold messages in the stream, if the last
+// scan is older than rescan (or force).
+func (t *turns) scan(ctx context.Context, force bool) error {
+	t.mu.Lock()
+	due := force || time.Since(t.scanned) >= rescan
+	if due {
+		t.scanned = time.Now()
+	}
+	t.mu.Unlock()
+	if !due {
+		return nil
+	}
+	info, err := t.stream.Info(ctx, jetstream.WithSubjectFilter("codectx."+t.stage+".>"))
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for subj, n := range info.State.Subjects {
+		if n > 0 {
+			seen[shareOf(t.stage, subj)] = true
+		}
+	}
+	// The bare subject is outside the filter (">" needs a token).
+	if bare, err := t.stream.Info(ctx, jetstream.WithSubjectFilter("codectx."+t.stage)); err == nil && bare.State.Subjects["codectx."+t.stage] > 0 {
+		seen[""] = true
+	}
+	shares := slices.Sorted(func(yield func(string) bool) {
+		for s := range seen {
+			if !yield(s) {
+				return
+			}
+		}
+	})
+	for _, s := range shares {
+		t.add(s)
+	}
+	return nil
+}
+
+// turn returns the share whose turn it is, and moves the turn on; ok is
+// false if the ring is empty.
+func (t *turns) turn() (share string, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.ring) == 0 {
+		return "", false
+	}
+	t.next %= len(t.ring)
+	share = t.ring[t.next]
+	t.next++
+	return share, true
+}
+
+// drop takes share out of the ring: it had no message to hand out.
+func (t *turns) drop(share string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if i := slices.Index(t.ring, share); i >= 0 {
+		t.ring = slices.Delete(t.ring, i, i+1)
+		if i < t.next {
+			t.next--
+		}
+	}
+}
+
+func (t *turns) size() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.ring)
+}
+
+// consumer returns share's consumer, created (or found) on first use.
+func (t *turns) consumer(ctx context.Context, share string) (jetstream.Consumer, error) {
+	t.mu.Lock()
+	c := t.cons[share]
+	t.mu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	cfg := t.cfg
+	cfg.Durable = shareConsumer(share)
+	cfg.FilterSubjects = shareFilters(t.stage, share)
+	c, err := t.q.js.CreateOrUpdateConsumer(ctx, streamName(t.stage), cfg)
+	if err != nil && overlaps(err) {
+		// An older version's worker started meanwhile and made its
+		// unfiltered consumer again.
+		if err := t.removeOld(ctx); err != nil {
+			return nil, err
+		}
+		c, err = t.q.js.CreateOrUpdateConsumer(ctx, streamName(t.stage), cfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("consumer of share %q: %w", share, err)
+	}
+	t.mu.Lock()
+	t.cons[share] = c
+	t.mu.Unlock()
+	return c, nil
+}
+
+func (t *turns) forget(share string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.cons, share)
+}
+
+// take returns the next share's next message, going round the ring once;
+// nil if no share has one to hand out now.
+func (t *turns) take(ctx context.Context) (jetstream.Msg, string, error) {
+	if err := t.scan(ctx, false); err != nil && ctx.Err() == nil {
+		if fatal(err) {
+			return nil, "", err
+		}
+	}
+	for range t.size() {
+		share, ok := t.turn()
+		if !ok {
+			break
+		}
+		c, err := t.consumer(ctx, share)
+		if err != nil {
+			return nil, "", err
+		}
+		batch, err := c.FetchNoWait(1)
+		if err == nil {
+			if msg := <-batch.Messages(); msg != nil {
+				return msg, share, nil
+			}
+			err = batch.Error()
+		}
+		switch {
+		case err == nil, errors.Is(err, jetstream.ErrNoMessages), errors.Is(err, nats.ErrTimeout):
+			t.drop(share)
+		case gone(err):
+			// Removed (idle, or by hand): made again on the next turn.
+			t.forget(share)
+			t.add(share)
+		default:
+			return nil, "", err
+		}
+	}
+	return nil, "", nil
+}
+
+// idle waits until a share may have a message, the next scan is due, or
+// ctx ends.
+func (t *turns) idle(ctx context.Context) {
+	tm := time.NewTimer(rescan)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.wake:
+	case <-tm.C:
+	}
+}
+
+// gone reports a pull from a consumer that no longer exists (a request to
+// a removed consumer has no responder).
+func gone(err error) bool {
+	return errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, nats.ErrNoResponders)
+}
+
+func fatal(err error) bool {
+	return errors.Is(err, nats.ErrConnectionClosed)
+}
+
+// announce tells the stage's consumers that share has a new message (best
+// effort: a lost notice leaves them to their next scan).
+func (q *Queue) announce(stage, share string) {
+	q.nc.Publish(newRoot+"."+stage, []byte(share))
+}

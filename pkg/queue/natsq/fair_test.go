@@ -1,0 +1,192 @@
+package natsq_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"codectx/pkg/queue"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// position is where the first message of subject prefix share was
+// handled among got (-1: never).
+func position(got []queue.Message, share string) int {
+	return slices.IndexFunc(got, func(m queue.Message) bool {
+		return m.Subject == share || len(m.Subject) > len(share) && m.Subject[:len(share)+1] == share+"."
+	})
+}
+
+// TestSharesTakeTurns: a share that queued many messages does not hold
+// back another share's one, whether queued before the consumer started or
+// while it works; within a share the order is kept.
+func TestSharesTakeTurns(t *testing.T) {
+	for _, limit := range []int{0, 100} {
+		t.Run(fmt.Sprintf("share limit %d", limit), func(t *testing.T) {
+			s := startServer(t)
+			q := connect(t, s)
+			q.SetShareLimit("parse", limit)
+			for i := range 30 {
+				publish(t, q, "parse", fmt.Sprintf("tbusy.s%d", i%3), fmt.Sprintf("busy-%02d", i), fmt.Sprintf("busy-%d", i))
+			}
+			publish(t, q, "parse", "tsmall.s1", "small-1", "small-1")
+			waitPending(t, q, "parse", 31)
+
+			var rec recorder
+			release := make(chan struct{})
+			consume(t, q, queue.Config{Stage: "parse", Workers: 1}, func(ctx context.Context, m queue.Message) error {
+				if rec.add(m) == 3 {
+					<-release // the second push arrives while the consumer works
+				}
+				time.Sleep(2 * time.Millisecond)
+				return nil
+			})
+			waitFor(t, "3 handled", func() bool { return rec.count() >= 3 })
+			publish(t, q, "parse", "tlate.s9", "late-1", "late-1")
+			time.Sleep(50 * time.Millisecond) // its notice is in
+			close(release)
+			waitPending(t, q, "parse", 0)
+
+			got := rec.get()
+			if len(got) != 32 {
+				t.Fatalf("handled %d messages, want 32", len(got))
+			}
+			// Queued behind 30 of another share, handled in its first turn.
+			if i := position(got, "tsmall"); i < 0 || i > 1 {
+				t.Errorf("the small share's message was handled %dth, after %d of the busy share; want in the first two", i+1, i)
+			}
+			// Published while 27 of the busy share waited.
+			if i := position(got, "tlate"); i < 3 || i > 5 {
+				t.Errorf("the late share's message was handled %dth; want within two turns of its publish (3rd-5th)", i+1)
+			}
+			var busy []string
+			for _, m := range got {
+				if string(m.Data[:4]) == "busy" {
+					busy = append(busy, string(m.Data))
+				}
+			}
+			if !slices.IsSorted(busy) {
+				t.Errorf("the busy share's messages were handled out of order: %v", busy)
+			}
+		})
+	}
+}
+
+// TestSharesTakeTurnsAcrossWorkers: with several workers, every share
+// still gets a turn before a busy one's backlog, and retries with a delay
+// come back.
+func TestSharesTakeTurnsAcrossWorkers(t *testing.T) {
+	s := startServer(t)
+	q := connect(t, s)
+	for i := range 40 {
+		publish(t, q, "parse", "tbusy.x", fmt.Sprint("busy-", i), fmt.Sprint("busy-", i))
+	}
+	for _, sh := range []string{"ta", "tb", "tc"} {
+		publish(t, q, "parse", sh+".x", sh, sh)
+	}
+	var rec recorder
+	consume(t, q, queue.Config{Stage: "parse", Workers: 3, Backoff: []time.Duration{100 * time.Millisecond}},
+		func(ctx context.Context, m queue.Message) error {
+			rec.add(m)
+			if m.Subject == "tb.x" && m.Deliveries == 1 {
+				return fmt.Errorf("transient")
+			}
+			time.Sleep(5 * time.Millisecond)
+			return nil
+		})
+	waitPending(t, q, "parse", 0)
+	got := rec.get()
+	for _, sh := range []string{"ta", "tb", "tc"} {
+		if i := position(got, sh); i < 0 || i > 6 {
+			t.Errorf("share %s first handled %dth of %d; want within the first 7", sh, i+1, len(got))
+		}
+	}
+	if n := len(got); n != 44 {
+		t.Errorf("handled %d deliveries, want 44 (43 messages, one retried)", n)
+	}
+}
+
+// TestSharesReplaceTheOldConsumer: a stream left by a version with one
+// unfiltered consumer (which would overlap every share's) is taken over,
+// its queued messages included.
+func TestSharesReplaceTheOldConsumer(t *testing.T) {
+	s := startServer(t)
+	q := connect(t, s)
+	publish(t, q, "parse", "ta.x", "a", "a")
+	publish(t, q, "parse", "tb.x", "b", "b")
+	nc, err := nats.Connect(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateOrUpdateConsumer(t.Context(), "CODECTX_PARSE", jetstream.ConsumerConfig{
+		Durable: "workers", AckPolicy: jetstream.AckExplicitPolicy,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var rec recorder
+	consume(t, q, queue.Config{Stage: "parse"}, func(ctx context.Context, m queue.Message) error {
+		rec.add(m)
+		return nil
+	})
+	waitPending(t, q, "parse", 0)
+	if n := rec.count(); n != 2 {
+		t.Errorf("handled %d messages, want 2", n)
+	}
+	if _, err := js.Consumer(t.Context(), "CODECTX_PARSE", "workers"); err == nil {
+		t.Errorf("the unfiltered consumer is still there")
+	}
+}
+
+// TestSharesReplaceTheOldConsumerAgain: an older worker that makes its
+// unfiltered consumer again while a newer one runs does not stop the
+// newer one (a rolling upgrade).
+func TestSharesReplaceTheOldConsumerAgain(t *testing.T) {
+	s := startServer(t)
+	q := connect(t, s)
+	publish(t, q, "parse", "ta.x", "a", "a")
+	var rec recorder
+	consume(t, q, queue.Config{Stage: "parse"}, func(ctx context.Context, m queue.Message) error {
+		rec.add(m)
+		return nil
+	})
+	waitFor(t, "the first message", func() bool { return rec.count() == 1 })
+	nc, err := nats.Connect(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The share ta has a consumer already: the old one must be unfiltered
+	// and so overlaps it; remove ta's first, as an older worker would
+	// find the stream after the newer one's consumers went idle.
+	st, err := js.Stream(t.Context(), "CODECTX_PARSE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range st.ConsumerNames(t.Context()).Name() {
+		if err := js.DeleteConsumer(t.Context(), "CODECTX_PARSE", name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := js.CreateOrUpdateConsumer(t.Context(), "CODECTX_PARSE", jetstream.ConsumerConfig{
+		Durable: "workers", AckPolicy: jetstream.AckExplicitPolicy,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, q, "parse", "tb.x", "b", "b")
+	publish(t, q, "parse", "ta.x", "a2", "a2")
+	waitFor(t, "the messages after the old consumer came back", func() bool { return rec.count() == 3 })
+	waitPending(t, q, "parse", 0)
+}
