@@ -33,9 +33,10 @@ const (
 	// newRoot is the root of the core NATS subjects on which publishers
 	// announce a stored message's share: codectx_new.<stage>.
 	newRoot = "codectx_new"
-	// rescan is how often a consumer reads the stream's shares (while
-	// idle, and between the notices while busy).
-	rescan = 500 * time.Millisecond
+	// settle is how long after a share's notice its message is looked
+	// for, every settleStep, before the share leaves the ring (pull).
+	settle     = 20 * time.Millisecond
+	settleStep = 2 * time.Millisecond
 	// shareIdle is when the server removes a share's consumer nobody
 	// pulled from: far above any handler's run, so a consumer is never
 	// removed under a message being handled.
@@ -44,6 +45,10 @@ const (
 	// fair consumption; its filter overlaps every share's.
 	oldConsumer = "workers"
 )
+
+// rescan is how often a consumer reads the stream's shares (while idle,
+// and between the notices while busy); a variable for tests.
+var rescan = 500 * time.Millisecond
 
 // shareConsumer names share's durable consumer: a hash, since a share
 // token may hold characters a consumer name may not.
@@ -78,8 +83,10 @@ type turns struct {
 	stream jetstream.Stream
 
 	mu       sync.Mutex
-	ring     []string // shares that may hold a message, in turn order
-	next     int      // the ring's next turn
+	ring     []string             // shares that may hold a message, in turn order
+	adds     map[string]uint64    // times each share was added (never reset): a drop after a later add is void
+	added    map[string]time.Time // when each share was last added
+	next     int                  // the ring's next turn
 	cons     map[string]jetstream.Consumer
 	scanned  time.Time
 	wake     chan struct{} // a share may have a message (buffer 1)
@@ -97,6 +104,8 @@ func newTurns(ctx context.Context, q *Queue, cfg queue.Config) (*turns, func(), 
 		stage:  cfg.Stage,
 		stream: stream,
 		cons:   map[string]jetstream.Consumer{},
+		adds:   map[string]uint64{},
+		added:  map[string]time.Time{},
 		wake:   make(chan struct{}, 1),
 		cfg: jetstream.ConsumerConfig{
 			AckPolicy: jetstream.AckExplicitPolicy,
@@ -111,7 +120,7 @@ func newTurns(ctx context.Context, q *Queue, cfg queue.Config) (*turns, func(), 
 	if err := t.removeOld(ctx); err != nil {
 		return nil, nil, err
 	}
-	sub, err := q.nc.Subscribe(newRoot+"."+cfg.Stage, func(m *nats.Msg) { t.add(string(m.Data)) })
+	sub, err := q.nc.Subscribe(newRoot+"."+cfg.Stage, func(m *nats.Msg) { t.add(string(m.Data), true) })
 	if err != nil {
 		return nil, nil, err
 	}
@@ -154,10 +163,15 @@ func overlaps(err error) bool {
 }
 
 // add puts share in the ring, if it is not there, and wakes a worker.
-func (t *turns) add(share string) {
+// fresh: a message of it was just announced (or is just due again).
+func (t *turns) add(share string, fresh bool) {
 	t.mu.Lock()
 	if !slices.Contains(t.ring, share) {
 		t.ring = append(t.ring, share)
+	}
+	t.adds[share]++
+	if fresh {
+		t.added[share] = time.Now()
 	}
 	t.mu.Unlock()
 	select {
@@ -166,9 +180,10 @@ func (t *turns) add(share string) {
 	}
 }
 
-// later adds share again after d: a message of it was handed back with a
-// retry delay, and no notice announces its redelivery.
-func (t *turns) later(share string, d time.Duration) {
+// later adds share again after d, fresh or not: a message of it was
+// handed back with a retry delay, and no notice announces its
+// redelivery; or it was just announced and its pull found nothing yet.
+func (t *turns) later(share string, d time.Duration, fresh bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.shutdown {
@@ -176,7 +191,7 @@ func (t *turns) later(share string, d time.Duration) {
 	}
 	t.timers = slices.DeleteFunc(t.timers, func(tm *time.Timer) bool { return !tm.Stop() })
 	var tm *time.Timer
-	tm = time.AfterFunc(d, func() { t.add(share) })
+	tm = time.AfterFunc(d, func() { t.add(share, fresh) })
 	t.timers = append(t.timers, tm)
 }
 
@@ -214,41 +229,69 @@ func (t *turns) scan(ctx context.Context, force bool) error {
 		}
 	})
 	for _, s := range shares {
-		t.add(s)
+		t.add(s, false)
 	}
 	return nil
 }
 
-// turn returns the share whose turn it is, and moves the turn on; ok is
-// false if the ring is empty.
-func (t *turns) turn() (share string, ok bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.ring) == 0 {
-		return "", false
-	}
-	t.next %= len(t.ring)
-	share = t.ring[t.next]
-	t.next++
-	return share, true
+// entry is a share in one round of a worker, with its count of adds when
+// the round began.
+type entry struct {
+	share string
+	adds  uint64
+	fresh bool // added within settle
 }
 
-// drop takes share out of the ring: it had no message to hand out.
-func (t *turns) drop(share string) {
+// round returns the ring from the share whose turn it is on, and moves
+// the turn on by one. A worker's round visits every share in the ring
+// when it began, however other workers' rounds interleave with it.
+func (t *turns) round() []entry {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	n := len(t.ring)
+	if n == 0 {
+		return nil
+	}
+	start := t.next % n
+	t.next = start + 1
+	out := make([]entry, n)
+	for i := range out {
+		s := t.ring[(start+i)%n]
+		out[i] = entry{s, t.adds[s], time.Since(t.added[s]) < settle}
+	}
+	return out
+}
+
+// served moves the turn past share, whose message a round took when its
+// count of adds was adds. Unless it was announced again since, it is no
+// longer fresh: the message announced was most likely that one, and an
+// idle worker woken to look for more should not wait for it.
+func (t *turns) served(share string, adds uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if i := slices.Index(t.ring, share); i >= 0 {
+		t.next = i + 1
+	}
+	if t.adds[share] == adds {
+		delete(t.added, share)
+	}
+}
+
+// drop takes share out of the ring: it had no message to hand out when
+// its count of adds was adds. If it was added since (a message announced
+// after the pull found none), it stays.
+func (t *turns) drop(share string, adds uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.adds[share] != adds {
+		return
+	}
 	if i := slices.Index(t.ring, share); i >= 0 {
 		t.ring = slices.Delete(t.ring, i, i+1)
 		if i < t.next {
 			t.next--
 		}
 	}
-}
-
-func (t *turns) size() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.ring)
 }
 
 // consumer returns share's consumer, created (or found) on first use.
@@ -289,39 +332,52 @@ func (t *turns) forget(share string) {
 // take returns the next share's next message, going round the ring once;
 // nil if no share has one to hand out now.
 func (t *turns) take(ctx context.Context) (jetstream.Msg, string, error) {
-	if err := t.scan(ctx, false); err != nil && ctx.Err() == nil {
-		if fatal(err) {
-			return nil, "", err
-		}
+	if err := t.scan(ctx, false); err != nil && fatal(err) {
+		return nil, "", err
 	}
-	for range t.size() {
-		share, ok := t.turn()
-		if !ok {
-			break
-		}
-		c, err := t.consumer(ctx, share)
-		if err != nil {
-			return nil, "", err
-		}
-		batch, err := c.FetchNoWait(1)
-		if err == nil {
-			if msg := <-batch.Messages(); msg != nil {
-				return msg, share, nil
-			}
-			err = batch.Error()
-		}
-		switch {
-		case err == nil, errors.Is(err, jetstream.ErrNoMessages), errors.Is(err, nats.ErrTimeout):
-			t.drop(share)
-		case gone(err):
-			// Removed (idle, or by hand): made again on the next turn.
-			t.forget(share)
-			t.add(share)
-		default:
-			return nil, "", err
+	for _, e := range t.round() {
+		if msg, err := t.pull(ctx, e); err != nil || msg != nil {
+			return msg, e.share, err
 		}
 	}
 	return nil, "", nil
+}
+
+// pull asks e's share for one message, without waiting. A share that has
+// none leaves the ring, unless it was announced within settle: the server
+// tells a stream's consumers of a stored message shortly after
+// acknowledging it to the publisher, so a pull made on the notice can
+// find nothing yet. Such a share is asked again every settleStep (by an
+// idle worker; waiting for it here would hold this worker from the
+// others' turns, and it may well have been taken by another worker).
+func (t *turns) pull(ctx context.Context, e entry) (jetstream.Msg, error) {
+	c, err := t.consumer(ctx, e.share)
+	if err != nil {
+		return nil, err
+	}
+	batch, err := c.FetchNoWait(1)
+	if err == nil {
+		if msg := <-batch.Messages(); msg != nil {
+			t.served(e.share, e.adds)
+			return msg, nil
+		}
+		err = batch.Error()
+	}
+	switch {
+	case err == nil, errors.Is(err, jetstream.ErrNoMessages), errors.Is(err, nats.ErrTimeout):
+		if e.fresh {
+			t.later(e.share, settleStep, false)
+		} else {
+			t.drop(e.share, e.adds)
+		}
+		return nil, nil
+	case gone(err):
+		// Removed (idle, or by hand): made again on its next turn.
+		t.forget(e.share)
+		t.add(e.share, false)
+		return nil, nil
+	}
+	return nil, err
 }
 
 // idle waits until a share may have a message, the next scan is due, or

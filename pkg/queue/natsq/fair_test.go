@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"codectx/pkg/queue"
+	"codectx/pkg/queue/natsq"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -168,25 +169,54 @@ func TestSharesReplaceTheOldConsumerAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The share ta has a consumer already: the old one must be unfiltered
-	// and so overlaps it; remove ta's first, as an older worker would
-	// find the stream after the newer one's consumers went idle.
+	// An older worker can make its consumer only while no other exists
+	// (a work-queue stream takes no unfiltered consumer beside others):
+	// as when the newer one's consumers were removed as idle. Remove
+	// them, and make it, until it takes (the newer worker may make one
+	// again between the two).
 	st, err := js.Stream(t.Context(), "CODECTX_PARSE")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name := range st.ConsumerNames(t.Context()).Name() {
-		if err := js.DeleteConsumer(t.Context(), "CODECTX_PARSE", name); err != nil {
-			t.Fatal(err)
+	waitFor(t, "the old consumer made", func() bool {
+		for name := range st.ConsumerNames(t.Context()).Name() {
+			js.DeleteConsumer(t.Context(), "CODECTX_PARSE", name)
 		}
-	}
-	if _, err := js.CreateOrUpdateConsumer(t.Context(), "CODECTX_PARSE", jetstream.ConsumerConfig{
-		Durable: "workers", AckPolicy: jetstream.AckExplicitPolicy,
-	}); err != nil {
-		t.Fatal(err)
-	}
+		_, err := js.CreateOrUpdateConsumer(t.Context(), "CODECTX_PARSE", jetstream.ConsumerConfig{
+			Durable: "workers", AckPolicy: jetstream.AckExplicitPolicy,
+		})
+		return err == nil
+	})
 	publish(t, q, "parse", "tb.x", "b", "b")
 	publish(t, q, "parse", "ta.x", "a2", "a2")
 	waitFor(t, "the messages after the old consumer came back", func() bool { return rec.count() == 3 })
 	waitPending(t, q, "parse", 0)
+}
+
+// TestSharesNoticeIsNotMissed: a message announced to idle workers is
+// handled at once, never left to the next read of the stream's shares
+// (made a minute here). The server tells a stream's consumers of a stored
+// message shortly after acknowledging it to the publisher, so a pull that
+// does not wait, made on the notice, could find nothing.
+func TestSharesNoticeIsNotMissed(t *testing.T) {
+	t.Cleanup(natsq.SetRescan(time.Minute)) // runs last: after the consumer stops
+	s := startServer(t)
+	q := connect(t, s)
+	got := make(chan string, 16)
+	consume(t, q, queue.Config{Stage: "parse", Workers: 4}, func(_ context.Context, m queue.Message) error {
+		got <- m.Subject
+		return nil
+	})
+	var worst time.Duration
+	for i := range 1000 {
+		start := time.Now()
+		publish(t, q, "parse", fmt.Sprintf("t%d.x", i%3), "m", "")
+		select {
+		case <-got:
+		case <-time.After(patience):
+			t.Fatalf("message %d not handled within %v of its publish", i, patience)
+		}
+		worst = max(worst, time.Since(start))
+	}
+	t.Logf("slowest of 1000: %v", worst)
 }

@@ -420,7 +420,7 @@ func (q *Queue) work(ctx context.Context, cfg queue.Config, t *turns, h queue.Ha
 			default:
 			}
 			if d, again := q.handle(ctx, cfg, msg, h); again {
-				t.later(share, d)
+				t.later(share, d, true)
 			}
 		case ctx.Err() != nil:
 			return nil

@@ -22,7 +22,7 @@ import (
 // patience bounds every wait; a healthy run needs a small fraction of it.
 const patience = 20 * time.Second
 
-func startServer(t *testing.T) *natsq.Server {
+func startServer(t testing.TB) *natsq.Server {
 	t.Helper()
 	s, err := natsq.StartEmbedded(t.TempDir())
 	if err != nil {
@@ -32,7 +32,7 @@ func startServer(t *testing.T) *natsq.Server {
 	return s
 }
 
-func connect(t *testing.T, s *natsq.Server) *natsq.Queue {
+func connect(t testing.TB, s *natsq.Server) *natsq.Queue {
 	t.Helper()
 	q, err := natsq.Connect(t.Context(), s.URL())
 	if err != nil {
@@ -67,7 +67,7 @@ func consume(t *testing.T, q *natsq.Queue, cfg queue.Config, h queue.Handler) (s
 	return stop
 }
 
-func publish(t *testing.T, q *natsq.Queue, stage, subject, data, id string) {
+func publish(t testing.TB, q *natsq.Queue, stage, subject, data, id string) {
 	t.Helper()
 	if err := q.Publish(t.Context(), stage, subject, []byte(data), id); err != nil {
 		t.Fatal(err)
