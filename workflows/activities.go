@@ -1012,12 +1012,13 @@ func (a *Activities) GC(ctx context.Context, in GCInput) (GCResult, error) {
 	// build's manifest, plan, segment, shards and points, which no keep
 	// names). Asked after the listings, before their removals: an object
 	// of another run listed was written after this run ended. (One
-	// question for the five listings: each costs two calls to Temporal.)
+	// question for the five listings, one for the vector points: each
+	// costs two calls to Temporal.)
 	gone := func() bool { return a.ownerRunGone(ctx, in.Tenant, in.Repo) }
 	if gone() {
 		return res, nil
 	}
-	n, err := a.pruneVectors(ctx, in.Tenant, in.Repo, keep)
+	n, err := a.pruneVectors(ctx, in.Tenant, in.Repo, keep, gone)
 	if err != nil {
 		return res, fmt.Errorf("gc vectors: %w", err)
 	}

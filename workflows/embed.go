@@ -408,7 +408,7 @@ func (a *Activities) StoreVectors(ctx context.Context, in EmbedInput) (VectorsRe
 // pruneVectors deletes the repository's points that no kept snapshot's
 // vector set references. A kept commit without a set (indexed before an
 // embedder was configured) references nothing.
-func (a *Activities) pruneVectors(ctx context.Context, tenant, repo string, keep map[string]bool) (int, error) {
+func (a *Activities) pruneVectors(ctx context.Context, tenant, repo string, keep map[string]bool, stop func() bool) (int, error) {
 	if a.Vectors == nil || a.Embedder == nil {
 		return 0, nil
 	}
@@ -429,5 +429,5 @@ func (a *Activities) pruneVectors(ctx context.Context, tenant, repo string, keep
 			hashes[h] = true
 		}
 	}
-	return dense.Prune(ctx, a.Vectors, dense.Collection(a.Embedder), tenant, repo, hashes)
+	return dense.Prune(ctx, a.Vectors, dense.Collection(a.Embedder), tenant, repo, hashes, stop)
 }

@@ -116,7 +116,7 @@ func IndexSegment(ctx context.Context, store *blob.Bucket, vs vector.Store, e em
 	for _, h := range hashes {
 		keep[h] = true
 	}
-	if st.Deleted, err = Prune(ctx, vs, c, seg.Meta.Tenant, seg.Meta.Repo, keep); err != nil {
+	if st.Deleted, err = Prune(ctx, vs, c, seg.Meta.Tenant, seg.Meta.Repo, keep, nil); err != nil {
 		return nil, err
 	}
 	st.Seconds = time.Since(start).Seconds()

@@ -247,8 +247,11 @@ func Upsert(ctx context.Context, store *blob.Bucket, vs vector.Store, c vector.C
 }
 
 // Prune deletes the points of tenant/repo whose hash keep does not hold
-// and returns how many it deleted.
-func Prune(ctx context.Context, vs vector.Store, c vector.Collection, tenant, repo string, keep map[string]bool) (int, error) {
+// and returns how many it deleted. If stop (may be nil) reports true
+// once they are listed, none is deleted: the caller learnt that the
+// listing may hold points written by someone else since it decided what
+// to keep.
+func Prune(ctx context.Context, vs vector.Store, c vector.Collection, tenant, repo string, keep map[string]bool, stop func() bool) (int, error) {
 	f := vector.Filter{Tenant: tenant, Repos: []string{repo}}
 	have, err := vs.List(ctx, c, f)
 	if err != nil {
@@ -260,7 +263,7 @@ func Prune(ctx context.Context, vs vector.Store, c vector.Collection, tenant, re
 			drop = append(drop, p.ID)
 		}
 	}
-	if len(drop) == 0 {
+	if len(drop) == 0 || stop != nil && stop() {
 		return 0, nil
 	}
 	return len(drop), vs.Delete(ctx, c, f, drop)
