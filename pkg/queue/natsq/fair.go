@@ -89,8 +89,8 @@ type turns struct {
 	next     int                  // the ring's next turn
 	cons     map[string]jetstream.Consumer
 	scanned  time.Time
-	wake     chan struct{} // a share may have a message (buffer 1)
-	timers   []*time.Timer
+	wake     chan struct{}        // a share may have a message (buffer 1)
+	timers   map[*time.Timer]bool // pending re-adds (later)
 	shutdown bool
 }
 
@@ -106,6 +106,7 @@ func newTurns(ctx context.Context, q *Queue, cfg queue.Config) (*turns, func(), 
 		cons:   map[string]jetstream.Consumer{},
 		adds:   map[string]uint64{},
 		added:  map[string]time.Time{},
+		timers: map[*time.Timer]bool{},
 		wake:   make(chan struct{}, 1),
 		cfg: jetstream.ConsumerConfig{
 			AckPolicy: jetstream.AckExplicitPolicy,
@@ -132,7 +133,7 @@ func newTurns(ctx context.Context, q *Queue, cfg queue.Config) (*turns, func(), 
 		sub.Unsubscribe()
 		t.mu.Lock()
 		t.shutdown = true
-		for _, tm := range t.timers {
+		for tm := range t.timers {
 			tm.Stop()
 		}
 		t.mu.Unlock()
@@ -189,10 +190,15 @@ func (t *turns) later(share string, d time.Duration, fresh bool) {
 	if t.shutdown {
 		return
 	}
-	t.timers = slices.DeleteFunc(t.timers, func(tm *time.Timer) bool { return !tm.Stop() })
 	var tm *time.Timer
-	tm = time.AfterFunc(d, func() { t.add(share, fresh) })
-	t.timers = append(t.timers, tm)
+	// The func takes t.mu first: it runs once tm is set and recorded.
+	tm = time.AfterFunc(d, func() {
+		t.mu.Lock()
+		delete(t.timers, tm)
+		t.mu.Unlock()
+		t.add(share, fresh)
+	})
+	t.timers[tm] = true
 }
 
 // scan adds the shares that hold messages in the stream, if the last

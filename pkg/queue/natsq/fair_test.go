@@ -2,8 +2,10 @@ package natsq_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -219,4 +221,42 @@ func TestSharesNoticeIsNotMissed(t *testing.T) {
 		worst = max(worst, time.Since(start))
 	}
 	t.Logf("slowest of 1000: %v", worst)
+}
+
+// TestSharesRetryComesBackBesideOthers: a message handed back with a
+// retry delay is taken again when the delay is over, not at the next read
+// of the stream's shares (made a minute here), while other shares' work
+// comes and goes meanwhile.
+func TestSharesRetryComesBackBesideOthers(t *testing.T) {
+	t.Cleanup(natsq.SetRescan(time.Minute)) // runs last: after the consumer stops
+	s := startServer(t)
+	q := connect(t, s)
+	again := make(chan time.Time, 1)
+	var failedAt atomic.Int64
+	consume(t, q, queue.Config{Stage: "parse", Workers: 2, Backoff: []time.Duration{300 * time.Millisecond}},
+		func(_ context.Context, m queue.Message) error {
+			if m.Subject != "tretry.x" {
+				return nil
+			}
+			if m.Deliveries == 1 {
+				failedAt.Store(time.Now().UnixNano())
+				return errors.New("transient")
+			}
+			again <- time.Now()
+			return nil
+		})
+	publish(t, q, "parse", "tretry.x", "r", "r")
+	waitFor(t, "the first delivery", func() bool { return failedAt.Load() != 0 })
+	for i := range 50 { // other shares' work while the retry waits
+		publish(t, q, "parse", fmt.Sprintf("tother%d.x", i%4), "o", "")
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case at := <-again:
+		if d := at.Sub(time.Unix(0, failedAt.Load())); d > 2*time.Second {
+			t.Errorf("retried %v after its failure, want about its 300 ms delay", d)
+		}
+	case <-time.After(patience):
+		t.Fatal("the retry never came")
+	}
 }
