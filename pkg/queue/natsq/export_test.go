@@ -9,3 +9,6 @@ func SetRescan(d time.Duration) (restore func()) {
 	rescan = d
 	return func() { rescan = old }
 }
+
+// ShareConsumer is the name of a share's consumer.
+var ShareConsumer = shareConsumer

@@ -91,6 +91,7 @@ type turns struct {
 	scanned  time.Time
 	wake     chan struct{}        // a share may have a message (buffer 1)
 	timers   map[*time.Timer]bool // pending re-adds (later)
+	checks   map[string]bool      // shares with a recheck pending (pull)
 	shutdown bool
 }
 
@@ -107,6 +108,7 @@ func newTurns(ctx context.Context, q *Queue, cfg queue.Config) (*turns, func(), 
 		adds:   map[string]uint64{},
 		added:  map[string]time.Time{},
 		timers: map[*time.Timer]bool{},
+		checks: map[string]bool{},
 		wake:   make(chan struct{}, 1),
 		cfg: jetstream.ConsumerConfig{
 			AckPolicy: jetstream.AckExplicitPolicy,
@@ -121,7 +123,11 @@ func newTurns(ctx context.Context, q *Queue, cfg queue.Config) (*turns, func(), 
 	if err := t.removeOld(ctx); err != nil {
 		return nil, nil, err
 	}
-	sub, err := q.nc.Subscribe(newRoot+"."+cfg.Stage, func(m *nats.Msg) { t.add(string(m.Data), true) })
+	sub, err := q.nc.Subscribe(newRoot+"."+cfg.Stage, func(m *nats.Msg) {
+		if share := string(m.Data); validShare(share) {
+			t.add(share, true)
+		}
+	})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -199,6 +205,34 @@ func (t *turns) later(share string, d time.Duration, fresh bool) {
 		t.add(share, fresh)
 	})
 	t.timers[tm] = true
+}
+
+// recheck asks share again after settleStep, unless a recheck of it is
+// pending already.
+func (t *turns) recheck(share string) {
+	t.mu.Lock()
+	if t.checks[share] {
+		t.mu.Unlock()
+		return
+	}
+	t.checks[share] = true
+	t.mu.Unlock()
+	time.AfterFunc(settleStep, func() {
+		t.mu.Lock()
+		delete(t.checks, share)
+		t.mu.Unlock()
+		t.add(share, false)
+	})
+}
+
+// maxShare bounds a share token taken from a notice.
+const maxShare = 128
+
+// validShare accepts "" (the bare subject) or one subject token: a notice
+// naming anything else is dropped (notices come from the stage's
+// publishers, but a bad one must not make a consumer of every worker fail).
+func validShare(s string) bool {
+	return len(s) <= maxShare && !strings.ContainsAny(s, ".*> \t\r\n")
 }
 
 // scan adds the shares that hold messages in the stream, if the last
@@ -341,12 +375,24 @@ func (t *turns) take(ctx context.Context) (jetstream.Msg, string, error) {
 	if err := t.scan(ctx, false); err != nil && fatal(err) {
 		return nil, "", err
 	}
+	var failed error
 	for _, e := range t.round() {
-		if msg, err := t.pull(ctx, e); err != nil || msg != nil {
-			return msg, e.share, err
+		msg, err := t.pull(ctx, e)
+		if msg != nil {
+			return msg, e.share, nil
+		}
+		if err != nil {
+			if fatal(err) {
+				return nil, "", err
+			}
+			// This share's turn failed (its consumer could not be made, a
+			// pull failed): the others still take theirs. It leaves the
+			// ring; the next scan brings it back if it holds messages.
+			t.drop(e.share, e.adds)
+			failed = err
 		}
 	}
-	return nil, "", nil
+	return nil, "", failed
 }
 
 // pull asks e's share for one message, without waiting. A share that has
@@ -372,7 +418,7 @@ func (t *turns) pull(ctx context.Context, e entry) (jetstream.Msg, error) {
 	switch {
 	case err == nil, errors.Is(err, jetstream.ErrNoMessages), errors.Is(err, nats.ErrTimeout):
 		if e.fresh {
-			t.later(e.share, settleStep, false)
+			t.recheck(e.share)
 		} else {
 			t.drop(e.share, e.adds)
 		}

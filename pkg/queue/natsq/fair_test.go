@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -258,5 +259,54 @@ func TestSharesRetryComesBackBesideOthers(t *testing.T) {
 		}
 	case <-time.After(patience):
 		t.Fatal("the retry never came")
+	}
+}
+
+// TestSharesOneBadShareDoesNotStopTheOthers: a share whose consumer
+// cannot be made (here a consumer of its name exists, of another kind),
+// and notices naming no valid share, leave the other shares' work going.
+func TestSharesOneBadShareDoesNotStopTheOthers(t *testing.T) {
+	s := startServer(t)
+	q := connect(t, s)
+	publish(t, q, "parse", "tbad.x", "bad", "bad")
+	nc, err := nats.Connect(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateOrUpdateConsumer(t.Context(), "CODECTX_PARSE", jetstream.ConsumerConfig{
+		Durable: natsq.ShareConsumer("tbad"), AckPolicy: jetstream.AckExplicitPolicy,
+		DeliverSubject: "elsewhere", FilterSubjects: []string{"codectx.parse.tbad", "codectx.parse.tbad.>"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var rec recorder
+	consume(t, q, queue.Config{Stage: "parse"}, func(ctx context.Context, m queue.Message) error {
+		rec.add(m)
+		return nil
+	})
+	for _, forged := range []string{"a.b", "*", ">", "with space", strings.Repeat("x", 1000)} {
+		if err := nc.Publish("codectx_new.parse", []byte(forged)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each failed turn cost the worker a 100 ms pause (a transient
+	// error), every other turn: 50 messages took about 5 s.
+	start := time.Now()
+	for i := range 50 {
+		publish(t, q, "parse", "tgood.x", fmt.Sprint("good-", i), "")
+	}
+	waitFor(t, "the good share's messages", func() bool { return rec.count() == 50 })
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("50 messages of the good share took %v, want well under 2 s", d)
+	}
+	for _, m := range rec.get() {
+		if m.Subject != "tgood.x" {
+			t.Errorf("handled %+v", m)
+		}
 	}
 }
