@@ -229,6 +229,10 @@ type FeatureDump struct {
 	// in the code graph, either way (0: none): whether a missing gold
 	// file is a neighbour of the top files.
 	GoldNear []int `json:"gold_near"`
+	// Terms are the query's whole-file BM25 terms, their features and
+	// their scores in each of Files (query.TermDump), to learn term
+	// weights offline (scripts/term-weights.py).
+	Terms *query.TermDump `json:"terms,omitempty"`
 }
 
 // FeatureFile is one candidate file of a FeatureDump, in RRF order.
@@ -460,6 +464,7 @@ func dumpFeatures(w io.Writer, seg *segment.Segment, t Task, c Config, trigger s
 	d.Pool, d.GoldRanks = len(rk.Pool), goldRanks(t.GoldFiles, rk.Pool)
 	links(seg, d.Files)
 	d.GoldNear = goldNear(seg, t.GoldFiles, rk.Pool)
+	d.Terms = rk.Terms
 	d.Deep = map[string][]int{}
 	for name, l := range rk.Deep {
 		d.Deep[name] = goldRanks(t.GoldFiles, l)

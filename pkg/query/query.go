@@ -267,6 +267,9 @@ type Ranking struct {
 	// Request.Features).
 	Pool []string
 	Deep map[string][]string
+	// Terms are the query's whole-file BM25 terms with their features and
+	// scores in each candidate (only when Request.Features).
+	Terms *TermDump
 }
 
 // Search runs classification, retrieval and fusion.
@@ -473,6 +476,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 	rk := &Ranking{Class: cls, Arms: used, Fused: orderByFile(seg, fused, files), Files: files, Timings: tm}
 	if req.Features {
 		rk.Candidates, rk.Pool, rk.Deep = cands, pool, e.deepLists(q, keep)
+		rk.Terms = e.termDump(q, cands)
 	}
 	return rk, nil
 }
@@ -841,6 +845,24 @@ func (e *Engine) byQualifier(ids []int, quals []string) []int {
 }
 
 func (e *Engine) bm25Arm(q string, k int, keep func(int) bool) ([]int, []float64) {
+	terms, weights := e.bm25Query(q)
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	var hits []int
+	var scores []float64
+	for _, h := range e.Seg.BM25.SearchWeighted(terms, weights, k, Params(), keep) {
+		hits = append(hits, h.Doc)
+		scores = append(scores, h.Score)
+	}
+	return hits, scores
+}
+
+// bm25Query returns the chunk BM25 arm's query terms and their weights:
+// the query's tokens, the identifiers its prose spells and the index's
+// roots of its rare words (weight 1), and its abbreviations' expansions
+// (abbrevWeight).
+func (e *Engine) bm25Query(q string) ([]string, []float64) {
 	terms := tokenize.QueryTokens(q)
 	terms = append(terms, compoundTerms(q, e.Seg.BM25, terms)...)
 	terms = append(terms, rootTerms(e.Seg.BM25, terms)...)
@@ -855,13 +877,7 @@ func (e *Engine) bm25Arm(q string, k int, keep func(int) bool) ([]int, []float64
 		terms = append(terms, a)
 		weights = append(weights, abbrevWeight)
 	}
-	var hits []int
-	var scores []float64
-	for _, h := range e.Seg.BM25.SearchWeighted(terms, weights, k, Params(), keep) {
-		hits = append(hits, h.Doc)
-		scores = append(scores, h.Score)
-	}
-	return hits, scores
+	return terms, weights
 }
 
 // fileBM25Arm also returns the whole-file BM25 score of each file it ranks.
