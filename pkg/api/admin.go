@@ -322,6 +322,12 @@ func (s *Server) ForgetHead(tenant, repo string) {
 	s.heads.Delete(tenant + "\x00" + repo)
 }
 
+// ForgetHeads forgets every HEAD this server last read: DELETE notices
+// may have gone unheard (before it listened, while NATS was away).
+func (s *Server) ForgetHeads() {
+	s.heads.Clear()
+}
+
 // deleteHeads removes the HEAD of tenant/repo in both layouts (RepoPrefix,
 // and the older one without the /@/ separator) and returns how many it
 // removed.

@@ -128,6 +128,9 @@ func (n *staleNote) get() string {
 func (s *Server) load(ctx context.Context, tenant, repo string) (*segment.Segment, error) {
 	key := tenant + "\x00" + repo
 	known, haveKnown := s.heads.Load(key)
+	if haveKnown && s.HeadsHeard != nil && !s.HeadsHeard() {
+		haveKnown = false // it may be of a repository deleted on another server meanwhile
+	}
 	hctx := ctx
 	if haveKnown {
 		var cancel context.CancelFunc

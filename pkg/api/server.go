@@ -121,6 +121,12 @@ type Server struct {
 	// repository (ForgetHead) and never answers from it while its store
 	// is slow or down. Nil: only this server forgets.
 	Notices HeadNotices
+	// HeadsHeard, when set, reports whether this server hears the other
+	// servers' DELETE notices now (ForgetHead). While it does not, a
+	// repository deleted on another server could still be answered from
+	// the last HEAD read, so that fallback is not used: a query whose
+	// HEAD read fails gets 503. Nil: DELETEs are all made here.
+	HeadsHeard func() bool
 
 	once     sync.Once
 	patterns []string // registered by Handler, for the OpenAPI agreement test

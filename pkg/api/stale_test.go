@@ -178,3 +178,43 @@ func TestDeleteOnAnotherServerForgetsItsHead(t *testing.T) {
 		t.Errorf("after a DELETE on the gateway, the query service with its store down answered the deleted repository: stale %v, commit %s, %d chunks", r.Stale, r.Commit, len(r.Chunks))
 	}
 }
+
+// TestNoLastHeadWhileDeletesUnheard: a server that does not hear the other
+// servers' DELETE notices now (NATS away) answers no query from the last
+// HEAD it read, which may be of a repository deleted meanwhile; nor from
+// one read before it listened or before NATS came back (ForgetHeads). It
+// answers 503 while the store is down. When it hears them, the last HEAD
+// answers as before.
+func TestNoLastHeadWhileDeletesUnheard(t *testing.T) {
+	mem := blob.NewMem()
+	fixture(t, mem, "")
+	ds := &downStore{Bucket: mem}
+	var heard atomic.Bool
+	heard.Store(true)
+	srv := &Server{Store: blob.NewBucket(ds), Routes: QueryRoutes, HeadsHeard: heard.Load}
+	_, c := newServer(t, srv)
+	ctx := context.Background()
+	q := QueryRequest{Repo: "demo", Query: "where is ParseToken defined", Budget: 2000}
+	read := func() {
+		t.Helper()
+		ds.down.Store(false)
+		if _, err := c.Query(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		ds.down.Store(true)
+	}
+	read()
+	if r, err := c.Query(ctx, q); err != nil || !r.Stale {
+		t.Fatalf("notices heard, store down: %v; want the last HEAD's stale answer", err)
+	}
+	heard.Store(false)
+	if r, err := c.Query(ctx, q); err == nil {
+		t.Errorf("notices unheard, store down: answered from the last HEAD (stale %v, commit %s); want 503", r.Stale, r.Commit)
+	}
+	heard.Store(true)
+	read()
+	srv.ForgetHeads() // NATS came back: what was read before may be of a deleted repository
+	if r, err := c.Query(ctx, q); err == nil {
+		t.Errorf("after ForgetHeads, store down: answered from the last HEAD (stale %v, commit %s); want 503", r.Stale, r.Commit)
+	}
+}

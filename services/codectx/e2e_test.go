@@ -200,8 +200,12 @@ func TestDistributedEndToEnd(t *testing.T) {
 	certs := t.TempDir()
 	ca := tlstest.NewCA(t, certs, "e2e")
 	natsCert, roleCert := ca.Issue(t, certs, "nats"), ca.Issue(t, certs, "role")
-	startProc(t, "nats", nil, filepath.Join(bin, "nats-server"), "-a", "127.0.0.1", "-p", nPort, "-js", "-sd", t.TempDir(),
-		"--tlsverify", "--tlscert", natsCert.CertFile, "--tlskey", natsCert.KeyFile, "--tlscacert", ca.File)
+	natsData := t.TempDir()
+	startNATS := func() *proc {
+		return startProc(t, "nats", nil, filepath.Join(bin, "nats-server"), "-a", "127.0.0.1", "-p", nPort, "-js", "-sd", natsData,
+			"--tlsverify", "--tlscert", natsCert.CertFile, "--tlskey", natsCert.KeyFile, "--tlscacert", ca.File)
+	}
+	nats := startNATS()
 	minioData := t.TempDir()
 	minioEnv := []string{"MINIO_ROOT_USER=codectx-e2e", "MINIO_ROOT_PASSWORD=codectx-e2e-secret", "MINIO_BROWSER=off", "MINIO_UPDATE=off"}
 	startMinio := func() *proc {
@@ -432,9 +436,34 @@ func TestDistributedEndToEnd(t *testing.T) {
 		t.Fatalf("query after snapshot 2: %v %+v", err, resp)
 	}
 
-	// 4. DELETE on the gateway: the query service forgets the HEAD it
+	// 4. NATS down: the query service cannot hear a DELETE on the
+	// gateway, so with MinIO down too it does not answer from the last
+	// HEAD it read (step 2's stale answer), it says the store is
+	// unavailable. Both come back.
+	nats.kill(syscall.SIGKILL)
+	minio.kill(syscall.SIGKILL)
+	if r, err := qs.Query(ctx, q); err == nil {
+		t.Errorf("with NATS and MinIO down, the query service answered from its last HEAD: stale %v, commit %.12s", r.Stale, r.Commit)
+	}
+	nats, minio = startNATS(), startMinio()
+	waitTCP(t, "nats", nAddr, time.Minute)
+	waitTCP(t, "minio", mAddr, time.Minute)
+	back = time.Now()
+	for {
+		r, err := qs.Query(ctx, q)
+		if err == nil && !r.Stale && r.Commit == c2 {
+			break
+		}
+		if time.Since(back) > time.Minute {
+			t.Fatalf("queries not answered a minute after NATS and MinIO came back: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// 5. DELETE on the gateway: the query service forgets the HEAD it
 	// read, so with MinIO down it does not answer the deleted repository
-	// from it (stale), it says the store is unavailable.
+	// from it (stale), it says the store is unavailable (whether it heard
+	// the DELETE's notice, or NATS, just back, was not heard yet).
 	req, err := http.NewRequestWithContext(ctx, "DELETE", "http://"+addrs["gateway"]+"/v1/repos/default/ledger", nil)
 	if err != nil {
 		t.Fatal(err)

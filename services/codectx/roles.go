@@ -241,8 +241,13 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if keyStore != nil {
 		srv.KeyStore = keyStore
 	}
+	var heard atomic.Bool // this server hears DELETE notices (OnHeadGone below)
 	if r.routes&api.QueryRoutes != 0 && (use|r.soft)&useNATS != 0 {
 		srv.Sessions = &lazySessions{d: d}
+		srv.HeadsHeard = func() bool {
+			q := d.queue.Load()
+			return heard.Load() && q != nil && q.Connected()
+		}
 	}
 	if r.routes&api.AdminRoutes != 0 {
 		srv.Indexer = lazyIndexer{d}
@@ -307,11 +312,15 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if r.routes&api.QueryRoutes != 0 {
 			// A DELETE on a gateway: forget the HEAD this server last
 			// read, so that a slow or failing store does not answer the
-			// deleted repository from it.
-			stop, err := q.OnHeadGone(srv.ForgetHead)
+			// deleted repository from it. What was read before listening,
+			// or while NATS was away, is forgotten too (notices may have
+			// gone unheard), and while they are not heard no last HEAD
+			// answers (HeadsHeard).
+			stop, err := q.OnHeadGone(srv.ForgetHead, srv.ForgetHeads)
 			if err != nil {
-				log.Warn("DELETE notices not heard: a deleted repository's last HEAD is kept until a HEAD read succeeds", "error", err)
+				log.Warn("DELETE notices not heard: no query is answered from the last HEAD read while the store is down", "error", err)
 			} else {
+				heard.Store(true)
 				defer stop()
 			}
 		}

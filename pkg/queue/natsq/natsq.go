@@ -92,6 +92,9 @@ type Queue struct {
 	// limit is lowered: a publish of this client under the old limit
 	// does not land between the check of the shares and the update.
 	pub sync.RWMutex
+	// reconnects are called after each reconnection (OnHeadGone).
+	reconnects map[int]func()
+	nextHook   int
 
 	acked, retried, panics, dead atomic.Int64
 }
@@ -108,7 +111,8 @@ func Connect(ctx context.Context, url string, opts ...nats.Option) (*Queue, erro
 		nc.Close()
 		return nil, fmt.Errorf("queue connect %s: %w", Redact(url), err)
 	}
-	q := &Queue{nc: nc, js: js, streams: map[string]bool{}, shares: map[string]int{}, lowering: map[string]time.Time{}}
+	q := &Queue{nc: nc, js: js, streams: map[string]bool{}, shares: map[string]int{}, lowering: map[string]time.Time{}, reconnects: map[int]func(){}}
+	nc.SetReconnectHandler(q.reconnected)
 	if err := q.ensureDLQ(ctx); err != nil {
 		nc.Close()
 		return nil, err

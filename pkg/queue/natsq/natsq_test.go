@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"codectx/pkg/queue"
 	"codectx/pkg/queue/natsq"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -746,7 +748,7 @@ func TestHeadGone(t *testing.T) {
 	s := startServer(t)
 	a, b := connect(t, s), connect(t, s)
 	got := make(chan string, 4)
-	stop, err := b.OnHeadGone(func(tenant, repo string) { got <- tenant + "/" + repo })
+	stop, err := b.OnHeadGone(func(tenant, repo string) { got <- tenant + "/" + repo }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -769,5 +771,49 @@ func TestHeadGone(t *testing.T) {
 	case n := <-got:
 		t.Errorf("notice %q after stop", n)
 	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// TestHeadGoneMissed: OnHeadGone says when notices may have gone unheard,
+// once listening and after NATS came back, and Connected is false
+// meanwhile.
+func TestHeadGoneMissed(t *testing.T) {
+	dir := t.TempDir()
+	opts := &server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true}
+	start := func() *server.Server {
+		s, err := server.NewServer(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Start()
+		if !s.ReadyForConnections(10 * time.Second) {
+			t.Fatal("nats not ready")
+		}
+		return s
+	}
+	s := start()
+	opts.Port = s.Addr().(*net.TCPAddr).Port // the same port when it comes back
+	q, err := natsq.Connect(t.Context(), s.ClientURL(), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	var missed atomic.Int32
+	stop, err := q.OnHeadGone(func(string, string) {}, func() { missed.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if n := missed.Load(); n != 1 || !q.Connected() {
+		t.Fatalf("once listening: missed %d, connected %v; want 1, true", n, q.Connected())
+	}
+	s.Shutdown()
+	s.WaitForShutdown()
+	waitFor(t, "the client to see NATS gone", func() bool { return !q.Connected() })
+	s = start()
+	defer func() { s.Shutdown(); s.WaitForShutdown() }()
+	waitFor(t, "the reconnection to be reported", func() bool { return missed.Load() == 2 })
+	if !q.Connected() {
+		t.Error("not connected after the reconnection")
 	}
 }
