@@ -12,3 +12,11 @@ func SetRescan(d time.Duration) (restore func()) {
 
 // ShareConsumer is the name of a share's consumer.
 var ShareConsumer = shareConsumer
+
+// SetShareIdle sets when the server removes a share's consumer nobody
+// pulled from, for a test; the returned func restores it.
+func SetShareIdle(d time.Duration) (restore func()) {
+	old := shareIdle
+	shareIdle = d
+	return func() { shareIdle = old }
+}

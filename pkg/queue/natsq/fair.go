@@ -37,14 +37,17 @@ const (
 	// for, every settleStep, before the share leaves the ring (pull).
 	settle     = 20 * time.Millisecond
 	settleStep = 2 * time.Millisecond
-	// shareIdle is when the server removes a share's consumer nobody
-	// pulled from: far above any handler's run, so a consumer is never
-	// removed under a message being handled.
-	shareIdle = time.Hour
 	// oldConsumer is the single unfiltered consumer of versions before
 	// fair consumption; its filter overlaps every share's.
 	oldConsumer = "workers"
+	// sharePrefix begins the name of every share's consumer.
+	sharePrefix = "share_"
 )
+
+// shareIdle is when the server removes a share's consumer nobody
+// pulled from: far above any handler's run, so a consumer is never
+// removed under a message being handled; a variable for tests.
+var shareIdle = time.Hour
 
 // rescan is how often a consumer reads the stream's shares (while idle,
 // and between the notices while busy); a variable for tests.
@@ -54,7 +57,7 @@ var rescan = 500 * time.Millisecond
 // token may hold characters a consumer name may not.
 func shareConsumer(share string) string {
 	h := sha256.Sum256([]byte(share))
-	return "share_" + hex.EncodeToString(h[:10])
+	return sharePrefix + hex.EncodeToString(h[:10])
 }
 
 // shareOf is the share of a stream subject of stage ("" for the bare
@@ -89,6 +92,7 @@ type turns struct {
 	next     int                  // the ring's next turn
 	cons     map[string]jetstream.Consumer
 	scanned  time.Time
+	evicted  time.Time            // the last removeIdle
 	wake     chan struct{}        // a share may have a message (buffer 1)
 	timers   map[*time.Timer]bool // pending re-adds (later)
 	checks   map[string]bool      // shares with a recheck pending (pull)
@@ -354,6 +358,9 @@ func (t *turns) consumer(ctx context.Context, share string) (jetstream.Consumer,
 		}
 		c, err = t.q.js.CreateOrUpdateConsumer(ctx, streamName(t.stage), cfg)
 	}
+	if errors.Is(err, jetstream.ErrMaximumConsumersLimit) && t.removeIdle(ctx) > 0 {
+		c, err = t.q.js.CreateOrUpdateConsumer(ctx, streamName(t.stage), cfg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("consumer of share %q: %w", share, err)
 	}
@@ -361,6 +368,36 @@ func (t *turns) consumer(ctx context.Context, share string) (jetstream.Consumer,
 	t.cons[share] = c
 	t.mu.Unlock()
 	return c, nil
+}
+
+// removeIdle removes the stage's share consumers that have nothing to
+// hand out and nothing handed out, at most once a rescan, and returns how
+// many it removed. The server removes an idle consumer only an hour after
+// its last pull, and a server that bounds a stream's consumers (an
+// account's max_consumers) refuses a new share's consumer while they stay:
+// that share's messages waited for the hour. A share whose consumer is
+// removed gets a new one at its next turn, in any process.
+func (t *turns) removeIdle(ctx context.Context) int {
+	t.mu.Lock()
+	due := time.Since(t.evicted) >= rescan
+	if due {
+		t.evicted = time.Now()
+	}
+	t.mu.Unlock()
+	if !due {
+		return 0
+	}
+	n := 0
+	list := t.stream.ListConsumers(ctx)
+	for info := range list.Info() {
+		if !strings.HasPrefix(info.Name, sharePrefix) || info.NumPending > 0 || info.NumAckPending > 0 || info.NumRedelivered > 0 || info.NumWaiting > 0 {
+			continue
+		}
+		if t.q.js.DeleteConsumer(ctx, streamName(t.stage), info.Name) == nil {
+			n++
+		}
+	}
+	return n
 }
 
 func (t *turns) forget(share string) {
