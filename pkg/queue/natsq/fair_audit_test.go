@@ -12,8 +12,6 @@ import (
 	"codectx/pkg/queue/natsq"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestSharesIdleConsumerNotRemovedUnderMessage: with the idle removal of a
@@ -64,15 +62,7 @@ func TestSharesIdleConsumerNotRemovedUnderMessage(t *testing.T) {
 // consumers counts the parse stream's consumers.
 func consumers(t *testing.T, s *natsq.Server) int {
 	t.Helper()
-	nc, err := nats.Connect(s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := rawJS(t, s)
 	st, err := js.Stream(t.Context(), "CODECTX_PARSE")
 	if err != nil {
 		t.Fatal(err)

@@ -129,12 +129,7 @@ func TestAuditRollback(t *testing.T) {
 	publish(t, q, "parse", "ta.x", "a2", "")
 	time.Sleep(100 * time.Millisecond)
 	stop()
-	nc, err := nats.Connect(s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	_, js := rawJS(t, s)
 	start := time.Now()
 	var first error
 	for {
@@ -167,12 +162,7 @@ func TestAuditRollingUpgrade(t *testing.T) {
 	for i := range 20 {
 		publish(t, q, "parse", fmt.Sprintf("t%d.x", i%2), fmt.Sprintf("m%02d", i), "")
 	}
-	nc, err := nats.Connect(s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	_, js := rawJS(t, s)
 	cons, err := js.CreateOrUpdateConsumer(t.Context(), "CODECTX_PARSE", jetstream.ConsumerConfig{Durable: "workers", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)

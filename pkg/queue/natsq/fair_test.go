@@ -13,7 +13,6 @@ import (
 	"codectx/pkg/queue"
 	"codectx/pkg/queue/natsq"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -122,15 +121,7 @@ func TestSharesReplaceTheOldConsumer(t *testing.T) {
 	q := connect(t, s)
 	publish(t, q, "parse", "ta.x", "a", "a")
 	publish(t, q, "parse", "tb.x", "b", "b")
-	nc, err := nats.Connect(s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := rawJS(t, s)
 	if _, err := js.CreateOrUpdateConsumer(t.Context(), "CODECTX_PARSE", jetstream.ConsumerConfig{
 		Durable: "workers", AckPolicy: jetstream.AckExplicitPolicy,
 	}); err != nil {
@@ -163,15 +154,7 @@ func TestSharesReplaceTheOldConsumerAgain(t *testing.T) {
 		return nil
 	})
 	waitFor(t, "the first message", func() bool { return rec.count() == 1 })
-	nc, err := nats.Connect(s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := rawJS(t, s)
 	// An older worker can make its consumer only while no other exists
 	// (a work-queue stream takes no unfiltered consumer beside others):
 	// as when the newer one's consumers were removed as idle. Remove
@@ -269,15 +252,7 @@ func TestSharesOneBadShareDoesNotStopTheOthers(t *testing.T) {
 	s := startServer(t)
 	q := connect(t, s)
 	publish(t, q, "parse", "tbad.x", "bad", "bad")
-	nc, err := nats.Connect(s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := rawJS(t, s)
 	if _, err := js.CreateOrUpdateConsumer(t.Context(), "CODECTX_PARSE", jetstream.ConsumerConfig{
 		Durable: natsq.ShareConsumer("tbad"), AckPolicy: jetstream.AckExplicitPolicy,
 		DeliverSubject: "elsewhere", FilterSubjects: []string{"codectx.parse.tbad", "codectx.parse.tbad.>"},

@@ -76,6 +76,23 @@ func publish(t testing.TB, q *natsq.Queue, stage, subject, data, id string) {
 	}
 }
 
+// rawJS connects a plain NATS and JetStream client to s, as another
+// program would (an older worker, an operator's tool); it closes when the
+// test ends.
+func rawJS(t testing.TB, s *natsq.Server) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
+}
+
 // waitFor polls cond until it holds or patience runs out.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -470,15 +487,7 @@ func TestDeadLettersOfSubject(t *testing.T) {
 	if _, err := q.DeadLettersOf(t.Context(), "parse", "bad subject"); err == nil {
 		t.Error("DeadLettersOf accepted an invalid subject")
 	}
-	nc, err := nats.Connect(s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := rawJS(t, s)
 	st, err := js.Stream(t.Context(), "CODECTX_DLQ")
 	if err != nil {
 		t.Fatal(err)
