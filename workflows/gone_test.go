@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"codectx/pkg/blob"
 	"codectx/pkg/blob/local"
 	"codectx/pkg/dense"
 	"codectx/pkg/dense/densetest"
@@ -23,6 +24,24 @@ import (
 	"go.temporal.io/server/temporaltest"
 )
 
+// temporalTest starts a Temporal test server with the project's dynamic
+// configuration, and returns it with its default client.
+func temporalTest(t *testing.T) (*temporaltest.TestServer, client.Client) {
+	t.Helper()
+	ts := temporaltest.NewServer(temporaltest.WithT(t), temporaltest.WithBaseServerOptions(temporal.WithDynamicConfigClient(temporalserver.DynamicConfig())))
+	return ts, ts.GetDefaultClient()
+}
+
+// localStore is a local blob store in a temporary directory.
+func localStore(t *testing.T) *blob.Bucket {
+	t.Helper()
+	store, err := local.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
 // TestPublishOfADeletedRepositoryLeavesNoHead: a Publish activity that
 // moves HEAD after a DELETE ended the repository's workflow removes the
 // HEAD again and fails; one whose repository's workflow runs keeps it.
@@ -34,12 +53,8 @@ func TestPublishOfADeletedRepositoryLeavesNoHead(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ts := temporaltest.NewServer(temporaltest.WithT(t), temporaltest.WithBaseServerOptions(temporal.WithDynamicConfigClient(temporalserver.DynamicConfig())))
-	c := ts.GetDefaultClient()
-	store, err := local.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ts, c := temporalTest(t)
+	store := localStore(t)
 	a := &Activities{Store: store}
 	owner := func(ctx workflow.Context) error { // a RepoWorkflow: runs until signalled
 		workflow.GetSignalChannel(ctx, "stop").Receive(ctx, nil)
@@ -117,12 +132,8 @@ func TestGCOfADeletedRepositoryKeepsNewPoints(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ts := temporaltest.NewServer(temporaltest.WithT(t), temporaltest.WithBaseServerOptions(temporal.WithDynamicConfigClient(temporalserver.DynamicConfig())))
-	c := ts.GetDefaultClient()
-	store, err := local.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ts, c := temporalTest(t)
+	store := localStore(t)
 	emb := &densetest.Words{N: 8}
 	vs := &listHold{Store: vlocal.New(store, vlocal.Float32), reached: make(chan struct{}), release: make(chan struct{})}
 	col := dense.Collection(emb)

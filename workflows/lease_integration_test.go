@@ -8,14 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"codectx/pkg/temporalserver"
-
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
-	"go.temporal.io/server/temporal"
-	"go.temporal.io/server/temporaltest"
 )
 
 // leaseProbe stands in for the snapshot's work: it records how many
@@ -71,8 +67,7 @@ func TestTenantLeaseOnServer(t *testing.T) {
 	t.Cleanup(func() { leaseCheck = old })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ts := temporaltest.NewServer(temporaltest.WithT(t), temporaltest.WithBaseServerOptions(temporal.WithDynamicConfigClient(temporalserver.DynamicConfig())))
-	c := ts.GetDefaultClient()
+	ts, c := temporalTest(t)
 	probe := &leaseProbe{active: map[string]int{}, most: map[string]int{}, started: map[string]time.Time{}, hold: map[string]chan struct{}{
 		"stuck": make(chan struct{}), "held": make(chan struct{}),
 	}}
@@ -204,8 +199,7 @@ func TestLeaseHoldersGoneKeepsWhatItCannotAsk(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ts := temporaltest.NewServer(temporaltest.WithT(t), temporaltest.WithBaseServerOptions(temporal.WithDynamicConfigClient(temporalserver.DynamicConfig())))
-	c := ts.GetDefaultClient()
+	ts, c := temporalTest(t)
 	a := &Activities{}
 	silent := func(ctx workflow.Context) error { // runs until signalled, answers no status
 		workflow.GetSignalChannel(ctx, "stop").Receive(ctx, nil)
