@@ -112,6 +112,10 @@ func (s *Server) listRepos(w http.ResponseWriter, r *http.Request) {
 		page.Next = names[end-1]
 	}
 	names = names[start:end]
+	// Each repository of the page costs a HEAD read, a segment load and
+	// (with an orchestrator) a status query: a page pays what a query
+	// over its repositories does (search), the request the first.
+	s.rate.charge(tenant, float64(len(names)-1)/reposPerToken)
 	page.Repos = make([]RepoInfo, len(names))
 	err = forEach(len(names), func(i int) error {
 		info, err := s.repoInfo(ctx, tenant, names[i])

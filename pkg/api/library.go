@@ -28,6 +28,10 @@ const AllRepos = "*"
 // maxRepos caps the repositories one query may search.
 const maxRepos = 1000
 
+// maxLanguages bounds the languages a query may restrict its results
+// to; there are 9 (codectx.Language).
+const maxLanguages = 32
+
 // reposPerToken is how many repositories past the first a query searches
 // for one more request of its tenant's rate.
 const reposPerToken = 4
@@ -227,6 +231,12 @@ func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) 
 	ctx, note := withStaleNote(ctx)
 	if len(q.Query) > s.limits.Query {
 		return nil, badRequest{fmt.Errorf("query of %d bytes is longer than the %d-byte limit", len(q.Query), s.limits.Query)}
+	}
+	if len(q.Languages) > maxLanguages {
+		// Each repository's search builds a set of them: 90,000 names
+		// cost 8 ms per repository, for one request's charge
+		// (TestLanguagesBounded).
+		return nil, badRequest{fmt.Errorf("%d languages: at most %d per query", len(q.Languages), maxLanguages)}
 	}
 	repos, err := s.resolveRepos(ctx, q.Tenant, q.Repos)
 	if err != nil {

@@ -928,6 +928,10 @@ func (s *Server) toolRepos(ctx context.Context, p Principal, in ReposInput) (Rep
 	if err != nil {
 		return ReposOutput{}, err
 	}
+	// Every repository's HEAD and segment are read and the graph across
+	// them built: the call pays what a search over them does (repoSegs),
+	// on the rate that let it in.
+	s.rate.charge(p.Tenant, float64(len(names)-1)/reposPerToken)
 	out := ReposOutput{Tenant: tenant, Repos: make([]RepoSummary, len(names))}
 	segs := make([]*segment.Segment, len(names))
 	err = forEach(len(names), func(i int) error {
