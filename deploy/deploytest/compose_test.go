@@ -423,6 +423,12 @@ func checkCompose(doc []byte) []error {
 			if ip != "127.0.0.1" {
 				bad("service %s: host port %s published on %s, want 127.0.0.1 (loopback) by default", name, p.Published, ip)
 			}
+			if s.Build == nil && len(s.Profiles) == 0 {
+				// Any local user reaches a loopback port, and a console
+				// (Temporal UI, MinIO's) has none of codectx's API keys:
+				// it would show every tenant's data to them.
+				bad("service %s: publishes host port %s on a plain `up`; only codectx's roles may (put a console behind a profile)", name, p.Published)
+			}
 			key := ip + "/" + p.Published + "/" + p.Protocol
 			if prev, ok := published[key]; ok {
 				bad("service %s: host port %s already published by %s", name, key, prev)
@@ -549,7 +555,9 @@ func TestComposeCheckCatchesBreakage(t *testing.T) {
 		{"role missing", "  graph-worker:\n    <<: *codectx", "  graph-wrk:\n    <<: *codectx", "role graph-worker: no service"},
 		{"latest tag", "image: qdrant/qdrant:v", "image: qdrant/qdrant:latest #", "not pinned"},
 		{"untagged", "image: nats:2.11.4-alpine", "image: nats", "has no tag"},
-		{"port collision", `"127.0.0.1:7701:7700"`, `"127.0.0.1:9001:7700"`, "already published"},
+		{"port collision", `"127.0.0.1:7701:7700"`, `"127.0.0.1:8233:7700"`, "already published"},
+		{"console on a plain up", "    profiles: [\"consoles\"]\n", "", "service temporal-ui: publishes host port 8233 on a plain `up`"},
+		{"storage console published", "      - minio-data:/data\n", "      - minio-data:/data\n    ports:\n      - \"127.0.0.1:9001:9001\"\n", "service minio: publishes host port 9001"},
 		{"gateway port", `"127.0.0.1:7701:7700"`, `"127.0.0.1:7702:7700"`, "gateway: not published on host port 7701"},
 		{"dangling depends_on", "postgresql:\n        condition", "postgres-db:\n        condition", "depends_on postgres-db, which is not a service"},
 		{"no infra healthcheck", `test: ["CMD", "mc", "ready", "local"]`, `disable: true`, "service minio has no healthcheck"},
@@ -562,7 +570,7 @@ func TestComposeCheckCatchesBreakage(t *testing.T) {
 		{"wrong dockerfile", "dockerfile: deploy/Dockerfile", "dockerfile: Dockerfile", "build.dockerfile"},
 		{"secret mismatch", "CODECTX_S3_SECRET_KEY: ${MINIO_ROOT_PASSWORD:-codectx-dev-secret}", "CODECTX_S3_SECRET_KEY: other", "S3 credentials differ"},
 		{"not yaml", "services:", "services: [", "parse compose"},
-		{"all interfaces", `"127.0.0.1:9001:9001"`, `"9001:9001"`, "published on 0.0.0.0, want 127.0.0.1"},
+		{"all interfaces", `"127.0.0.1:8233:8080"`, `"8233:8080"`, "published on 0.0.0.0, want 127.0.0.1"},
 		{"keys off", "    CODECTX_API_KEYS_FILE: /keys/keys.json\n", "", "role gateway: API keys off"},
 		{"up keys off", `CODECTX_KEYS: "true"`, `CODECTX_KEYS: "false"`, "role up: API keys off"},
 		{"no repos mount", "    - ${CODECTX_REPOS:-./repos}:/repos:ro\n    - ${CODECTX_KEYS_DIR", "    - ${CODECTX_KEYS_DIR", "role orchestrator: no directory mounted at /repos"},
