@@ -30,7 +30,10 @@ func FuzzLocation(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in string) {
 		loc, err := location.Parse(in)
 		ep, epErr := transport.NewEndpoint(in)
-		tenantOK := func(local bool) bool { code, err := s.checkLocation(in, false, local); return code == 0 && err == nil }
+		tenantOK := func(local bool) bool {
+			code, err := s.checkLocation(in, "acme", false, local)
+			return code == 0 && err == nil
+		}
 		switch {
 		case err != nil:
 			if tenantOK(true) {

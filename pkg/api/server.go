@@ -451,7 +451,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, errors.New("no location"))
 		return
 	}
-	if code, err := s.checkLocation(req.Location, s.operator(r), s.operator(r)); err != nil {
+	if code, err := s.checkLocation(req.Location, req.Tenant, s.operator(r), s.operator(r)); err != nil {
 		writeError(w, code, err)
 		return
 	}
@@ -568,7 +568,7 @@ func validArms(arms []string) error {
 // request), clone URLs only to hosts the network policy allows (and, unless
 // operator, on the tenants' allow-list). It answers
 // the status code and an error that names neither files nor addresses.
-func (s *Server) checkLocation(where string, operator, local bool) (int, error) {
+func (s *Server) checkLocation(where, tenant string, operator, local bool) (int, error) {
 	loc, err := location.Parse(where)
 	if err != nil {
 		return http.StatusBadRequest, fmt.Errorf("location: %w", err)
@@ -589,9 +589,10 @@ func (s *Server) checkLocation(where string, operator, local bool) (int, error) 
 		return 0, nil
 	}
 	host, port := loc.HostPort()
+	pol := s.Net.For(tenant) // hosts reserved for another tenant are refused, operator or not
 	if !operator {
-		trusted := s.Net.Trusted(host, port)
-		if s.Net.Restricted() && !trusted {
+		trusted := pol.Trusted(host, port)
+		if pol.Restricted() && !trusted {
 			return http.StatusForbidden, fmt.Errorf("location: host %s is not on the server's allow-list", host)
 		}
 		if loc.Scheme == "http" && !trusted {
@@ -611,7 +612,7 @@ func (s *Server) checkLocation(where string, operator, local bool) (int, error) 
 		}
 	}
 	// Names are resolved and checked where the fetch dials, not here.
-	if err := s.Net.CheckName(host, port); err != nil {
+	if err := pol.CheckName(host, port); err != nil {
 		// The same answer for every refused or unresolvable host: it says
 		// nothing about what listens there.
 		return http.StatusForbidden, fmt.Errorf("location: host %s: %w", host, netguard.ErrRefused)

@@ -247,7 +247,7 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	}
 	// A delivery is a tenant's word: tenant rules for the clone URL, and a
 	// path on the server only when the operator allows local clones.
-	if code, err := s.checkLocation(push.CloneURL, false, s.Webhooks.AllowLocal); err != nil {
+	if code, err := s.checkLocation(push.CloneURL, tenant, false, s.Webhooks.AllowLocal); err != nil {
 		writeError(w, code, fmt.Errorf("clone URL: %w", err))
 		return
 	}

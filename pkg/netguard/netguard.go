@@ -42,21 +42,67 @@ type Policy struct {
 	// write to the clone cache (pkg/source): a tenant names what the
 	// server clones, and must not fill its disk.
 	FetchBytes int64
+	// Reserved holds, per tenant, hosts (the syntax of Hosts) that only
+	// that tenant's repositories may come from: an internal git server
+	// that lets the server in by its network address, and would serve any
+	// tenant every repository it holds. They are trusted like Hosts in the
+	// tenant's view (For), and refused, whatever they resolve to, in every
+	// other tenant's and in a view of no tenant.
+	Reserved map[string][]string
+
+	tenant string // the view's tenant (For)
+}
+
+// For is the policy as the clones of tenant's repositories see it
+// (Reserved). A nil Policy stays nil.
+func (p *Policy) For(tenant string) *Policy {
+	if p == nil {
+		return nil
+	}
+	q := *p
+	q.tenant = tenant
+	return &q
+}
+
+// Denied reports whether host is reserved for a tenant other than the
+// view's (Reserved), on any port: it is refused whatever the rest of the
+// policy says.
+func (p *Policy) Denied(host, port string) bool {
+	if p == nil || len(p.Reserved) == 0 {
+		return false
+	}
+	if p.tenant != "" && matchHost(p.Reserved[p.tenant], host, port, true) {
+		return false
+	}
+	for t, hosts := range p.Reserved {
+		if t != p.tenant && matchHost(hosts, host, port, true) {
+			return true
+		}
+	}
+	return false
 }
 
 // Restricted reports whether tenants may index only from Hosts.
 func (p *Policy) Restricted() bool { return p != nil && len(p.Hosts) > 0 }
 
-// Trusted reports whether host (with port, when known) is on the list.
+// Trusted reports whether host (with port, when known) is on the list,
+// or reserved for the view's tenant.
 func (p *Policy) Trusted(host, port string) bool {
 	if p == nil {
 		return false
 	}
-	host = strings.ToLower(strings.Trim(host, "[]"))
-	for _, h := range p.Hosts {
+	return matchHost(p.Hosts, host, port, false) || p.tenant != "" && matchHost(p.Reserved[p.tenant], host, port, false)
+}
+
+// matchHost reports whether host (with port, when known) matches one of
+// hosts: "name", ".example.com" (every subdomain) or "name:port" (any
+// port when anyPort).
+func matchHost(hosts []string, host, port string, anyPort bool) bool {
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	for _, h := range hosts {
 		h = strings.ToLower(strings.TrimSpace(h))
 		if hh, pp, err := net.SplitHostPort(h); err == nil {
-			if strings.Trim(hh, "[]") == host && pp == port {
+			if strings.Trim(hh, "[]") == host && (anyPort || pp == port) {
 				return true
 			}
 			continue
@@ -108,6 +154,9 @@ func (p *Policy) allowedAddr(a netip.Addr) bool {
 // resolve fails too, with the same message. A nil Policy allows public
 // addresses only.
 func (p *Policy) Check(ctx context.Context, host, port string) error {
+	if p.Denied(host, port) {
+		return fmt.Errorf("host %s: %w", strings.Trim(host, "[]"), ErrRefused)
+	}
 	if p != nil && p.AllowPrivate || p.Trusted(host, port) {
 		return nil
 	}
@@ -139,6 +188,9 @@ func (p *Policy) Check(ctx context.Context, host, port string) error {
 // so a second lookup (DNS rebinding) is never made. A trusted host, or a
 // policy that allows private networks, is returned as it is.
 func (p *Policy) Pin(ctx context.Context, host, port string) (string, error) {
+	if p.Denied(host, port) {
+		return "", fmt.Errorf("host %s: %w", strings.Trim(host, "[]"), ErrRefused)
+	}
 	if p != nil && p.AllowPrivate || p.Trusted(host, port) {
 		return host, nil
 	}
@@ -168,6 +220,9 @@ func (p *Policy) Pin(ctx context.Context, host, port string) (string, error) {
 // ("localhost", "*.localhost"), and accepts every other name, leaving it
 // to the dial-time check.
 func (p *Policy) CheckName(host, port string) error {
+	if p.Denied(host, port) {
+		return fmt.Errorf("host %s: %w", strings.Trim(host, "[]"), ErrRefused)
+	}
 	if p != nil && p.AllowPrivate || p.Trusted(host, port) {
 		return nil
 	}
@@ -198,6 +253,9 @@ func (p *Policy) DialContext(ctx context.Context, network, addr string) (net.Con
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
+	}
+	if p.Denied(host, port) {
+		return nil, fmt.Errorf("dial %s: %w", host, ErrRefused)
 	}
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Resolver: p.Resolver}
 	if !p.AllowPrivate && !p.Trusted(host, port) {

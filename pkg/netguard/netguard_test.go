@@ -153,3 +153,65 @@ func TestPin(t *testing.T) {
 		}
 	}
 }
+
+// TestReserved: a host reserved for a tenant is trusted in that tenant's
+// view (it may resolve to a private address) and refused, on any port and
+// whatever it resolves to, in every other view, before any lookup or dial.
+func TestReserved(t *testing.T) {
+	var lookups atomic.Int32
+	p := &Policy{
+		Reserved: map[string][]string{"acme": {"git.acme.internal", ".acme.corp", "code.shared.example:8443"}},
+		Resolver: &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
+			lookups.Add(1)
+			return nil, errors.New("no DNS in this test")
+		}},
+	}
+	ctx := context.Background()
+	for _, tt := range []struct {
+		tenant, host, port string
+		denied, trusted    bool
+	}{
+		{"acme", "git.acme.internal", "443", false, true},
+		{"acme", "repo.acme.corp", "", false, true},
+		{"acme", "code.shared.example", "8443", false, true},
+		{"acme", "code.shared.example", "443", false, false}, // trusted on its port only
+		{"beta", "git.acme.internal", "443", true, false},
+		{"beta", "GIT.ACME.INTERNAL.", "443", true, false},
+		{"beta", "repo.acme.corp", "", true, false},
+		{"beta", "code.shared.example", "22", true, false}, // reserved on every port
+		{"", "git.acme.internal", "443", true, false},      // no tenant: nobody's
+		{"beta", "example.com", "443", false, false},
+	} {
+		v := p.For(tt.tenant)
+		if got := v.Denied(tt.host, tt.port); got != tt.denied {
+			t.Errorf("%s: Denied(%s:%s) = %v, want %v", tt.tenant, tt.host, tt.port, got, tt.denied)
+		}
+		if got := v.Trusted(tt.host, tt.port); got != tt.trusted {
+			t.Errorf("%s: Trusted(%s:%s) = %v, want %v", tt.tenant, tt.host, tt.port, got, tt.trusted)
+		}
+		if !tt.denied {
+			continue
+		}
+		before := lookups.Load()
+		if err := v.Check(ctx, tt.host, tt.port); !errors.Is(err, ErrRefused) {
+			t.Errorf("%s: Check(%s) = %v, want refused", tt.tenant, tt.host, err)
+		}
+		if err := v.CheckName(tt.host, tt.port); !errors.Is(err, ErrRefused) {
+			t.Errorf("%s: CheckName(%s) = %v, want refused", tt.tenant, tt.host, err)
+		}
+		if _, err := v.Pin(ctx, tt.host, tt.port); !errors.Is(err, ErrRefused) {
+			t.Errorf("%s: Pin(%s) = %v, want refused", tt.tenant, tt.host, err)
+		}
+		if _, err := v.DialContext(ctx, "tcp", net.JoinHostPort(tt.host, "443")); !errors.Is(err, ErrRefused) {
+			t.Errorf("%s: DialContext(%s) = %v, want refused", tt.tenant, tt.host, err)
+		}
+		if lookups.Load() != before {
+			t.Errorf("%s: %s was looked up before it was refused", tt.tenant, tt.host)
+		}
+	}
+	// AllowPrivate does not lift a reservation.
+	open := &Policy{AllowPrivate: true, Reserved: p.Reserved}
+	if err := open.For("beta").CheckName("git.acme.internal", ""); !errors.Is(err, ErrRefused) {
+		t.Errorf("AllowPrivate, beta: %v, want refused", err)
+	}
+}

@@ -127,7 +127,7 @@ func (w *Workers) HandleParse(ctx context.Context, m queue.Message) error {
 }
 
 func (w *Workers) handleParse(ctx context.Context, b ParseBatch) error {
-	snap, release, err := w.snaps.get(netguard.With(ctx, w.Net), b.Location, b.Commit, w.CacheDir)
+	snap, release, err := w.snaps.get(netguard.With(ctx, w.Net.For(b.Tenant)), b.Location, b.Commit, w.CacheDir)
 	if err != nil {
 		return fmt.Errorf("parse batch %d of %s/%s@%s: %w", b.Batch, b.Tenant, b.Repo, b.Commit, err)
 	}

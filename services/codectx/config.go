@@ -47,6 +47,7 @@ const (
 	envShardCacheBytes = "CODECTX_SHARD_CACHE_BYTES"
 	// The network policy of clones (pkg/netguard).
 	envAllowHosts   = "CODECTX_ALLOW_HOSTS"
+	envTenantHosts  = "CODECTX_TENANT_HOSTS"
 	envAllowPrivate = "CODECTX_ALLOW_PRIVATE_NETWORKS"
 	envKeys         = "CODECTX_KEYS"
 	// The bounds of the clone cache (DATA/clones).
@@ -107,6 +108,7 @@ type config struct {
 	s3                   minio.Config
 	// allowHosts and allowPrivate make the network policy of clones.
 	allowHosts   string
+	tenantHosts  string // TENANT=HOST,...;TENANT=HOST,... (netguard.Policy.Reserved)
 	allowPrivate bool
 	cloneBytes   int64
 	clones       pipeline.CloneLimits
@@ -132,6 +134,8 @@ const defaultCloneBytes = 4 << 30
 func (c *config) netFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.allowHosts, "allow-hosts", env(envAllowHosts, ""),
 		"comma-separated hosts tenants may index from (\"github.com\", \".example.com\" for subdomains, \"host:port\"); they may resolve to private addresses; empty = any public host ($"+envAllowHosts+")")
+	fs.StringVar(&c.tenantHosts, "tenant-hosts", env(envTenantHosts, ""),
+		"hosts only one tenant's repositories may come from, \"acme=git.acme.internal,.acme.corp;beta=git.beta.internal\" (the syntax of --allow-hosts): trusted like --allow-hosts for that tenant, refused for every other, on any port and whatever they resolve to. For a git server that lets the server in by its network address ($"+envTenantHosts+")")
 	fs.BoolVar(&c.allowPrivate, "allow-private-networks", envBool(envAllowPrivate, false),
 		"let clones connect to loopback, private and link-local addresses (refused by default) ($"+envAllowPrivate+")")
 	bytesVar(fs, &c.cloneBytes, "clone-max-bytes", envCloneBytes, defaultCloneBytes,
@@ -149,7 +153,37 @@ func (c *config) keepClones(ctx context.Context, log *slog.Logger) {
 
 // netPolicy is the network policy of clones the flags describe.
 func (c *config) netPolicy() *netguard.Policy {
-	return &netguard.Policy{AllowPrivate: c.allowPrivate, FetchBytes: c.cloneBytes, Hosts: splitList(c.allowHosts)}
+	reserved, _ := parseTenantHosts(c.tenantHosts) // checked by parseFlags
+	return &netguard.Policy{AllowPrivate: c.allowPrivate, FetchBytes: c.cloneBytes, Hosts: splitList(c.allowHosts), Reserved: reserved}
+}
+
+// parseTenantHosts reads --tenant-hosts: TENANT=HOST,HOST;TENANT=HOST. A
+// host may be reserved for one tenant only.
+func parseTenantHosts(s string) (map[string][]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	out := map[string][]string{}
+	owner := map[string]string{}
+	for _, part := range strings.Split(s, ";") {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		tenant, hosts, ok := strings.Cut(part, "=")
+		tenant = strings.TrimSpace(tenant)
+		if !ok || !index.ValidTenant(tenant) || len(splitList(hosts)) == 0 {
+			return nil, fmt.Errorf("--tenant-hosts: %q: want TENANT=HOST,HOST (a valid tenant name and at least one host)", part)
+		}
+		for _, h := range splitList(hosts) {
+			key := strings.ToLower(h)
+			if prev, ok := owner[key]; ok && prev != tenant {
+				return nil, fmt.Errorf("--tenant-hosts: host %s is reserved for both %s and %s", h, prev, tenant)
+			}
+			owner[key] = tenant
+			out[tenant] = append(out[tenant], h)
+		}
+	}
+	return out, nil
 }
 
 // Which dependencies a role connects to (selects the flags it takes).
@@ -222,6 +256,11 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	}
 	if err := applyBytesEnv(fs); err != nil {
 		return err
+	}
+	if f := fs.Lookup("tenant-hosts"); f != nil {
+		if _, err := parseTenantHosts(f.Value.String()); err != nil {
+			return err
+		}
 	}
 	if fs.NArg() > 0 {
 		fs.Usage()
