@@ -251,7 +251,9 @@ func (t *turns) scan(ctx context.Context, force bool) error {
 	if !due {
 		return nil
 	}
-	info, err := t.stream.Info(ctx, jetstream.WithSubjectFilter("codectx."+t.stage+".>"))
+	// The stream holds only the stage's subjects: ">" lists them all, the
+	// bare codectx.<stage> (share "") included.
+	info, err := t.stream.Info(ctx, jetstream.WithSubjectFilter(">"))
 	if err != nil {
 		return err
 	}
@@ -260,10 +262,6 @@ func (t *turns) scan(ctx context.Context, force bool) error {
 		if n > 0 {
 			seen[shareOf(t.stage, subj)] = true
 		}
-	}
-	// The bare subject is outside the filter (">" needs a token).
-	if bare, err := t.stream.Info(ctx, jetstream.WithSubjectFilter("codectx."+t.stage)); err == nil && bare.State.Subjects["codectx."+t.stage] > 0 {
-		seen[""] = true
 	}
 	shares := slices.Sorted(func(yield func(string) bool) {
 		for s := range seen {
