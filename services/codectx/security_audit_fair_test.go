@@ -5,17 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"codectx/pkg/api"
 	"codectx/pkg/embed/embedtest"
 	"codectx/pkg/pipeline"
-	"codectx/pkg/queue/natsq"
 )
 
 // TestAuditFairFloodPoison: three tenants
@@ -31,34 +28,9 @@ func TestAuditFairFloodPoison(t *testing.T) {
 	}
 	const nrepos, nfiles = 3, 300
 	tenants := []string{tenantB, "gamma", "delta"}
-	srv := embedtest.NewServer(64, "hash-embed")
-	t.Cleanup(srv.Close)
-	upParseHook = func(path string) {
-		if strings.Contains(path, "poison") {
-			panic("poisoned " + path)
-		}
-		if strings.HasPrefix(path, "ledger") {
-			time.Sleep(time.Millisecond)
-		}
-	}
-	queueBackoff = []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond}
-	infraRetry = []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}
-	var queue atomic.Pointer[natsq.Queue]
-	upQueueHook = func(q *natsq.Queue) { queue.Store(q) }
-	t.Cleanup(func() { upParseHook, upQueueHook, queueBackoff, infraRetry = nil, nil, nil, nil })
-	s := startSecureUp(t, "--embedder", "openai:"+srv.URL+"#hash-embed", "--shard-bytes", "16KiB", "--tenant-batches", "8")
+	s, srv, queue := startPoisonUp(t, 8)
 
-	var dirs []string
-	for r := range nrepos {
-		files := map[string]string{"go.mod": fmt.Sprintf("module example.com/part%d\n\ngo 1.22\n", r)}
-		for i := range nfiles {
-			files[fmt.Sprintf("ledger%d/f%d.go", i%20, i)] = fmt.Sprintf("package ledger%d\n\n// Part%dRow%d sums the ledger rows of part %d.\nfunc Part%dRow%d(a, b int) int {\n\treturn a*%d + b\n}\n", i%20, r, i, r, r, i, i)
-		}
-		for p := range 2 {
-			files[fmt.Sprintf("ledger%d/poison%d.go", p*7, p)] = fmt.Sprintf("package ledger%d\n\nfunc Poison%d() {}\n", p*7, p)
-		}
-		dirs = append(dirs, commitTree(t, filepath.Join(t.TempDir(), fmt.Sprintf("part%d", r)), files))
-	}
+	dirs := ledgerRepos(t, nrepos, nfiles, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	srv.SetDelay(10 * time.Millisecond)

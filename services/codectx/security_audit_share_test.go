@@ -169,34 +169,9 @@ func TestAuditShareEmbedPoison(t *testing.T) {
 	if v := os.Getenv("CODECTX_TEST_EMBED_FAULTS"); v != "" {
 		faults, _ = strconv.Atoi(v)
 	}
-	srv := embedtest.NewServer(64, "hash-embed")
-	t.Cleanup(srv.Close)
-	upParseHook = func(path string) {
-		if strings.Contains(path, "poison") {
-			panic("poisoned " + path)
-		}
-		if strings.HasPrefix(path, "ledger") {
-			time.Sleep(time.Millisecond)
-		}
-	}
-	queueBackoff = []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond}
-	infraRetry = []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}
-	var queue atomic.Pointer[natsq.Queue]
-	upQueueHook = func(q *natsq.Queue) { queue.Store(q) }
-	t.Cleanup(func() { upParseHook, upQueueHook, queueBackoff, infraRetry = nil, nil, nil, nil })
-	s := startSecureUp(t, "--embedder", "openai:"+srv.URL+"#hash-embed", "--shard-bytes", "16KiB", "--tenant-batches", strconv.Itoa(share))
+	s, srv, queue := startPoisonUp(t, share)
 
-	var dirs []string
-	for r := range nrepos {
-		files := map[string]string{"go.mod": fmt.Sprintf("module example.com/part%d\n\ngo 1.22\n", r)}
-		for i := range nfiles {
-			files[fmt.Sprintf("ledger%d/f%d.go", i%20, i)] = fmt.Sprintf("package ledger%d\n\n// Part%dRow%d sums the ledger rows of part %d.\nfunc Part%dRow%d(a, b int) int {\n\treturn a*%d + b\n}\n", i%20, r, i, r, r, i, i)
-		}
-		for p := range 2 {
-			files[fmt.Sprintf("ledger%d/poison%d.go", p*7, p)] = fmt.Sprintf("package ledger%d\n\nfunc Poison%d() {}\n", p*7, p)
-		}
-		dirs = append(dirs, commitTree(t, filepath.Join(t.TempDir(), fmt.Sprintf("part%d", r)), files))
-	}
+	dirs := ledgerRepos(t, nrepos, nfiles, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	srv.SetDelay(20 * time.Millisecond)
@@ -244,4 +219,49 @@ func TestAuditShareEmbedPoison(t *testing.T) {
 	// 5.8-6 s on an idle machine, 5.2 s of 6.1 s in one CI run). What
 	// other tenants' batches cost acme is bounded in
 	// TestSecurityIndexFairnessTenantShare.
+}
+
+// startPoisonUp starts `up` with keys, --tenant-batches batches, 16 KiB
+// shards and an embedder (srv, which the caller may slow or fault). Its
+// parser panics on a file named "poison..." and holds each "ledger..."
+// file 1 ms; queues retry within a second or two; queue holds up's queue
+// client once it has started.
+func startPoisonUp(t *testing.T, batches int) (s *secureStack, srv *embedtest.Server, queue *atomic.Pointer[natsq.Queue]) {
+	t.Helper()
+	srv = embedtest.NewServer(64, "hash-embed")
+	t.Cleanup(srv.Close)
+	upParseHook = func(path string) {
+		if strings.Contains(path, "poison") {
+			panic("poisoned " + path)
+		}
+		if strings.HasPrefix(path, "ledger") {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	queueBackoff = []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond}
+	infraRetry = []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}
+	queue = new(atomic.Pointer[natsq.Queue])
+	upQueueHook = func(q *natsq.Queue) { queue.Store(q) }
+	t.Cleanup(func() { upParseHook, upQueueHook, queueBackoff, infraRetry = nil, nil, nil, nil })
+	s = startSecureUp(t, "--embedder", "openai:"+srv.URL+"#hash-embed", "--shard-bytes", "16KiB", "--tenant-batches", strconv.Itoa(batches))
+	return s, srv, queue
+}
+
+// ledgerRepos commits nrepos repositories ("part0", ...) of nfiles Go
+// files under ledger0/ ... ledger19/, and poison files "poison0.go", ...
+// among them, and returns their directories.
+func ledgerRepos(t *testing.T, nrepos, nfiles, poison int) []string {
+	t.Helper()
+	var dirs []string
+	for r := range nrepos {
+		files := map[string]string{"go.mod": fmt.Sprintf("module example.com/part%d\n\ngo 1.22\n", r)}
+		for i := range nfiles {
+			files[fmt.Sprintf("ledger%d/f%d.go", i%20, i)] = fmt.Sprintf("package ledger%d\n\n// Part%dRow%d sums the ledger rows of part %d.\nfunc Part%dRow%d(a, b int) int {\n\treturn a*%d + b\n}\n", i%20, r, i, r, r, i, i)
+		}
+		for p := range poison {
+			files[fmt.Sprintf("ledger%d/poison%d.go", p*7, p)] = fmt.Sprintf("package ledger%d\n\nfunc Poison%d() {}\n", p*7, p)
+		}
+		dirs = append(dirs, commitTree(t, filepath.Join(t.TempDir(), fmt.Sprintf("part%d", r)), files))
+	}
+	return dirs
 }

@@ -266,14 +266,7 @@ func TestSecurityIndexFairnessTenantShare(t *testing.T) {
 	}
 	s, started, queue := startLedgerUp(t, "--tenant-batches", strconv.Itoa(share))
 
-	var dirs []string
-	for r := range nrepos {
-		files := map[string]string{"go.mod": fmt.Sprintf("module example.com/part%d\n\ngo 1.22\n", r)}
-		for i := range nfiles {
-			files[fmt.Sprintf("ledger%d/f%d.go", i%20, i)] = fmt.Sprintf("package ledger%d\n\n// Part%dRow%d sums the ledger rows of part %d.\nfunc Part%dRow%d(a, b int) int {\n\treturn a*%d + b\n}\n", i%20, r, i, r, r, i, i)
-		}
-		dirs = append(dirs, commitTree(t, filepath.Join(t.TempDir(), fmt.Sprintf("part%d", r)), files))
-	}
+	dirs := ledgerRepos(t, nrepos, nfiles, 0)
 	fresh := tillRepo(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
