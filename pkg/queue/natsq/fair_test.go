@@ -128,10 +128,7 @@ func TestSharesReplaceTheOldConsumer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rec recorder
-	consume(t, q, queue.Config{Stage: "parse"}, func(ctx context.Context, m queue.Message) error {
-		rec.add(m)
-		return nil
-	})
+	consume(t, q, queue.Config{Stage: "parse"}, rec.handle)
 	waitPending(t, q, "parse", 0)
 	if n := rec.count(); n != 2 {
 		t.Errorf("handled %d messages, want 2", n)
@@ -149,10 +146,7 @@ func TestSharesReplaceTheOldConsumerAgain(t *testing.T) {
 	q := connect(t, s)
 	publish(t, q, "parse", "ta.x", "a", "a")
 	var rec recorder
-	consume(t, q, queue.Config{Stage: "parse"}, func(ctx context.Context, m queue.Message) error {
-		rec.add(m)
-		return nil
-	})
+	consume(t, q, queue.Config{Stage: "parse"}, rec.handle)
 	waitFor(t, "the first message", func() bool { return rec.count() == 1 })
 	_, js := rawJS(t, s)
 	// An older worker can make its consumer only while no other exists
@@ -260,10 +254,7 @@ func TestSharesOneBadShareDoesNotStopTheOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rec recorder
-	consume(t, q, queue.Config{Stage: "parse"}, func(ctx context.Context, m queue.Message) error {
-		rec.add(m)
-		return nil
-	})
+	consume(t, q, queue.Config{Stage: "parse"}, rec.handle)
 	for _, forged := range []string{"a.b", "*", ">", "with space", strings.Repeat("x", 1000)} {
 		if err := nc.Publish("codectx_new.parse", []byte(forged)); err != nil {
 			t.Fatal(err)

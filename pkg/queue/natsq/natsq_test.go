@@ -139,6 +139,12 @@ func (r *recorder) get() []queue.Message {
 
 func (r *recorder) count() int { return len(r.get()) }
 
+// handle is a queue.Handler that records each message and succeeds.
+func (r *recorder) handle(_ context.Context, m queue.Message) error {
+	r.add(m)
+	return nil
+}
+
 func TestPublishConsume(t *testing.T) {
 	s := startServer(t)
 	q := connect(t, s)
@@ -155,10 +161,7 @@ func TestPublishConsume(t *testing.T) {
 	}
 	waitPending(t, q, "parse", 3)
 	var rec recorder
-	consume(t, q, queue.Config{Stage: "parse"}, func(_ context.Context, m queue.Message) error {
-		rec.add(m)
-		return nil
-	})
+	consume(t, q, queue.Config{Stage: "parse"}, rec.handle)
 	waitFor(t, "3 messages", func() bool { return rec.count() >= 3 })
 	waitPending(t, q, "parse", 0)
 	got := rec.get()
@@ -195,10 +198,7 @@ func TestStagesAreSeparate(t *testing.T) {
 	publish(t, q, "parse", "x", "p", "")
 	publish(t, q, "embed", "x", "e", "")
 	var rec recorder
-	consume(t, q, queue.Config{Stage: "embed"}, func(_ context.Context, m queue.Message) error {
-		rec.add(m)
-		return nil
-	})
+	consume(t, q, queue.Config{Stage: "embed"}, rec.handle)
 	waitPending(t, q, "embed", 0)
 	if got := rec.get(); len(got) != 1 || string(got[0].Data) != "e" {
 		t.Fatalf("embed consumer got %+v, want only the embed message", got)
@@ -303,10 +303,7 @@ func TestCrashOnFinalDelivery(t *testing.T) {
 
 	survivor := connect(t, s)
 	var rec recorder
-	consume(t, survivor, cfg, func(_ context.Context, m queue.Message) error {
-		rec.add(m)
-		return nil
-	})
+	consume(t, survivor, cfg, rec.handle)
 	waitPending(t, survivor, "parse", 0)
 	dls, err := survivor.DeadLetters(t.Context(), "parse")
 	if err != nil {
@@ -393,10 +390,7 @@ func TestDuplicateMsgID(t *testing.T) {
 		t.Fatalf("Pending = %d, %v; want 4 (one duplicate dropped)", n, err)
 	}
 	var rec recorder
-	consume(t, q, queue.Config{Stage: "parse"}, func(_ context.Context, m queue.Message) error {
-		rec.add(m)
-		return nil
-	})
+	consume(t, q, queue.Config{Stage: "parse"}, rec.handle)
 	waitPending(t, q, "parse", 0)
 	var got []string
 	for _, m := range rec.get() {
