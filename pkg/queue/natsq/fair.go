@@ -24,7 +24,7 @@ import (
 // durable pull consumer filtered on its subjects (a work-queue stream
 // takes consumers whose filters do not overlap), and each Consume call
 // goes round its shares, taking one message of the next share that has
-// one. Shares are learnt from the publishers' notices (newNotice) and,
+// one. Shares are learnt from the publishers' notices (announce) and,
 // for what no notice announces (redeliveries, a lost notice, messages
 // published before the consumer started), from the stream's subject
 // counts, read at most every rescan. Within a share, messages keep
@@ -95,7 +95,7 @@ type turns struct {
 	evicted  time.Time            // the last removeIdle
 	wake     chan struct{}        // a share may have a message (buffer 1)
 	timers   map[*time.Timer]bool // pending re-adds (later)
-	checks   map[string]bool      // shares with a recheck pending (pull)
+	checks   map[string]bool      // shares with a recheck pending (recheck)
 	shutdown bool
 }
 
@@ -205,28 +205,23 @@ func (t *turns) later(share string, d time.Duration, fresh bool) {
 	tm = time.AfterFunc(d, func() {
 		t.mu.Lock()
 		delete(t.timers, tm)
+		delete(t.checks, share) // a recheck may be asked for again
 		t.mu.Unlock()
 		t.add(share, fresh)
 	})
 	t.timers[tm] = true
 }
 
-// recheck asks share again after settleStep, unless a recheck of it is
-// pending already.
+// recheck asks share again after settleStep (later), unless a recheck of
+// it is pending already.
 func (t *turns) recheck(share string) {
 	t.mu.Lock()
-	if t.checks[share] {
-		t.mu.Unlock()
-		return
-	}
+	pending := t.checks[share]
 	t.checks[share] = true
 	t.mu.Unlock()
-	time.AfterFunc(settleStep, func() {
-		t.mu.Lock()
-		delete(t.checks, share)
-		t.mu.Unlock()
-		t.add(share, false)
-	})
+	if !pending {
+		t.later(share, settleStep, false)
+	}
 }
 
 // maxShare bounds a share token taken from a notice.
@@ -240,10 +235,10 @@ func validShare(s string) bool {
 }
 
 // scan adds the shares that hold messages in the stream, if the last
-// scan is older than rescan (or force).
-func (t *turns) scan(ctx context.Context, force bool) error {
+// scan is older than rescan.
+func (t *turns) scan(ctx context.Context) error {
 	t.mu.Lock()
-	due := force || time.Since(t.scanned) >= rescan
+	due := time.Since(t.scanned) >= rescan
 	if due {
 		t.scanned = time.Now()
 	}
@@ -407,7 +402,7 @@ func (t *turns) forget(share string) {
 // take returns the next share's next message, going round the ring once;
 // nil if no share has one to hand out now.
 func (t *turns) take(ctx context.Context) (jetstream.Msg, string, error) {
-	if err := t.scan(ctx, false); err != nil && fatal(err) {
+	if err := t.scan(ctx); err != nil && fatal(err) {
 		return nil, "", err
 	}
 	var failed error
@@ -485,6 +480,7 @@ func gone(err error) bool {
 	return errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, nats.ErrNoResponders)
 }
 
+// fatal reports an error that ends a worker: its connection is closed.
 func fatal(err error) bool {
 	return errors.Is(err, nats.ErrConnectionClosed)
 }
