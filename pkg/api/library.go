@@ -36,6 +36,13 @@ const maxLanguages = 32
 // for one more request of its tenant's rate.
 const reposPerToken = 4
 
+// chargeRepos charges payer's rate for work over n repositories, about
+// one query per repository: the request paid for the first, and each
+// reposPerToken more cost one more request.
+func (s *Server) chargeRepos(payer string, n int) {
+	s.rate.charge(payer, float64(n-1)/reposPerToken)
+}
+
 // errNotIndexed is wrapped by loads of a repository with no HEAD.
 var errNotIndexed = errors.New("not indexed")
 
@@ -248,7 +255,7 @@ func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) 
 	if payer == "" {
 		payer = q.Tenant
 	}
-	s.rate.charge(payer, float64(len(repos)-1)/reposPerToken)
+	s.chargeRepos(payer, len(repos))
 	var sess *session.Session
 	var skey string
 	if q.Session != "" {

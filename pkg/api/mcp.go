@@ -316,7 +316,7 @@ func (s *Server) repoSegs(ctx context.Context, p Principal, tenant string, repos
 	// does (search): the same charge, or symbol, references and impact
 	// (MCP and /v1/references, /v1/impact) would be a way around it.
 	// p.Tenant's rate let the request in (an operator's: not tenant's).
-	s.rate.charge(p.Tenant, float64(len(names)-1)/reposPerToken)
+	s.chargeRepos(p.Tenant, len(names))
 	return s.loadAll(ctx, tenant, names)
 }
 
@@ -931,7 +931,7 @@ func (s *Server) toolRepos(ctx context.Context, p Principal, in ReposInput) (Rep
 	// Every repository's HEAD and segment are read and the graph across
 	// them built: the call pays what a search over them does (repoSegs),
 	// on the rate that let it in.
-	s.rate.charge(p.Tenant, float64(len(names)-1)/reposPerToken)
+	s.chargeRepos(p.Tenant, len(names))
 	out := ReposOutput{Tenant: tenant, Repos: make([]RepoSummary, len(names))}
 	segs := make([]*segment.Segment, len(names))
 	err = forEach(len(names), func(i int) error {
