@@ -10,20 +10,28 @@ import (
 
 	"codectx/pkg/blob"
 	"codectx/pkg/index"
+	"codectx/pkg/segment"
 	"codectx/pkg/source"
 )
+
+// serverSeg is a segment of three small files: two in server/ (siblings)
+// and one in cache/.
+func serverSeg(t *testing.T) *segment.Segment {
+	t.Helper()
+	return buildSeg(t, map[string]string{
+		"go.mod":           "module example.com/m\n\ngo 1.22\n",
+		"server/listen.go": "package server\n\n// Listen opens the socket of the server and runs the accept loop.\nfunc Listen(addr string) { acceptLoop() }\n\nfunc acceptLoop() {}\n",
+		"server/close.go":  "package server\n\n// Close shuts the server socket.\nfunc Close() {}\n",
+		"cache/evict.go":   "package cache\n\n// Evict drops the least recently used entry of the server cache.\nfunc Evict() {}\n",
+	})
+}
 
 // TestContrastFeatures checks the sibling-contrast features (a file
 // against the other top files of its directory, and the top file) and the
 // pseudo-relevance feedback ones (the query expanded by its top files'
 // words).
 func TestContrastFeatures(t *testing.T) {
-	seg := buildSeg(t, map[string]string{
-		"go.mod":           "module example.com/m\n\ngo 1.22\n",
-		"server/listen.go": "package server\n\n// Listen opens the socket of the server and runs the accept loop.\nfunc Listen(addr string) { acceptLoop() }\n\nfunc acceptLoop() {}\n",
-		"server/close.go":  "package server\n\n// Close shuts the server socket.\nfunc Close() {}\n",
-		"cache/evict.go":   "package cache\n\n// Evict drops the least recently used entry of the server cache.\nfunc Evict() {}\n",
-	})
+	seg := serverSeg(t)
 	feat, rk := candidateFeatures(t, seg, "listen on the server socket")
 	if rk.Candidates[0].Path != "server/listen.go" {
 		t.Fatalf("top candidate %s, want server/listen.go", rk.Candidates[0].Path)

@@ -18,12 +18,7 @@ import (
 // whole-file BM25 score (file_bm25_rel) and its best chunk's BM25 score
 // (bm25_rel), so term weights can be learned offline.
 func TestTermDump(t *testing.T) {
-	seg := buildSeg(t, map[string]string{
-		"go.mod":           "module example.com/m\n\ngo 1.22\n",
-		"server/listen.go": "package server\n\n// Listen opens the socket of the server and runs the accept loop.\nfunc Listen(addr string) { acceptLoop() }\n\nfunc acceptLoop() {}\n",
-		"server/close.go":  "package server\n\n// Close shuts the server socket.\nfunc Close() {}\n",
-		"cache/evict.go":   "package cache\n\n// Evict drops the least recently used entry of the server cache.\nfunc Evict() {}\n",
-	})
+	seg := serverSeg(t)
 	q := "Fix `acceptLoop` of the server\n\nThe socket was never closed"
 	feat, rk := candidateFeatures(t, seg, q)
 	d := rk.Terms
