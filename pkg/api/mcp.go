@@ -18,6 +18,7 @@ import (
 	"codectx/pkg/graph"
 	"codectx/pkg/index"
 	"codectx/pkg/pack"
+	"codectx/pkg/query"
 	"codectx/pkg/segment"
 	"codectx/pkg/xrepo"
 )
@@ -128,6 +129,7 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 		"Give the task in natural language, identifiers, or both (\"where is the retry backoff computed\", \"Router.Mount\"). " +
 		"Searches one repository, a list, or all of the tenant's (\"*\", the default) in one ranking. " +
 		"Returns the context text (chunks headed by repo@commit:path#Lstart-Lend) and the list of chunks. " +
+		"A history question (\"what changed recently in the packer\", \"when was retry added\") also gets the commits that touched those files, at the head of the context. " +
 		"Pass the same session id on later calls to get only chunks you were not already sent."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in SearchInput) (*mcp.CallToolResult, SearchOutput, error) {
 			out, err := s.toolSearch(ctx, p, in)
@@ -219,14 +221,15 @@ type ChunkRef struct {
 
 // SearchOutput is the structured answer of the search tool.
 type SearchOutput struct {
-	Context     string     `json:"context" jsonschema:"the packed context: chunks headed by their provenance"`
-	Chunks      []ChunkRef `json:"chunks"`
-	Tokens      int        `json:"tokens"`
-	Budget      int        `json:"budget"`
-	Trigger     string     `json:"trigger" jsonschema:"how the query was read: EXPLICIT_SYMBOL, SEMANTIC_CONCEPT, TEMPORAL_HISTORY or IMPLICIT_CONTEXT"`
-	Repos       []string   `json:"repos"`
-	AlreadySent []string   `json:"already_sent,omitempty" jsonschema:"provenance of relevant chunks left out because this session was already sent them"`
-	TokensSaved int        `json:"tokens_saved,omitempty" jsonschema:"tokens those chunks would have cost"`
+	Context     string         `json:"context" jsonschema:"the packed context: chunks headed by their provenance"`
+	Chunks      []ChunkRef     `json:"chunks"`
+	Tokens      int            `json:"tokens"`
+	Budget      int            `json:"budget"`
+	Trigger     string         `json:"trigger" jsonschema:"how the query was read: EXPLICIT_SYMBOL, SEMANTIC_CONCEPT, TEMPORAL_HISTORY or IMPLICIT_CONTEXT"`
+	Repos       []string       `json:"repos"`
+	AlreadySent []string       `json:"already_sent,omitempty" jsonschema:"provenance of relevant chunks left out because this session was already sent them"`
+	TokensSaved int            `json:"tokens_saved,omitempty" jsonschema:"tokens those chunks would have cost"`
+	Commits     []query.Commit `json:"commits,omitempty" jsonschema:"for a history question: the commits that touched the files of the answer, most relevant first (also at the head of the context)"`
 }
 
 func (s *Server) toolSearch(ctx context.Context, p Principal, in SearchInput) (SearchOutput, error) {
@@ -253,7 +256,7 @@ func (s *Server) toolSearch(ctx context.Context, p Principal, in SearchInput) (S
 		return SearchOutput{}, err
 	}
 	out := SearchOutput{Context: resp.Context, Tokens: resp.Tokens, Budget: resp.Budget, Trigger: resp.Trigger, Repos: resp.Repos, Chunks: []ChunkRef{},
-		AlreadySent: resp.AlreadySent, TokensSaved: resp.TokensSaved}
+		AlreadySent: resp.AlreadySent, TokensSaved: resp.TokensSaved, Commits: resp.Commits}
 	if out.Repos == nil {
 		out.Repos = []string{resp.Repo}
 	}

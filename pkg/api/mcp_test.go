@@ -150,6 +150,23 @@ func CheckTools(ctx context.Context, t *testing.T, cs *mcp.ClientSession) {
 		t.Fatalf("search over * gave repos %v, %d tokens; want chunks of both within 3000", inRepo, so.Tokens)
 	}
 
+	// A history question gets the commits of the files it answers with,
+	// at the head of the context; over several repositories each names
+	// its repository.
+	for _, repos := range [][]string{{"shop"}, {"*"}} {
+		call(ctx, t, cs, "search", map[string]any{"query": "what changed recently in the price table", "repos": repos, "budget": 3000}, &so)
+		head := "// history of shop@"
+		if repos[0] == "*" {
+			head = "// history of 2 repositories"
+		}
+		if so.Trigger != "TEMPORAL_HISTORY" || len(so.Commits) == 0 || so.Commits[0].Subject != "initial" || !strings.HasPrefix(so.Context, head) {
+			t.Fatalf("history question over %v: trigger %s, commits %+v, context %.120q", repos, so.Trigger, so.Commits, so.Context)
+		}
+		if wantRepo := map[string]string{"shop": "", "*": "shop"}[repos[0]]; so.Commits[0].Repo != wantRepo || !slices.Contains(so.Commits[0].Files, "price/price.go") {
+			t.Errorf("history question over %v: first commit %+v, want repo %q and price/price.go", repos, so.Commits[0], wantRepo)
+		}
+	}
+
 	// A budget left out is the default; 0 or a negative one is an error,
 	// not a silent default.
 	call(ctx, t, cs, "search", map[string]any{"query": "cart total"}, &so)

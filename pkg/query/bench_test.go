@@ -2,6 +2,7 @@ package query_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -136,5 +137,44 @@ func BenchmarkPack(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		query.PackAll(parts[i%len(parts)], query.Request{Query: benchQueries[i%len(parts)], Budget: 8000}, nil)
+	}
+}
+
+// BenchmarkHistoryQuestion is a history question ("what changed recently
+// in the inliner") on the benchmark segment with a history of 500
+// commits (1-8 of its files each, made up: $GOROOT is no repository) and
+// without one: the difference is the history arm and the commits the
+// answer lists, packed at the head of the context.
+func BenchmarkHistoryQuestion(b *testing.B) {
+	seg := benchSegment(b)
+	hist := make([]segment.Commit, 500)
+	words := []string{"inline", "escape", "ssa", "fix", "rewrite", "loop", "types2", "export", "debug", "walk", "cost", "budget"}
+	for i := range hist {
+		c := segment.Commit{Hash: fmt.Sprintf("%040x", i+1), Author: "Dev <dev@example.com>",
+			When: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(-time.Duration(i) * time.Hour).Format(time.RFC3339)}
+		c.Message = fmt.Sprintf("cmd/compile: %s %s in %s", words[i%len(words)], words[(i*7)%len(words)], words[(i*5)%len(words)])
+		for j := range 1 + i%8 {
+			c.Files = append(c.Files, seg.Files[(i*131+j*17)%len(seg.Files)].Path)
+		}
+		hist[i] = c
+	}
+	eng := &query.Engine{Seg: seg}
+	for _, tc := range []struct {
+		name string
+		hist []segment.Commit
+	}{{"none", nil}, {"history", hist}} {
+		b.Run(tc.name, func(b *testing.B) {
+			seg.History = tc.hist
+			b.Cleanup(func() { seg.History = nil })
+			listed := 0
+			for b.Loop() {
+				resp, err := eng.Query(context.Background(), query.Request{Query: "what changed recently in the inliner", Budget: 8000, Route: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				listed = len(resp.Commits)
+			}
+			b.ReportMetric(float64(listed), "commits")
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"slices"
@@ -86,6 +87,16 @@ func (r *Response) AppendJSON(b []byte) ([]byte, error) {
 			}
 		}
 		b = append(b, ']')
+	}
+	if len(r.Commits) > 0 {
+		// Only history questions list commits: encoding/json's own
+		// encoding of them costs nothing that matters.
+		cs, err := json.Marshal(r.Commits)
+		if err != nil {
+			return b[:start], err
+		}
+		b = append(b, `,"commits":`...)
+		b = append(b, cs...)
 	}
 	b = append(b, `,"dropped":`...)
 	b = strconv.AppendInt(b, int64(r.Dropped), 10)

@@ -101,6 +101,12 @@ func randResponse(r *rand.Rand) *Response {
 			resp.Files = append(resp.Files, File{Repo: randString(r), Path: randString(r), Score: randFloat(r), Signals: randStrings(r)})
 		}
 	}
+	if r.Intn(4) == 0 {
+		for range r.Intn(4) {
+			resp.Commits = append(resp.Commits, Commit{Repo: randString(r), Hash: randString(r), When: randString(r),
+				Author: randString(r), Subject: randString(r), Files: randStrings(r), Others: r.Intn(3)})
+		}
+	}
 	// Mostly the context is the texts joined, as PackAll renders it;
 	// sometimes nearly (no separator, or one text changed).
 	if len(resp.Chunks) > 0 && r.Intn(4) > 0 {
@@ -167,6 +173,7 @@ func TestAppendJSONFields(t *testing.T) {
 		Chunks: []Chunk{{Repo: "r", Commit: "c", Path: "a.go", StartLine: 1, EndLine: 9, Symbol: "F", Kind: "function",
 			Granularity: "full", Tokens: 12, Score: 1.5e-9, Signals: []string{"bm25"}, Provenance: "r@c:a.go#L1-9", Text: "func F() {}\n\t// \u2028 \xff"}},
 		Files:   []File{{Repo: "r", Path: "a.go", Score: 3, Signals: []string{"bm25"}}, {Path: "b.go", Signals: nil}},
+		Commits: []Commit{{Repo: "r", Hash: "abc", When: "2026-12-05T10:00:00Z", Author: "A <b>", Subject: "fix <x>", Files: []string{"a.go"}, Others: 2}},
 		Dropped: 3, Timings: map[string]int{"total": 5, "pack": 2, "bm25": 1}, Context: "ctx",
 		AlreadySent: []string{"x"}, TokensSaved: 40, Stale: true, StaleReason: "down",
 	}

@@ -30,6 +30,7 @@ import (
 	"codectx/pkg/query/rank"
 	"codectx/pkg/segment"
 	"codectx/pkg/tokenize"
+	"codectx/pkg/tokens"
 )
 
 // Arm names.
@@ -225,21 +226,25 @@ type Chunk struct {
 
 // Response is the answer to a Request.
 type Response struct {
-	Query      string         `json:"query"`
-	Repo       string         `json:"repo"`            // "" when several repositories answered
-	Commit     string         `json:"commit"`          // "" when several repositories answered
-	Repos      []string       `json:"repos,omitempty"` // the repositories searched, when several
-	Trigger    string         `json:"trigger"`
-	Confidence float64        `json:"confidence"`
-	Symbols    []string       `json:"symbols,omitempty"`
-	Arms       []string       `json:"arms"`
-	Budget     int            `json:"budget"`
-	Tokens     int            `json:"tokens"`
-	Chunks     []Chunk        `json:"chunks"`
-	Files      []File         `json:"files"`
-	Dropped    int            `json:"dropped"`
-	Timings    map[string]int `json:"timings_us"`
-	Context    string         `json:"context"`
+	Query      string   `json:"query"`
+	Repo       string   `json:"repo"`            // "" when several repositories answered
+	Commit     string   `json:"commit"`          // "" when several repositories answered
+	Repos      []string `json:"repos,omitempty"` // the repositories searched, when several
+	Trigger    string   `json:"trigger"`
+	Confidence float64  `json:"confidence"`
+	Symbols    []string `json:"symbols,omitempty"`
+	Arms       []string `json:"arms"`
+	Budget     int      `json:"budget"`
+	Tokens     int      `json:"tokens"`
+	Chunks     []Chunk  `json:"chunks"`
+	Files      []File   `json:"files"`
+	// Commits are the commits a history question's answer lists, most
+	// relevant first; the context opens with as many of them as fit in a tenth of
+	// the budget.
+	Commits []Commit       `json:"commits,omitempty"`
+	Dropped int            `json:"dropped"`
+	Timings map[string]int `json:"timings_us"`
+	Context string         `json:"context"`
 	// AlreadySent names (by provenance) the chunks of the request's Sent
 	// that this pack found relevant again and left out; TokensSaved is
 	// what they cost when they were sent.
@@ -253,10 +258,13 @@ type Response struct {
 
 // Ranking is the fused ranking before packing: what eval measures.
 type Ranking struct {
-	Class   classify.Result
-	Arms    []string
-	Fused   []fusion.Scored // chunk ids as decimal strings
-	Files   []File
+	Class classify.Result
+	Arms  []string
+	Fused []fusion.Scored // chunk ids as decimal strings
+	Files []File
+	// Commits are the history's commits a history question lists
+	// (TEMPORAL_HISTORY queries only), most relevant first.
+	Commits []Commit
 	Timings map[string]int
 	// Candidates are the files the learned ranker scored, in RRF order,
 	// with their features (only when Request.Features).
@@ -474,6 +482,9 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 	}
 	tm["total"] = int(time.Since(t0).Microseconds())
 	rk := &Ranking{Class: cls, Arms: used, Fused: orderByFile(seg, fused, files), Files: files, Timings: tm}
+	if want[ArmHistory] {
+		rk.Commits = e.commits(q, cls, files)
+	}
 	if req.Features {
 		rk.Candidates, rk.Pool, rk.Deep = cands, pool, e.deepLists(q, keep)
 		rk.Terms = e.termDump(q, cands)
@@ -540,6 +551,7 @@ func PackAll(parts []Part, req Request, count func(string) int) *Response {
 		candPool.Put(cp)
 	}()
 	var files []File
+	var commits []Commit
 	var arms []string
 	seenArm := map[string]bool{}
 	timings := map[string]int{}
@@ -570,6 +582,12 @@ func PackAll(parts []Part, req Request, count func(string) int) *Response {
 			}
 			files = append(files, f)
 		}
+		for _, c := range rk.Commits {
+			if len(parts) > 1 {
+				c.Repo = seg.Meta.Repo
+			}
+			commits = append(commits, c)
+		}
 		for _, a := range rk.Arms {
 			if !seenArm[a] {
 				seenArm[a] = true
@@ -593,9 +611,24 @@ func PackAll(parts []Part, req Request, count func(string) int) *Response {
 	if count != nil {
 		opt.Count = count
 	}
+	if len(parts) > 1 {
+		rescore(commits, files)
+		commits = topCommits(commits)
+	}
+	if len(commits) > 0 {
+		head := fmt.Sprintf("%d repositories", len(parts))
+		if len(parts) == 1 {
+			head = parts[0].Seg.Meta.Repo + "@" + short(parts[0].Seg.Meta.Commit)
+		}
+		cnt := opt.Count
+		if cnt == nil {
+			cnt = tokens.Count
+		}
+		opt.Preamble, _ = commitPreamble(commits, head, req.Budget, cnt)
+	}
 	res, text := pack.PackText(all, opt)
 	timings["pack"] = int(time.Since(t).Microseconds())
-	out := &Response{Query: req.Query, Arms: arms, Budget: req.Budget, Tokens: res.Tokens, Files: files, Dropped: res.Dropped, Timings: timings, Context: text,
+	out := &Response{Query: req.Query, Arms: arms, Budget: req.Budget, Tokens: res.Tokens, Files: files, Commits: commits, Dropped: res.Dropped, Timings: timings, Context: text,
 		AlreadySent: already, TokensSaved: saved}
 	if len(parts) > 0 {
 		rk := parts[0].Ranking
@@ -1044,13 +1077,7 @@ func (e *Engine) historyArm(q string, cls classify.Result, keep func(int) bool) 
 			return hit
 		}
 	}
-	msgs := seg.Memo("query.historyTokens", func() any {
-		m := make([][]string, len(seg.History))
-		for i, c := range seg.History {
-			m[i] = tokenize.QueryTokens(c.Message)
-		}
-		return m
-	}).([][]string)
+	msgs := historyTokens(seg)
 	score := map[string]float64{}
 	for i, c := range seg.History {
 		overlap := 0
