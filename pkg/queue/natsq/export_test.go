@@ -20,3 +20,11 @@ func SetShareIdle(d time.Duration) (restore func()) {
 	shareIdle = d
 	return func() { shareIdle = old }
 }
+
+// SetRestMax sets the longest that scans leave out a share found empty,
+// for a test; the returned func restores it.
+func SetRestMax(d time.Duration) (restore func()) {
+	old := restMax
+	restMax = d
+	return func() { restMax = old }
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strings"
 	"sync"
@@ -24,11 +25,23 @@ import (
 // durable pull consumer filtered on its subjects (a work-queue stream
 // takes consumers whose filters do not overlap), and each Consume call
 // goes round its shares, taking one message of the next share that has
-// one. Shares are learnt from the publishers' notices (announce) and,
-// for what no notice announces (redeliveries, a lost notice, messages
-// published before the consumer started), from the stream's subject
-// counts, read at most every rescan. Within a share, messages keep
-// their order.
+// one. Shares are learnt from notices (announce: of the publishers, and
+// of the consumers for retries) and, for what no notice announces (some
+// redeliveries, a lost notice, messages published before the consumer
+// started), from the stream's subject counts, read at most every rescan
+// (scan). Within a share, messages keep their order.
+//
+// A share whose messages all wait (for a retry delay, or in another
+// process's hands) is counted by every scan but has nothing to hand out.
+// One whose pull found nothing rests: while its subjects' counts stay as
+// they were, the scans add it again after 1, 2, 4, ... scans, at most
+// restMax apart. A notice for it, a change of its counts, a message taken
+// from it or its consumer's removal ends the rest. A process announces a
+// retry it scheduled when its delay ends, and a message it hands back as
+// it stops; what nobody announces and changes no count, a retry whose
+// process stopped before its delay ended or a redelivery after an ack
+// timeout (a process crashed or hung), is taken up to restMax after it is
+// due.
 const (
 	// newRoot is the root of the core NATS subjects on which publishers
 	// announce a stored message's share: codectx_new.<stage>.
@@ -52,6 +65,11 @@ var shareIdle = time.Hour
 // rescan is how often a consumer reads the stream's shares (while idle,
 // and between the notices while busy); a variable for tests.
 var rescan = 500 * time.Millisecond
+
+// restMax bounds how long scans leave out a share found empty whose
+// counts have not changed (rest): the longest a retry that only a scan
+// finds waits past its delay. A variable for tests.
+var restMax = 4 * time.Second
 
 // shareConsumer names share's durable consumer: a hash, since a share
 // token may hold characters a consumer name may not.
@@ -97,6 +115,25 @@ type turns struct {
 	timers   map[*time.Timer]bool // pending re-adds (later)
 	checks   map[string]bool      // shares with a recheck pending (recheck)
 	shutdown bool
+	seed     maphash.Seed
+	marks    map[string]uint64 // each share's mark at the last scan (scan)
+	rests    map[string]*rest  // shares found empty with their mark unchanged
+}
+
+// rest is the backoff of a share found empty by a pull: scans leave it
+// out while its mark (a hash of its subjects' counts) is the one it had
+// when found empty.
+type rest struct {
+	mark uint64
+	n    int    // times found empty in a row with this mark
+	skip int    // scans left out before one adds it again
+	adds uint64 // its count of adds when last found empty: one finding per add
+}
+
+// subjectCount is what a share's mark hashes, for each of its subjects.
+type subjectCount struct {
+	subject string
+	n       uint64
 }
 
 func newTurns(ctx context.Context, q *Queue, cfg queue.Config) (*turns, func(), error) {
@@ -113,6 +150,8 @@ func newTurns(ctx context.Context, q *Queue, cfg queue.Config) (*turns, func(), 
 		added:  map[string]time.Time{},
 		timers: map[*time.Timer]bool{},
 		checks: map[string]bool{},
+		rests:  map[string]*rest{},
+		seed:   maphash.MakeSeed(),
 		wake:   make(chan struct{}, 1),
 		cfg: jetstream.ConsumerConfig{
 			AckPolicy: jetstream.AckExplicitPolicy,
@@ -174,7 +213,8 @@ func overlaps(err error) bool {
 }
 
 // add puts share in the ring, if it is not there, and wakes a worker.
-// fresh: a message of it was just announced (or is just due again).
+// fresh: a message of it was just announced (or is just due again); it
+// ends the share's rest.
 func (t *turns) add(share string, fresh bool) {
 	t.mu.Lock()
 	if !slices.Contains(t.ring, share) {
@@ -183,6 +223,7 @@ func (t *turns) add(share string, fresh bool) {
 	t.adds[share]++
 	if fresh {
 		t.added[share] = time.Now()
+		delete(t.rests, share)
 	}
 	t.mu.Unlock()
 	select {
@@ -191,9 +232,11 @@ func (t *turns) add(share string, fresh bool) {
 	}
 }
 
-// later adds share again after d, fresh or not: a message of it was
-// handed back with a retry delay, and no notice announces its
-// redelivery; or it was just announced and its pull found nothing yet.
+// later adds share again after d. fresh: a message of it was handed back
+// with a retry delay, and it announces the redelivery when due (this
+// process's workers may all be busy, and the others' scans may leave the
+// share at rest). Not fresh: it was just announced and its pull found
+// nothing yet.
 func (t *turns) later(share string, d time.Duration, fresh bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -208,6 +251,9 @@ func (t *turns) later(share string, d time.Duration, fresh bool) {
 		delete(t.checks, share) // a recheck may be asked for again
 		t.mu.Unlock()
 		t.add(share, fresh)
+		if fresh {
+			t.q.announce(t.stage, share)
+		}
 	})
 	t.timers[tm] = true
 }
@@ -252,23 +298,65 @@ func (t *turns) scan(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	seen := map[string]bool{}
+	marks := map[string]uint64{}
 	for subj, n := range info.State.Subjects {
 		if n > 0 {
-			seen[shareOf(t.stage, subj)] = true
+			// A sum: the same whatever the order the subjects come in.
+			marks[shareOf(t.stage, subj)] += maphash.Comparable(t.seed, subjectCount{subj, n})
 		}
 	}
-	shares := slices.Sorted(func(yield func(string) bool) {
-		for s := range seen {
-			if !yield(s) {
-				return
-			}
-		}
-	})
-	for _, s := range shares {
+	for _, s := range t.counted(marks) {
 		t.add(s, false)
 	}
 	return nil
+}
+
+// counted takes a scan's marks of the shares that hold messages, and
+// returns those to add, sorted: all but the shares at rest with their mark
+// unchanged, which it counts down. A rest ends with a change of mark, or
+// when the share holds nothing.
+func (t *turns) counted(marks map[string]uint64) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.marks = marks
+	for s, r := range t.rests {
+		if m, ok := marks[s]; !ok || m != r.mark {
+			delete(t.rests, s)
+		}
+	}
+	out := make([]string, 0, len(marks))
+	for s := range marks {
+		if r := t.rests[s]; r != nil && r.skip > 0 {
+			r.skip--
+			continue
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// rest records that share's pull found nothing when its count of adds was
+// adds (t.mu held): while its mark stays the one the last scan counted,
+// the scans leave it out 0, 1, 3, 7, ... times in a row, so that they
+// add it at most restMax apart. A share the last scan did not count is
+// left to the next, which counts it.
+func (t *turns) rest(share string, adds uint64) {
+	m, ok := t.marks[share]
+	if !ok {
+		return
+	}
+	r := t.rests[share]
+	if r == nil || r.mark != m {
+		r = &rest{mark: m}
+		t.rests[share] = r
+	}
+	if r.adds == adds {
+		return // another worker's pull of the same turn
+	}
+	r.adds = adds
+	r.n = min(r.n+1, 30)
+	r.skip = min(1<<(r.n-1), max(1, int(restMax/rescan))) - 1
 }
 
 // entry is a share in one round of a worker, with its count of adds when
@@ -312,12 +400,14 @@ func (t *turns) served(share string, adds uint64) {
 	if t.adds[share] == adds {
 		delete(t.added, share)
 	}
+	delete(t.rests, share)
 }
 
 // drop takes share out of the ring: it had no message to hand out when
 // its count of adds was adds. If it was added since (a message announced
-// after the pull found none), it stays.
-func (t *turns) drop(share string, adds uint64) {
+// after the pull found none), it stays. empty: its pull found nothing
+// (not failed), and it rests.
+func (t *turns) drop(share string, adds uint64, empty bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.adds[share] != adds {
@@ -328,6 +418,9 @@ func (t *turns) drop(share string, adds uint64) {
 		if i < t.next {
 			t.next--
 		}
+	}
+	if empty {
+		t.rest(share, adds)
 	}
 }
 
@@ -397,6 +490,7 @@ func (t *turns) forget(share string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.cons, share)
+	delete(t.rests, share)
 }
 
 // take returns the next share's next message, going round the ring once;
@@ -418,7 +512,7 @@ func (t *turns) take(ctx context.Context) (jetstream.Msg, string, error) {
 			// This share's turn failed (its consumer could not be made, a
 			// pull failed): the others still take theirs. It leaves the
 			// ring; the next scan brings it back if it holds messages.
-			t.drop(e.share, e.adds)
+			t.drop(e.share, e.adds, false)
 			failed = err
 		}
 	}
@@ -426,8 +520,8 @@ func (t *turns) take(ctx context.Context) (jetstream.Msg, string, error) {
 }
 
 // pull asks e's share for one message, without waiting. A share that has
-// none leaves the ring, unless it was announced within settle: the server
-// tells a stream's consumers of a stored message shortly after
+// none leaves the ring and rests, unless it was announced within settle:
+// the server tells a stream's consumers of a stored message shortly after
 // acknowledging it to the publisher, so a pull made on the notice can
 // find nothing yet. Such a share is asked again every settleStep (by an
 // idle worker; waiting for it here would hold this worker from the
@@ -450,7 +544,7 @@ func (t *turns) pull(ctx context.Context, e entry) (jetstream.Msg, error) {
 		if e.fresh {
 			t.recheck(e.share)
 		} else {
-			t.drop(e.share, e.adds)
+			t.drop(e.share, e.adds, true)
 		}
 		return nil, nil
 	case gone(err):

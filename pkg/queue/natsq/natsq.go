@@ -424,6 +424,11 @@ func (q *Queue) work(ctx context.Context, cfg queue.Config, t *turns, h queue.Ha
 			default:
 			}
 			if d, again := q.handle(ctx, cfg, msg, h); again {
+				if d == 0 && ctx.Err() != nil {
+					// Handed back as this consumer stops: the other
+					// processes' scans may leave its share at rest.
+					q.announce(cfg.Stage, share)
+				}
 				t.later(share, d, true)
 			}
 		case ctx.Err() != nil:
