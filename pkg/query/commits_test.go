@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"codectx/pkg/blob"
-	"codectx/pkg/index"
 	"codectx/pkg/query"
 	"codectx/pkg/segment"
 	"codectx/pkg/testrepo"
@@ -31,15 +29,7 @@ func historyFixture(t *testing.T) *segment.Segment {
 	r.Commit("auth: expire sessions after an hour", map[string]string{
 		"auth/session.py": testrepo.Small["auth/session.py"] + "\n# sessions expire after an hour\n",
 	})
-	store := blob.NewMem()
-	if _, err := index.Build(context.Background(), store, r.Dir, index.Options{Name: "shop"}); err != nil {
-		t.Fatal(err)
-	}
-	seg, err := index.LoadHead(context.Background(), store, index.DefaultTenant, "shop")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return seg
+	return headSeg(t, r, "shop")
 }
 
 func subjects(cs []query.Commit) []string {

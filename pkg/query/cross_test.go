@@ -5,9 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"codectx/pkg/blob"
 	"codectx/pkg/codectx"
-	"codectx/pkg/index"
 	"codectx/pkg/query"
 	"codectx/pkg/segment"
 	"codectx/pkg/testrepo"
@@ -17,15 +15,7 @@ func segOf(t *testing.T, name string, files map[string]string) *segment.Segment 
 	t.Helper()
 	r := testrepo.New(t)
 	r.Commit("initial", files)
-	store := blob.NewMem()
-	if _, err := index.Build(context.Background(), store, r.Dir, index.Options{Name: name}); err != nil {
-		t.Fatal(err)
-	}
-	seg, err := index.LoadHead(context.Background(), store, index.DefaultTenant, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return seg
+	return headSeg(t, r, name)
 }
 
 // TestExpandAcross: the top file of one repository's ranking pulls in

@@ -23,11 +23,17 @@ func fixture(t *testing.T) *segment.Segment {
 	r.Commit("price: add pear to the price table", map[string]string{
 		"price/price.go": strings.Replace(testrepo.Small["price/price.go"], `"apple": 3`, `"apple": 3, "pear": 4`, 1),
 	})
+	return headSeg(t, r, "shop")
+}
+
+// headSeg indexes r's HEAD as name in a memory store and loads it.
+func headSeg(t *testing.T, r *testrepo.Repo, name string) *segment.Segment {
+	t.Helper()
 	store := blob.NewMem()
-	if _, err := index.Build(context.Background(), store, r.Dir, index.Options{Name: "shop"}); err != nil {
+	if _, err := index.Build(context.Background(), store, r.Dir, index.Options{Name: name}); err != nil {
 		t.Fatal(err)
 	}
-	seg, err := index.LoadHead(context.Background(), store, index.DefaultTenant, "shop")
+	seg, err := index.LoadHead(context.Background(), store, index.DefaultTenant, name)
 	if err != nil {
 		t.Fatal(err)
 	}
