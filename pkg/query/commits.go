@@ -48,9 +48,10 @@ const (
 // a commit's is shared among the files it touched), weighing more when
 // recent and when their message holds the query's words (the words that
 // ask about history, "changed", "recently", ..., left out); best first,
-// and none below a quarter of the best. files is the final file ranking (already restricted to the
-// request's languages and paths). Only TEMPORAL_HISTORY queries list
-// commits, and only when the history arm ran.
+// and none below a quarter of the best. files is the final file ranking
+// (already restricted to the request's languages and paths). Only
+// TEMPORAL_HISTORY queries list commits, and only when the history arm
+// ran.
 func (e *Engine) commits(q string, cls classify.Result, files []File) []Commit {
 	seg := e.Seg
 	if cls.Trigger != classify.TemporalHistory || len(seg.History) == 0 || len(files) == 0 {
@@ -80,15 +81,15 @@ func (e *Engine) commits(q string, cls classify.Result, files []File) []Commit {
 				hit = append(hit, p)
 			}
 		}
+		if rel == 0 {
+			continue // none of its files is in the answer: nothing to point at
+		}
 		rel /= math.Sqrt(float64(len(c.Files)))
 		overlap := 0
 		for _, t := range terms {
 			if slices.Contains(msgs[i], t) {
 				overlap++
 			}
-		}
-		if rel == 0 {
-			continue // none of its files is in the answer: nothing to point at
 		}
 		slices.SortFunc(hit, func(a, b string) int { return cmp.Compare(rank[a], rank[b]) })
 		n := min(len(hit), maxCommitFiles)
