@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"codectx/pkg/classify"
 	"codectx/pkg/segment"
@@ -38,6 +39,7 @@ const (
 	maxCommitFiles = 5  // files listed per commit
 	commitTop      = 10 // the answer's top files a listed commit is weighed against
 	maxSubject     = 120
+	maxAuthor      = 64
 	// commitShare is the most of the budget the commits' preamble may
 	// take: the rest is the code's.
 	commitShare = 10
@@ -166,20 +168,34 @@ func historyTokens(seg *segment.Segment) [][]string {
 	}).([][]string)
 }
 
-// authorName is "Name" of "Name <email>".
+// authorName is "Name" of "Name <email>", cut to maxAuthor runes: the
+// repository writes the name, of any length, and one too long for the
+// history's share of the budget would keep every commit out of it.
 func authorName(a string) string {
 	if i := strings.LastIndex(a, " <"); i >= 0 && strings.HasSuffix(a, ">") {
-		return a[:i]
+		a = a[:i]
 	}
-	return a
+	return cut(a, maxAuthor)
 }
 
 // subject is a commit message's first line, cut to maxSubject runes.
 func subject(msg string) string {
 	s, _, _ := strings.Cut(strings.TrimSpace(msg), "\n")
-	s = strings.TrimSpace(s)
-	if r := []rune(s); len(r) > maxSubject {
-		s = string(r[:maxSubject-1]) + "…"
+	return cut(strings.TrimSpace(s), maxSubject)
+}
+
+// cut cuts s to n runes, the last an ellipsis. It reads no further than
+// the n-th rune: a first line may run to 64 KiB, an author name further,
+// and every commit touching the answer's files is cut.
+func cut(s string, n int) string {
+	k := 0
+	for i := range s {
+		if k++; k == n {
+			if _, size := utf8.DecodeRuneInString(s[i:]); i+size < len(s) {
+				return s[:i] + "…"
+			}
+			break
+		}
 	}
 	return s
 }
@@ -203,7 +219,7 @@ func commitPreamble(cs []Commit, head string, budget int, count func(string) int
 		if c.Repo != "" {
 			b.WriteString(c.Repo + " ")
 		}
-		fmt.Fprintf(&b, "%s: %s (%s", oneLine(c.Author), oneLine(c.Subject), strings.Join(c.Files, ", "))
+		fmt.Fprintf(&b, "%s: %s (%s", oneLine(c.Author), oneLine(c.Subject), oneLine(strings.Join(c.Files, ", ")))
 		if c.Others > 0 {
 			fmt.Fprintf(&b, " +%d", c.Others)
 		}
@@ -221,11 +237,15 @@ func short(hash string) string { return hash[:min(12, len(hash))] }
 // day is the date of an RFC 3339 time ("2026-12-05").
 func day(when string) string { return when[:min(10, len(when))] }
 
-// oneLine keeps a name or subject on its comment line: a line break in it
-// would end the comment and let the text pass for code.
+// oneLine keeps a name, subject or path on its comment line: a line
+// break in it would end the comment and let the text pass for code, or
+// for a chunk's header ("// repo@commit:path#L1-9"). The breaks are those
+// the packer keeps out of headers; bytes that are not UTF-8 become U+FFFD,
+// as they would in the JSON, so tokens counts what the client reads.
 func oneLine(s string) string {
 	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\r' || r == '\u2028' || r == '\u2029' {
+		switch r {
+		case '\n', '\r', '\v', '\f', '\u0085', '\u2028', '\u2029':
 			return ' '
 		}
 		return r

@@ -41,6 +41,13 @@ func New(t testing.TB) *Repo {
 // commits them, returning the commit hash.
 func (r *Repo) Commit(msg string, files map[string]string) string {
 	r.t.Helper()
+	return r.CommitAs(object.Signature{Name: "Test", Email: "test@example.com"}, msg, files)
+}
+
+// CommitAs is Commit by author (its When, if zero, is the next minute of
+// the repository's clock, as Commit's).
+func (r *Repo) CommitAs(author object.Signature, msg string, files map[string]string) string {
+	r.t.Helper()
 	wt, err := r.r.Worktree()
 	if err != nil {
 		r.t.Fatalf("testrepo: worktree: %v", err)
@@ -64,9 +71,10 @@ func (r *Repo) Commit(msg string, files map[string]string) string {
 		}
 	}
 	r.n++
-	h, err := wt.Commit(msg, &git.CommitOptions{Author: &object.Signature{
-		Name: "Test", Email: "test@example.com", When: time.Date(2024, 1, 1, 0, r.n, 0, 0, time.UTC),
-	}})
+	if author.When.IsZero() {
+		author.When = time.Date(2024, 1, 1, 0, r.n, 0, 0, time.UTC)
+	}
+	h, err := wt.Commit(msg, &git.CommitOptions{Author: &author})
 	if err != nil {
 		r.t.Fatalf("testrepo: commit: %v", err)
 	}
