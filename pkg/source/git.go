@@ -533,8 +533,8 @@ func (g *gitReader) history(ctx context.Context, limit int, base *HistoryBase) (
 		if g.sub == "" || len(files) > 0 {
 			out = append(out, Commit{
 				Hash:    c.Hash.String(),
-				Author:  c.Author.Name + " <" + c.Author.Email + ">",
-				Message: capMessage(strings.TrimRight(c.Message, "\n")),
+				Author:  capBytes(c.Author.Name, MaxAuthorBytes) + " <" + capBytes(c.Author.Email, MaxAuthorBytes) + ">",
+				Message: capBytes(strings.TrimRight(c.Message, "\n"), MaxMessageBytes),
 				When:    c.Author.When,
 				Files:   files,
 			})
@@ -581,8 +581,13 @@ func (b *HistoryBase) take(limit, n int) ([]Commit, bool) {
 // history change every file of a large tree.
 const MaxHistoryPaths = 1 << 20
 
-// MaxMessageBytes bounds a commit message kept in the history.
-const MaxMessageBytes = 64 << 10
+// MaxMessageBytes bounds a commit message kept in the history, and
+// MaxAuthorBytes its author's name and its e-mail address each: the
+// repository writes them, of any length, into every manifest and segment.
+const (
+	MaxMessageBytes = 64 << 10
+	MaxAuthorBytes  = 256
+)
 
 // maxEntries is MaxEntries; tests lower it.
 var maxEntries = MaxEntries
@@ -601,12 +606,12 @@ func capHistory(cs []Commit) []Commit {
 	return cs
 }
 
-// capMessage cuts m to at most MaxMessageBytes, on a UTF-8 boundary.
-func capMessage(m string) string {
-	if len(m) <= MaxMessageBytes {
+// capBytes cuts m to at most n bytes, on a UTF-8 boundary.
+func capBytes(m string, n int) string {
+	if len(m) <= n {
 		return m
 	}
-	m = m[:MaxMessageBytes]
+	m = m[:n]
 	for i := 0; i < utf8.UTFMax && len(m) > 0; i++ {
 		if r, size := utf8.DecodeLastRuneInString(m); r != utf8.RuneError || size != 1 {
 			break

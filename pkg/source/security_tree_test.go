@@ -126,8 +126,8 @@ func TestSecurityDeepTree(t *testing.T) {
 // two names makes every commit change 40,000 paths, from one directory's
 // objects (100 commits: 4 million paths from a pack of a few hundred KiB;
 // 200 commits of 100,000 files took 30 s and 2.8 GB). The history keeps
-// at most MaxHistoryPaths paths in all, and each message at most
-// MaxMessageBytes.
+// at most MaxHistoryPaths paths in all, each message at most
+// MaxMessageBytes, and each author's name and address MaxAuthorBytes.
 func TestSecurityHistoryAmplification(t *testing.T) {
 	dir, repo := hostileRepo(t)
 	st := repo.Storer
@@ -147,7 +147,11 @@ func TestSecurityHistoryAmplification(t *testing.T) {
 		}
 		c = commitOn(t, repo, tree, fmt.Sprintf("move %d\n", i), c)
 	}
-	commitOn(t, repo, b, strings.Repeat("m", 4<<20)+"\n", c)
+	last := store(t, st, &object.Commit{Author: object.Signature{Name: strings.Repeat("n", 1<<20), Email: strings.Repeat("e", 1<<20), When: sig(1).When},
+		Committer: *sig(1), Message: strings.Repeat("m", 4<<20) + "\n", TreeHash: b, ParentHashes: []plumbing.Hash{c}})
+	if err := repo.Storer.SetReference(plumbing.NewHashReference("refs/heads/master", last)); err != nil {
+		t.Fatal(err)
+	}
 	s, err := Open(context.Background(), dir, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -166,6 +170,9 @@ func TestSecurityHistoryAmplification(t *testing.T) {
 	}
 	if len(cs) == 0 || len(cs[0].Message) > MaxMessageBytes {
 		t.Fatalf("history: %d commits, the newest message %d bytes (MaxMessageBytes %d)", len(cs), len(cs[0].Message), MaxMessageBytes)
+	}
+	if len(cs[0].Author) > 2*MaxAuthorBytes+3 {
+		t.Errorf("the newest author is %d bytes, past twice MaxAuthorBytes (%d) and \" <>\"", len(cs[0].Author), MaxAuthorBytes)
 	}
 	if len(cs[1].Files) != 40000 {
 		t.Errorf("a move of 20,000 files lists %d paths, want 40000", len(cs[1].Files))
