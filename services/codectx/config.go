@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -89,6 +91,41 @@ func envBool(key string, def bool) bool {
 		return v
 	}
 	return def
+}
+
+// envNamed matches the "($CODECTX_...)" that ends a flag's help: the
+// variable its default is read from.
+var envNamed = regexp.MustCompile(`\(\$(CODECTX_[A-Z0-9_]+)\)$`)
+
+// checkEnv fails on a number, duration or boolean flag of fs that the
+// command line did not give and whose variable holds what the flag would
+// refuse: envInt and its kin read such a value as unset, so a typo in a
+// limit (CODECTX_TENANT_REPOS=10k) left the default in force without a
+// word. The flag's own parser checks it, as on the command line.
+func checkEnv(fs *flag.FlagSet) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		m := envNamed.FindStringSubmatch(f.Usage)
+		g, ok := f.Value.(flag.Getter)
+		if given[f.Name] || m == nil || !ok {
+			return
+		}
+		switch g.Get().(type) {
+		case int, int64, uint, uint64, float64, bool, time.Duration:
+		default:
+			return // strings, sizes (applyBytesEnv) and lists
+		}
+		v := os.Getenv(m[1])
+		if v == "" {
+			return
+		}
+		if err := f.Value.Set(v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: $%s=%q: %w (the flag -%s takes the same values)", fs.Name(), m[1], v, err, f.Name))
+		}
+	})
+	return errors.Join(errs...)
 }
 
 // config is what the role subcommands share.
@@ -255,6 +292,9 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return err
 	}
 	if err := applyBytesEnv(fs); err != nil {
+		return err
+	}
+	if err := checkEnv(fs); err != nil {
 		return err
 	}
 	if f := fs.Lookup("tenant-hosts"); f != nil {

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A variable that sets a number, duration or boolean flag is checked as
+// the flag would be: a value it refuses stops the command with an error
+// naming the variable, where it used to leave the default in force.
+func TestEnvChecked(t *testing.T) {
+	for _, tt := range []struct {
+		env, val string
+		args     []string
+		err      string // "" : no error
+		check    func(l *limitFlags, repos int) bool
+	}{
+		{env: envTenantRepos, val: "10k", err: "$" + envTenantRepos + `="10k"`},
+		{env: envTenantRepos, val: "25", check: func(_ *limitFlags, repos int) bool { return repos == 25 }},
+		{env: envTenantRepos, val: "nope", args: []string{"-tenant-repos", "7"}, check: func(_ *limitFlags, repos int) bool { return repos == 7 }},
+		{env: envRate, val: "fast", err: "$" + envRate},
+		{env: envRate, val: "2.5", check: func(l *limitFlags, _ int) bool { return l.rate == 2.5 }},
+		{env: envReadTimeout, val: "30", err: "$" + envReadTimeout},
+		{env: envReadTimeout, val: "30s", check: func(l *limitFlags, _ int) bool { return l.readTimeout == 30*time.Second }},
+		{env: envMetricsOpen, val: "yes", err: "$" + envMetricsOpen},
+		{env: envMetricsOpen, val: "true", check: func(l *limitFlags, _ int) bool { return l.publicMetrics }},
+	} {
+		t.Run(tt.env+"="+tt.val, func(t *testing.T) {
+			t.Setenv(tt.env, tt.val)
+			fs := flag.NewFlagSet("query-service", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			var l limitFlags
+			l.register(fs)
+			var repos int
+			tenantReposFlag(fs, &repos, "10000")
+			err := parseFlags(fs, tt.args)
+			switch {
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+				t.Fatalf("error = %v, want one naming %s", err, tt.err)
+			case tt.err == "" && err != nil:
+				t.Fatal(err)
+			case tt.check != nil && !tt.check(&l, repos):
+				t.Errorf("the variable's value is not in force: %+v, tenant-repos %d", l, repos)
+			}
+		})
+	}
+}
