@@ -81,6 +81,10 @@ func runBenchQuery(ctx context.Context, args []string, stdout, stderr io.Writer)
 	qfile := fs.String("queries", "", "file of queries, one a line (default: built-in questions about a compiler)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	org := fs.Bool("org", false, "each query asks all the --repo repositories at once, fused into one ranking (--repo '*' = all of the tenant's)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: codectx bench-query --server URL --repo NAME[,NAME...] [flags]\n\nLoad-tests a running query API: concurrent clients post queries until --requests answers or --duration, and the latencies they saw are summarised.")
+		fs.PrintDefaults()
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -84,6 +84,10 @@ func runBenchPush(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	poll := fs.Duration("poll", 5*time.Millisecond, "pause between the queries of a push (run the servers with --rate-limit -1: 200 queries a second are above the default tenant rate)")
 	initial := fs.Duration("initial-timeout", 30*time.Minute, "how long the first push (indexing the work tree's HEAD) may take")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: codectx bench-push --server URL[,URL...] --dir WORKTREE[,...] --repo NAME [flags]\n\nMeasures one-file push to queryable on running servers: commits to the work tree, sends a signed webhook, and times until a query answers from the new commit.")
+		fs.PrintDefaults()
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -340,8 +340,9 @@ func TestHelpOfEveryCommand(t *testing.T) {
 			if err := run(context.Background(), []string{c.name, "--help"}, &out, &errOut); err != nil {
 				t.Fatalf("codectx %s --help: %v, want success", c.name, err)
 			}
-			if !strings.Contains(strings.ToLower(out.String()+errOut.String()), "usage") {
-				t.Errorf("codectx %s --help printed no usage:\n%s%s", c.name, out.String(), errOut.String())
+			// Its own usage line, not the flag package's bare "Usage of X:".
+			if !strings.Contains(out.String()+errOut.String(), "usage: codectx "+c.name) {
+				t.Errorf("codectx %s --help printed no usage line of its own:\n%s%s", c.name, out.String(), errOut.String())
 			}
 			// A flag's backquoted word would become its value name
 			// ("-server codectx up"): none may have one.

@@ -36,6 +36,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	byRepo := fs.Bool("by-repo", false, "print compact tables by repository and by language: every configuration side by side")
 	var df denseFlags
 	df.register(fs, false)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: codectx eval --tasks FILE.jsonl --git-dir OWNER/NAME=PATH ... [flags]\n\n"+
+			"Indexes each task's repository at its base commit and measures retrieval on it beside the whole-file BM25 baseline:\n"+
+			"file ranking (R@1, R@5, R@10, MRR) and, unless --rank-only, the gold files' recall in the packed context at each budget.")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

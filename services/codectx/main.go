@@ -155,6 +155,9 @@ func wantsJSON(cmd string, args []string) bool {
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: codectx version\n\nPrints the module version and the revision the binary was built from.")
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
