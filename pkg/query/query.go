@@ -524,9 +524,10 @@ type Part struct {
 // candidates are merged by their fused score, so every repository's
 // chunks compete for the same tokens, and each packed chunk names its
 // repository. count is the token counter (nil: o200k). With one part it
-// is exactly Pack. The trigger and symbols are those of the first part
-// (the classifier sees the same text everywhere; only its symbol lookups
-// differ).
+// is Pack, but for Repos, which it sets (the API's answers name the
+// repositories searched; Pack, the in-process path, leaves it out). The
+// trigger and symbols are those of the first part (the classifier sees
+// the same text everywhere; only its symbol lookups differ).
 func PackAll(parts []Part, req Request, count func(string) int) *Response {
 	if req.Budget <= 0 {
 		req.Budget = 8000
