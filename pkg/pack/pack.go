@@ -617,14 +617,14 @@ func appendHeader(b []byte, c Candidate, signals []string, g Granularity) (_ []b
 	}
 	if !plainLine(b[start:]) {
 		h := string(b[start:])
-		b = append(b[:start], oneLine(h)...)
+		b = append(b[:start], OneLine(h)...)
 		fixed = 0
 	}
 	return b, fixed
 }
 
 // plainLine reports whether b holds no line break (nor any non-ASCII
-// byte, which could start one): oneLine leaves such text as it is.
+// byte, which could start one): OneLine leaves such text as it is.
 func plainLine(b []byte) bool {
 	for _, c := range b {
 		if c == '\n' || c == '\r' || c == '\v' || c == '\f' || c >= 0x80 {
@@ -634,7 +634,11 @@ func plainLine(b []byte) bool {
 	return true
 }
 
-func oneLine(s string) string {
+// OneLine returns s with every line break (\n, \r, \v, \f, U+0085,
+// U+2028, U+2029) made a space and bytes that are not UTF-8 made U+FFFD:
+// text of a repository put on a header or comment line of the context
+// stays on it.
+func OneLine(s string) string {
 	// Every line break below is one of these bytes or starts with one.
 	if plainLine([]byte(s)) { // no copy: the conversion does not escape
 		return s

@@ -51,7 +51,7 @@ func check(t *testing.T, r Result, asked int, count func(string) int) {
 		if got := count(p.Text); got != p.Tokens {
 			t.Fatalf("chunk Tokens = %d, Count(Text) = %d", p.Tokens, got)
 		}
-		if !strings.HasPrefix(p.Text, "// "+oneLine(Provenance(p.Candidate))) {
+		if !strings.HasPrefix(p.Text, "// "+OneLine(Provenance(p.Candidate))) {
 			t.Fatalf("chunk text %q does not start with its provenance header", p.Text)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"codectx/pkg/classify"
+	"codectx/pkg/pack"
 	"codectx/pkg/segment"
 	"codectx/pkg/tokenize"
 )
@@ -219,7 +220,9 @@ func commitPreamble(cs []Commit, head string, budget int, count func(string) int
 		if c.Repo != "" {
 			b.WriteString(c.Repo + " ")
 		}
-		fmt.Fprintf(&b, "%s: %s (%s", oneLine(c.Author), oneLine(c.Subject), oneLine(strings.Join(c.Files, ", ")))
+		// The repository's text stays on its comment line: a line break
+		// would let it pass for code, or for another chunk's header.
+		fmt.Fprintf(&b, "%s: %s (%s", pack.OneLine(c.Author), pack.OneLine(c.Subject), pack.OneLine(strings.Join(c.Files, ", ")))
 		if c.Others > 0 {
 			fmt.Fprintf(&b, " +%d", c.Others)
 		}
@@ -236,18 +239,3 @@ func short(hash string) string { return hash[:min(12, len(hash))] }
 
 // day is the date of an RFC 3339 time ("2026-12-05").
 func day(when string) string { return when[:min(10, len(when))] }
-
-// oneLine keeps a name, subject or path on its comment line: a line
-// break in it would end the comment and let the text pass for code, or
-// for a chunk's header ("// repo@commit:path#L1-9"). The breaks are those
-// the packer keeps out of headers; bytes that are not UTF-8 become U+FFFD,
-// as they would in the JSON, so tokens counts what the client reads.
-func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch r {
-		case '\n', '\r', '\v', '\f', '\u0085', '\u2028', '\u2029':
-			return ' '
-		}
-		return r
-	}, s)
-}
