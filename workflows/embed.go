@@ -431,3 +431,52 @@ func (a *Activities) pruneVectors(ctx context.Context, tenant, repo string, keep
 	}
 	return dense.Prune(ctx, a.Vectors, dense.Collection(a.Embedder), tenant, repo, hashes, stop)
 }
+
+// VectorCheck is the result of CheckVectors.
+type VectorCheck struct {
+	Skipped bool // no embedder or no vector store configured
+	NoSet   bool // the snapshot has no vector set (published without an embedder)
+	Points  int  // points of the snapshot (its vector set)
+	Missing int  // of those, not in the vector store
+}
+
+// CheckVectors counts the points of a published snapshot (its vector set)
+// that the vector store does not hold, with one listing of the
+// repository's points: the vector store is derived data, and a store that
+// lost them (a volume lost, a collection dropped) gets them back from a
+// reindex of the published commit.
+func (a *Activities) CheckVectors(ctx context.Context, p SnapshotPlan) (VectorCheck, error) {
+	var out VectorCheck
+	if a.Embedder == nil || a.Vectors == nil {
+		out.Skipped = true
+		return out, nil
+	}
+	defer keepAlive(ctx)()
+	data, err := a.Store.Get(ctx, VectorSetKey(p.Tenant, p.Repo, p.Commit))
+	if errors.Is(err, blob.ErrNotFound) {
+		out.NoSet = true
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	var hashes []string
+	if err := json.Unmarshal(data, &hashes); err != nil {
+		return out, fmt.Errorf("decode vector set of %s: %w", p.Commit, err)
+	}
+	have, err := a.Vectors.List(ctx, dense.Collection(a.Embedder), vector.Filter{Tenant: p.Tenant, Repos: []string{p.Repo}})
+	if err != nil {
+		return out, fmt.Errorf("list vectors: %w", err)
+	}
+	stored := make(map[string]bool, len(have))
+	for _, pt := range have {
+		stored[pt.ID] = true
+	}
+	out.Points = len(hashes)
+	for _, h := range hashes {
+		if !stored[vector.PointID(p.Tenant, p.Repo, h)] {
+			out.Missing++
+		}
+	}
+	return out, nil
+}

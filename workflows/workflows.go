@@ -55,6 +55,10 @@ type SnapshotProgress struct {
 	Reused  int    // files whose parse result was cached
 	Parsed  int
 	Failed  int
+	// Lost: a snapshot of a commit already published found this many of
+	// its vector points missing from the vector store (Stage
+	// StageEmbed while it restores them).
+	Lost int
 }
 
 // ParseHeartbeat is the heartbeat detail WaitParse records each round.
@@ -298,6 +302,7 @@ type SnapshotResult struct {
 	EmbedFailed int       // chunks left without a vector (batch dead-lettered)
 	Points      int       // vector points of the snapshot
 	PointsAdded int       // of those, written by this snapshot
+	Restored    int       // Skipped: points of the published snapshot the vector store had lost, written again
 	Previous    string    // commit HEAD pointed at before
 	Deleted     int       // objects removed by GC
 }
@@ -361,6 +366,14 @@ func SnapshotWorkflow(ctx workflow.Context, in SnapshotInput) (SnapshotResult, e
 			log.Warn("push of an ancestor of the published commit: HEAD kept", "repo", plan.Repo, "pushed", plan.Behind, "published", plan.Commit)
 		} else {
 			log.Info("snapshot already published", "repo", plan.Repo, "commit", plan.Commit)
+			// The vector store is derived data: a reindex of the published
+			// commit restores the points it lost. Histories recorded
+			// before return here.
+			if !plan.NoEmbedder && workflow.GetVersion(ctx, vectorRepairVersion, workflow.DefaultVersion, 1) == 1 {
+				if err := restoreVectors(ctx, plan, &prog, &res); err != nil {
+					return res, err
+				}
+			}
 		}
 		return res, nil
 	}
@@ -534,6 +547,48 @@ func embedStage(ctx workflow.Context, plan SnapshotPlan, run string, res *Snapsh
 	res.Embed = fmt.Sprintf("%s: %d chunks, %d embedded, %d reused from cache", ep.Model, ep.Chunks, res.Embedded, res.EmbedReused)
 	if out.Failed > 0 {
 		res.Embed += fmt.Sprintf(", %d failed", out.Failed)
+	}
+	return nil
+}
+
+// vectorRepairVersion marks SnapshotWorkflow runs that, skipping a
+// commit already published, check that the vector store holds its points
+// and restore those it lost (restoreVectors).
+const vectorRepairVersion = "vector-repair"
+
+// restoreVectors makes the vector store hold the points of the published
+// snapshot of plan (Skipped). One listing of the repository's points
+// (CheckVectors) finds what is missing; only then does the embed stage
+// run: it plans the snapshot's chunks, embeds those without a cached
+// vector and writes the missing points from the cache. A snapshot without
+// a vector set (published before an embedder was configured) gets its
+// points the same way. Chunks whose embedding failed have no point: a
+// reindex tries them again, as it parses again files left out.
+func restoreVectors(ctx workflow.Context, plan SnapshotPlan, prog *SnapshotProgress, res *SnapshotResult) error {
+	var a *Activities
+	var chk VectorCheck
+	if err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, shortLocalOpts), a.CheckVectors, plan).Get(ctx, &chk); err != nil {
+		return stageError("check vectors", err)
+	}
+	if chk.Skipped {
+		return nil
+	}
+	if !chk.NoSet && chk.Missing == 0 {
+		res.Points = chk.Points
+		res.Embed = fmt.Sprintf("vector store holds the snapshot's %d points", chk.Points)
+		return nil
+	}
+	prog.Stage, prog.Lost = StageEmbed, chk.Missing
+	workflow.GetLogger(ctx).Warn("vector points of the published snapshot missing: restoring them",
+		"repo", plan.Repo, "commit", plan.Commit, "missing", chk.Missing, "points", chk.Points, "vector set", !chk.NoSet)
+	if err := embedStage(ctx, plan, workflow.GetInfo(ctx).WorkflowExecution.RunID, res); err != nil {
+		return err
+	}
+	res.Restored = res.PointsAdded
+	if chk.NoSet {
+		res.Embed = fmt.Sprintf("restored %d points (no vector set); %s", res.Restored, res.Embed)
+	} else {
+		res.Embed = fmt.Sprintf("restored %d of %d missing points; %s", res.Restored, chk.Missing, res.Embed)
 	}
 	return nil
 }

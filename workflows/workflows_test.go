@@ -160,6 +160,7 @@ type fakeActivities struct {
 	// done; otherwise they say not done and WaitParse and Graph run.
 	quick bool
 	waits map[string]int // calls of the task-queue waits WaitParse and Graph
+	check *VectorCheck   // CheckVectors' answer; nil: no embedder (Skipped)
 }
 
 func (f *fakeActivities) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
@@ -220,6 +221,13 @@ func (f *fakeActivities) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 		f.calls["StoreVectors"]++
 		return VectorsResult{Points: in.Embed.Chunks, Added: in.Embed.Missing - f.embedFailed}, nil
 	})
+	env.OnActivity(a.CheckVectors, mock.Anything, mock.Anything).Return(func(context.Context, SnapshotPlan) (VectorCheck, error) {
+		f.calls["CheckVectors"]++
+		if f.check == nil {
+			return VectorCheck{Skipped: true}, nil
+		}
+		return *f.check, nil
+	})
 	env.OnActivity(a.Graph, mock.Anything, mock.Anything).Return(func(_ context.Context, in GraphInput) (string, error) {
 		f.calls["Graph"]++
 		f.waits["Graph"]++
@@ -270,8 +278,60 @@ func TestSnapshotWorkflowSkipsPublishedCommit(t *testing.T) {
 	if !res.Skipped || res.Segment != "segments/t/r/c1.seg" || res.Commit != "c1" {
 		t.Errorf("result = %+v, want skipped c1", res)
 	}
-	if want := map[string]int{"Snapshot": 1}; !mapsEqual(f.calls, want) {
+	if want := map[string]int{"Snapshot": 1, "CheckVectors": 1}; !mapsEqual(f.calls, want) {
 		t.Errorf("calls = %v, want %v", f.calls, want)
+	}
+}
+
+// A commit already published has its vector points checked (one
+// listing); only when some are missing does the embed stage run, to
+// restore them. Without an embedder, or for an ancestor of HEAD, nothing
+// is checked.
+func TestSnapshotWorkflowSkipRestoresVectors(t *testing.T) {
+	skipped := SnapshotPlan{Tenant: "t", Repo: "r", Commit: "c1", Files: 3, Skipped: true, Segment: "segments/t/r/c1.seg", ManifestKey: pipeline.ManifestKey("t", "r", "c1")}
+	for _, tc := range []struct {
+		name  string
+		plan  func(SnapshotPlan) SnapshotPlan
+		check *VectorCheck
+		embed *EmbedPlanResult
+		calls map[string]int
+		want  func(SnapshotResult) bool
+	}{
+		{"nothing missing", nil, &VectorCheck{Points: 7}, nil,
+			map[string]int{"Snapshot": 1, "CheckVectors": 1},
+			func(r SnapshotResult) bool { return r.Points == 7 && r.Restored == 0 && r.Embed != "" }},
+		{"points lost", nil, &VectorCheck{Points: 7, Missing: 3}, &EmbedPlanResult{Model: "m", Dim: 4, Key: "k", Chunks: 7, Missing: 1, Batches: 1},
+			map[string]int{"Snapshot": 1, "CheckVectors": 1, "PlanEmbed": 1, "FanOutEmbed": 1, "WaitEmbed": 1, "StoreVectors": 1},
+			func(r SnapshotResult) bool {
+				return r.Skipped && r.Points == 7 && r.Restored == 1 && r.Embedded == 1 && r.EmbedReused == 6 && strings.HasPrefix(r.Embed, "restored 1 of 3 missing points")
+			}},
+		{"no vector set", nil, &VectorCheck{NoSet: true}, &EmbedPlanResult{Model: "m", Dim: 4, Key: "k", Chunks: 2},
+			map[string]int{"Snapshot": 1, "CheckVectors": 1, "PlanEmbed": 1, "StoreVectors": 1},
+			func(r SnapshotResult) bool { return r.Skipped && r.Points == 2 }},
+		{"no embedder (worker)", nil, nil, nil,
+			map[string]int{"Snapshot": 1, "CheckVectors": 1},
+			func(r SnapshotResult) bool { return r.Skipped && r.Points == 0 && r.Embed == "" }},
+		{"no embedder (plan)", func(p SnapshotPlan) SnapshotPlan { p.NoEmbedder = true; return p }, &VectorCheck{Missing: 1}, nil,
+			map[string]int{"Snapshot": 1},
+			func(r SnapshotResult) bool { return r.Skipped && r.Embed == "" }},
+		{"behind", func(p SnapshotPlan) SnapshotPlan { p.Behind = "c0"; return p }, &VectorCheck{Missing: 1}, nil,
+			map[string]int{"Snapshot": 1},
+			func(r SnapshotResult) bool { return r.Skipped && r.Behind == "c0" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := skipped
+			if tc.plan != nil {
+				p = tc.plan(p)
+			}
+			f := &fakeActivities{plan: p, check: tc.check, embed: tc.embed}
+			res := runSnapshot(t, f.env(t))
+			if !mapsEqual(f.calls, tc.calls) {
+				t.Errorf("calls = %v, want %v", f.calls, tc.calls)
+			}
+			if !res.Skipped || res.Commit != "c1" || !tc.want(res) {
+				t.Errorf("result = %+v", res)
+			}
+		})
 	}
 }
 
@@ -467,6 +527,10 @@ func TestReplay(t *testing.T) {
 		// Recorded before the tenant lease (repo_history.json) and with it.
 		{"testdata/repo_lease_history.json", RepoWorkflow},
 		{"testdata/lease_history.json", TenantLeaseWorkflow},
+		// A reindex of the published commit recorded before vector-repair
+		// (skipped at once) and with it (the points lost and restored).
+		{"testdata/snapshot_skip_history.json", SnapshotWorkflow},
+		{"testdata/snapshot_vector_repair_history.json", SnapshotWorkflow},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()

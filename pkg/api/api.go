@@ -114,6 +114,7 @@ type RepoStatus struct {
 	Embed       string      `json:"embed,omitempty"`           // what the embed stage did
 	Embedded    int         `json:"embedded"`                  // chunks embedded by the last snapshot
 	EmbedReused int         `json:"embed_reused"`              // chunks whose vector came from the embedding cache
+	Restored    int         `json:"restored,omitempty"`        // already indexed: vector points of the published snapshot the vector store had lost, written again
 	Head        *index.Head `json:"head,omitempty"`            // the published HEAD, nil if none
 	// Progress is how far the running snapshot is (nil when idle, or when
 	// the orchestrator cannot say yet).
@@ -143,6 +144,7 @@ type Progress struct {
 	Parsed  int    `json:"parsed"`           // of those, parsed so far
 	Failed  int    `json:"failed"`           // of those, left out so far
 	Reused  int    `json:"reused"`           // files whose parse result was cached
+	Lost    int    `json:"lost,omitempty"`   // a commit already published: its vector points missing from the vector store, being restored
 }
 
 // LeftOut is a file left out of the published snapshot because it is

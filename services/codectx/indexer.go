@@ -40,7 +40,7 @@ func (t temporalIndexer) Status(ctx context.Context, tenant, repo string) (api.R
 		// Best effort: a child not started yet, or finishing, has no
 		// progress to tell; the status stands without it.
 		if p, err := workflows.Progress(ctx, t.c, st.Child); err == nil {
-			out.Progress = &api.Progress{Stage: p.Stage, Commit: p.Commit, Files: p.Files, Planned: p.Planned, Parsed: p.Parsed, Failed: p.Failed, Reused: p.Reused}
+			out.Progress = &api.Progress{Stage: p.Stage, Commit: p.Commit, Files: p.Files, Planned: p.Planned, Parsed: p.Parsed, Failed: p.Failed, Reused: p.Reused, Lost: p.Lost}
 		}
 	}
 	return out, nil
@@ -74,7 +74,7 @@ func convertStatus(st workflows.RepoStatus) api.RepoStatus {
 		for _, f := range l.LeftOut {
 			out.LeftOut = append(out.LeftOut, api.LeftOut{Path: f.Path, Reason: f.Reason})
 		}
-		out.Embedded, out.EmbedReused = l.Embedded, l.EmbedReused
+		out.Embedded, out.EmbedReused, out.Restored = l.Embedded, l.EmbedReused, l.Restored
 	}
 	return out
 }
