@@ -165,6 +165,12 @@ func (s *Server) repoAction(w http.ResponseWriter, r *http.Request) {
 	st, err := s.Indexer.Status(r.Context(), tenant, repo)
 	switch {
 	case errors.Is(err, ErrUnknownRepo):
+		// Published, but the orchestrator holds no workflow for it (its
+		// state was lost): the location was the workflow's.
+		if _, herr := index.ReadHead(r.Context(), s.Store, tenant, repo); herr == nil {
+			writeError(w, http.StatusConflict, fmt.Errorf("%s/%s is indexed but the orchestrator has no record of it (its state lost?), so no location is known; POST /v1/index with its location", tenant, repo))
+			return
+		}
 		writeError(w, http.StatusNotFound, fmt.Errorf("unknown repository %s/%s", tenant, repo))
 		return
 	case err != nil:

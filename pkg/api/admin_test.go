@@ -112,8 +112,13 @@ func TestRepoAdmin(t *testing.T) {
 	if len(ix.reqs) != 1 || ix.reqs[0].Location != "https://example.com/acme/shop.git" {
 		t.Errorf("reindex sent %+v", ix.reqs)
 	}
-	if code := do(t, "POST", srv.URL+"/v1/repos/acme/billing/reindex", admin, nil); code != 404 {
-		t.Errorf("reindex of a repository the orchestrator does not know: HTTP %d", code)
+	// billing is published but the orchestrator has no record of it (its
+	// state lost): no location is known, and the answer says what to do.
+	if code := do(t, "POST", srv.URL+"/v1/repos/acme/billing/reindex", admin, nil); code != 409 {
+		t.Errorf("reindex of a published repository the orchestrator does not know: HTTP %d, want 409", code)
+	}
+	if code := do(t, "POST", srv.URL+"/v1/repos/acme/nope/reindex", admin, nil); code != 404 {
+		t.Errorf("reindex of a repository nobody holds: HTTP %d, want 404", code)
 	}
 
 	// Delete needs scope admin; afterwards queries and the list lose it.
