@@ -162,13 +162,32 @@ func (s *Server) repoAction(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, errors.New("no orchestrator configured"))
 		return
 	}
-	st, err := s.Indexer.Status(r.Context(), tenant, repo)
+	ctx := r.Context()
+	st, err := s.Indexer.Status(ctx, tenant, repo)
 	switch {
-	case errors.Is(err, ErrUnknownRepo):
-		// Published, but the orchestrator holds no workflow for it (its
-		// state was lost): the location was the workflow's.
-		if _, herr := index.ReadHead(r.Context(), s.Store, tenant, repo); herr == nil {
-			writeError(w, http.StatusConflict, fmt.Errorf("%s/%s is indexed but the orchestrator has no record of it (its state lost?), so no location is known; POST /v1/index with its location", tenant, repo))
+	case errors.Is(err, ErrUnknownRepo), err == nil && st.Location == "":
+		// The orchestrator has no location (no workflow: its state was
+		// lost): the one recorded with the repository in the store, if
+		// any (storedLocation). It is checked as an index request's.
+		loc, lerr := s.storedLocation(ctx, tenant, repo)
+		if lerr != nil {
+			writeError(w, http.StatusServiceUnavailable, lerr)
+			return
+		}
+		if loc != "" {
+			if code, cerr := s.checkLocation(loc, tenant, s.operator(r), s.operator(r)); cerr != nil {
+				writeError(w, code, fmt.Errorf("recorded %w", cerr))
+				return
+			}
+			st.Location = loc
+			break
+		}
+		if err == nil {
+			writeError(w, http.StatusConflict, fmt.Errorf("%s/%s: no location recorded; POST /v1/index with one", tenant, repo))
+			return
+		}
+		if _, herr := index.ReadHead(ctx, s.Store, tenant, repo); herr == nil {
+			writeError(w, http.StatusConflict, fmt.Errorf("%s/%s is indexed but neither the orchestrator (its state lost?) nor the store has a record of its location; POST /v1/index with its location", tenant, repo))
 			return
 		}
 		writeError(w, http.StatusNotFound, fmt.Errorf("unknown repository %s/%s", tenant, repo))
@@ -176,15 +195,12 @@ func (s *Server) repoAction(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("status of %s/%s: %w", tenant, repo, err))
 		return
-	case st.Location == "":
-		writeError(w, http.StatusConflict, fmt.Errorf("%s/%s: no location recorded; POST /v1/index with one", tenant, repo))
-		return
 	}
 	// A repository deleted since has a workflow still: indexing it again
 	// takes a slot as a new one does.
 	unlock := s.lockRepo(tenant, repo)
 	defer unlock()
-	run, code, err := s.signal(r.Context(), IndexRequest{Tenant: tenant, Repo: repo, Location: st.Location}, s.operator(r))
+	run, code, err := s.signal(ctx, IndexRequest{Tenant: tenant, Repo: repo, Location: st.Location}, s.operator(r))
 	if err != nil {
 		writeError(w, code, err)
 		return

@@ -89,7 +89,7 @@ var routeDocs = []routeDoc{
 	{pattern: "POST /v1/repos/{tenant}/{rest...}", path: "/v1/repos/{tenant}/{repo}/reindex", id: "reindex", routes: AdminRoutes, scope: "index",
 		summary: "Index the repository again from the location of its last push",
 		params:  []paramDoc{tenantPath, repoPath}, ok: 202, out: typeOf[IndexResponse](), errors: []int{400, 401, 403, 404, 409, 429, 503},
-		notes: map[int]string{409: "Conflict: no location recorded for the repository (none was, or the orchestrator lost its record of a published one: POST /v1/index with the location); or " + repoCapNote + " (a deleted repository is new again)"}},
+		notes: map[int]string{409: "Conflict: no location recorded for the repository, neither by the orchestrator nor with the repository in the store (a published repository last indexed by an earlier version, whose workflow was lost: POST /v1/index with the location); or " + repoCapNote + " (a deleted repository is new again)"}},
 	{pattern: "DELETE /v1/repos/{tenant}/{rest...}", path: "/v1/repos/{tenant}/{repo}", id: "deleteRepo", routes: AdminRoutes, scope: "admin",
 		summary: "Delete a repository: its workflow, HEAD, segments, manifests, plans and vectors, and its registration (which frees a slot of the tenant's --tenant-repos)",
 		params:  []paramDoc{tenantPath, repoPath}, ok: 200, out: typeOf[DeleteResponse](), errors: []int{400, 401, 403, 404, 429, 503}},

@@ -233,6 +233,10 @@ func (s *Server) signal(ctx context.Context, req IndexRequest, operator bool) (s
 	if code, err := s.holdRepo(ctx, req.Tenant, req.Repo, operator); err != nil {
 		return "", code, err
 	}
+	// Held (or no bound): the location is recorded before the signal, so
+	// that a DELETE on another server that removes the registration after
+	// this point removes it too.
+	s.recordLocation(ctx, req)
 	run, err := s.Indexer.Index(ctx, req)
 	if err != nil {
 		s.Log.Error("index request", "tenant", req.Tenant, "repo", req.Repo, "error", err)
@@ -260,6 +264,11 @@ func (s *Server) signal(ctx context.Context, req IndexRequest, operator bool) (s
 		if _, cerr := c.CloseRepo(context.WithoutCancel(ctx), req.Tenant, req.Repo); cerr != nil {
 			s.Log.Error("push of a repository deleted meanwhile: its workflow not ended", "tenant", req.Tenant, "repo", req.Repo, "error", cerr)
 		}
+	}
+	if err == nil {
+		// Deleted meanwhile: the location this push recorded, perhaps
+		// after the DELETE removed the repository's, goes too.
+		s.forgetLocation(context.WithoutCancel(ctx), req.Tenant, req.Repo)
 	}
 	if err != nil {
 		return "", http.StatusServiceUnavailable, fmt.Errorf("confirm %s/%s: %w", req.Tenant, req.Repo, err)

@@ -128,34 +128,56 @@ func TestUpLosesTemporalState(t *testing.T) {
 		}
 	}
 
-	// 4a. A reindex needs the location the workflow held, which the blob
-	// store does not: the reindex of a repository whose workflow was lost
-	// is refused with 409, saying to index it again with its location
-	// (POST /v1/index).
-	code, body := do(t, ctx, http.MethodPost, base+"/v1/repos/default/lib/reindex")
-	if code != http.StatusConflict || !strings.Contains(body, "POST /v1/index with its location") {
-		t.Errorf("reindex of lib without its workflow: HTTP %d %s, want 409 naming POST /v1/index", code, body)
+	// 4a. The reindex of a repository whose workflow was lost takes the
+	// location recorded with the repository in the blob store when it was
+	// indexed: the workflow starts again, and its snapshot finds HEAD
+	// complete at the commit and skips it.
+	store, err := local.Open(filepath.Join(data, "store"))
+	if err != nil {
+		t.Fatal(err)
 	}
-
-	// 4b. POST /v1/index of the same location starts the workflow again:
-	// the snapshot finds HEAD complete at the commit and skips it.
-	if _, err := cl.Index(ctx, api.IndexRequest{Repo: "lib", Location: lib.Dir}); err != nil {
-		t.Fatalf("index lib again: %v", err)
+	code, body := do(t, ctx, http.MethodPost, base+"/v1/repos/default/lib/reindex")
+	if code != http.StatusAccepted {
+		t.Fatalf("reindex of lib without its workflow: HTTP %d %s, want 202 (its location recorded in the store)", code, body)
 	}
 	st, err := cl.WaitIndexed(ctx, "", "lib", libCommit)
 	if err != nil {
 		t.Fatalf("wait for lib: %v", err)
 	}
 	if !st.Already || st.Head == nil || st.Head.Commit != libCommit {
-		t.Errorf("lib indexed again = %+v, want already indexed at %s", st, libCommit)
+		t.Errorf("lib reindexed = %+v, want already indexed at %s", st, libCommit)
 	}
-	// Then the reindex works: the workflow holds the location again.
+	// Then a second reindex goes through the workflow's location.
 	code, body = do(t, ctx, http.MethodPost, base+"/v1/repos/default/lib/reindex")
 	if code != http.StatusAccepted {
-		t.Fatalf("reindex of lib after POST /v1/index: HTTP %d %s, want 202", code, body)
+		t.Fatalf("second reindex of lib: HTTP %d %s, want 202", code, body)
 	}
 	if st, err = cl.WaitIndexed(ctx, "", "lib", ""); err != nil || st.Received != 2 || st.Head == nil || st.Head.Commit != libCommit {
-		t.Fatalf("lib after the reindex: %+v, %v; want 2 pushes received, HEAD at %s", st, err, libCommit)
+		t.Fatalf("lib after the second reindex: %+v, %v; want 2 pushes received, HEAD at %s", st, err, libCommit)
+	}
+
+	// 4b. A repository indexed by the previous version has an empty
+	// registration and no recorded location: with its workflow lost, its
+	// reindex is refused with 409, saying to index it again with its
+	// location (POST /v1/index). Shop is made so by hand.
+	shopKeys, err := store.List(ctx, "repos/"+index.DefaultTenant+"/shop/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(shopKeys) == 0 {
+		t.Fatalf("no record of shop under repos/ in the store: its location was not recorded")
+	}
+	for _, k := range shopKeys {
+		if err := store.Delete(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.Put(ctx, "repos/"+index.DefaultTenant+"/shop/@/REPO", []byte{}); err != nil {
+		t.Fatal(err)
+	}
+	code, body = do(t, ctx, http.MethodPost, base+"/v1/repos/default/shop/reindex")
+	if code != http.StatusConflict || !strings.Contains(body, "POST /v1/index with its location") {
+		t.Errorf("reindex of shop without its workflow or a recorded location: HTTP %d %s, want 409 naming POST /v1/index", code, body)
 	}
 
 	// 4c. A new commit, indexed through `codectx index --server`, is served.
@@ -174,10 +196,6 @@ func TestUpLosesTemporalState(t *testing.T) {
 	_, err = cl.Query(ctx, api.QueryRequest{Repo: "shop", Query: "how are refunds issued", Budget: 1000})
 	if e := (*api.Error)(nil); !errors.As(err, &e) || e.Code != http.StatusNotFound {
 		t.Errorf("query of deleted shop: %v, want HTTP 404", err)
-	}
-	store, err := local.Open(filepath.Join(data, "store"))
-	if err != nil {
-		t.Fatal(err)
 	}
 	keys, err := store.List(ctx, "")
 	if err != nil {

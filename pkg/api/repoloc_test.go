@@ -1,0 +1,141 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"codectx/pkg/api"
+	"codectx/pkg/keys"
+)
+
+// A reindex of a repository the orchestrator has no record of (its state
+// lost) falls back to the location recorded with the repository in the
+// store when it was indexed: that tenant's only, checked as a new one.
+func TestReindexRecordedLocation(t *testing.T) {
+	for _, bound := range []int{0, 100} {
+		t.Run(map[int]string{0: "no bound", 100: "bound"}[bound], func(t *testing.T) {
+			testReindexRecordedLocation(t, bound)
+		})
+	}
+}
+
+func testReindexRecordedLocation(t *testing.T, bound int) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "keys.json")
+	acme, _, err := keys.Create(path, "acme", keys.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, _ := keys.Create(path, "other", keys.Admin)
+	ks, err := keys.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := shopStore(t) // acme/shop and acme/billing published
+	ix := &locIndexer{loc: map[string]string{}}
+	srv := httptest.NewServer((&api.Server{Store: store, Routes: api.AllRoutes, KeyStore: ks, Indexer: ix, Limits: api.Limits{TenantRepos: bound}}).Handler())
+	defer srv.Close()
+	const shopURL = "https://example.com/acme/shop.git"
+	post := func(key, url, body string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	forget := func() { // the orchestrator's state is lost
+		ix.mu.Lock()
+		clear(ix.loc)
+		ix.reqs = nil
+		ix.mu.Unlock()
+	}
+	signalled := func() []api.IndexRequest {
+		ix.mu.Lock()
+		defer ix.mu.Unlock()
+		return append([]api.IndexRequest(nil), ix.reqs...)
+	}
+
+	// An index request records its location; the orchestrator then loses
+	// its record, and the reindex signals the recorded location.
+	if code := post(acme, srv.URL+"/v1/index", `{"tenant":"acme","repo":"shop","location":"`+shopURL+`"}`); code != 202 {
+		t.Fatalf("index acme/shop: HTTP %d", code)
+	}
+	forget()
+	if code := post(acme, srv.URL+"/v1/repos/acme/shop/reindex", ""); code != 202 {
+		t.Fatalf("reindex of acme/shop after the orchestrator lost it: HTTP %d, want 202", code)
+	}
+	if r := signalled(); len(r) != 1 || r[0].Tenant != "acme" || r[0].Repo != "shop" || r[0].Location != shopURL {
+		t.Fatalf("reindex signalled %+v, want acme/shop at %s", r, shopURL)
+	}
+
+	// Another tenant's recorded location is never used: other has a
+	// repository named shop with its own location, acme has no lib.
+	if code := post(other, srv.URL+"/v1/index", `{"tenant":"other","repo":"lib","location":"https://example.org/other/lib.git"}`); code != 202 {
+		t.Fatalf("index other/lib: HTTP %d", code)
+	}
+	forget()
+	if code := post(acme, srv.URL+"/v1/repos/acme/lib/reindex", ""); code != 404 {
+		t.Errorf("reindex of acme/lib (only other has a lib): HTTP %d, want 404", code)
+	}
+	if code := post(acme, srv.URL+"/v1/repos/other/lib/reindex", ""); code != 403 {
+		t.Errorf("reindex of other/lib with acme's key: HTTP %d, want 403", code)
+	}
+	if code := post(other, srv.URL+"/v1/repos/other/shop/reindex", ""); code != 404 {
+		t.Errorf("reindex of other/shop (only acme has a shop): HTTP %d, want 404", code)
+	}
+	if r := signalled(); len(r) != 0 {
+		t.Errorf("cross-tenant reindexes signalled %+v", r)
+	}
+	if code := post(other, srv.URL+"/v1/repos/other/lib/reindex", ""); code != 202 {
+		t.Errorf("reindex of other/lib by other: HTTP %d, want 202", code)
+	}
+	if r := signalled(); len(r) != 1 || r[0].Tenant != "other" || r[0].Location != "https://example.org/other/lib.git" {
+		t.Errorf("other's reindex signalled %+v", r)
+	}
+	forget()
+
+	// An empty registration (an earlier version's) knows no location: the
+	// reindex of a published repository still answers 409.
+	if err := store.Put(ctx, "repos/acme/billing/@/REPO", []byte{}); err != nil {
+		t.Fatal(err)
+	}
+	if code := post(acme, srv.URL+"/v1/repos/acme/billing/reindex", ""); code != 409 {
+		t.Errorf("reindex of acme/billing with an empty registration: HTTP %d, want 409", code)
+	}
+	// A recorded location is checked as a new one: a path on the server
+	// (which only an operator may index) is refused to a tenant's key.
+	if err := store.Put(ctx, "repos/acme/billing/@/LOCATION", []byte("/srv/code/billing")); err != nil {
+		t.Fatal(err)
+	}
+	if code := post(acme, srv.URL+"/v1/repos/acme/billing/reindex", ""); code != 403 {
+		t.Errorf("reindex of a recorded server path with a tenant's key: HTTP %d, want 403", code)
+	}
+	if r := signalled(); len(r) != 0 {
+		t.Errorf("refused reindexes signalled %+v", r)
+	}
+
+	// DELETE removes the recorded location with the registration.
+	if code := do(t, http.MethodDelete, srv.URL+"/v1/repos/acme/shop", acme, nil); code != 200 {
+		t.Fatalf("delete acme/shop: HTTP %d", code)
+	}
+	forget()
+	if code := post(acme, srv.URL+"/v1/repos/acme/shop/reindex", ""); code != 404 {
+		t.Errorf("reindex of deleted acme/shop: HTTP %d, want 404", code)
+	}
+	keys, err := store.List(ctx, "repos/acme/shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 0 {
+		t.Errorf("after the delete of acme/shop the store holds %v", keys)
+	}
+}
