@@ -455,3 +455,30 @@ func TestTenantReposListed(t *testing.T) {
 		t.Errorf("after the DELETE: %+v", repos)
 	}
 }
+
+// BenchmarkRecordLocation is what every push adds for its location's
+// record on the local store, beside holdRepo's check of a held repository
+// (BenchmarkHoldRepo/held): unchanged, one read; changed, a read and a write.
+func BenchmarkRecordLocation(b *testing.B) {
+	store, err := local.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &Server{Store: store}
+	srv.init()
+	ctx := context.Background()
+	req := IndexRequest{Tenant: "acme", Repo: "shop", Location: "https://git.example/acme/shop.git"}
+	b.Run("unchanged", func(b *testing.B) {
+		srv.recordLocation(ctx, req)
+		for b.Loop() {
+			srv.recordLocation(ctx, req)
+		}
+	})
+	b.Run("changed", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			i++
+			srv.recordLocation(ctx, IndexRequest{Tenant: "acme", Repo: "shop", Location: fmt.Sprintf("https://git.example/acme/shop%d.git", i%2)})
+		}
+	})
+}
