@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"codectx/pkg/blob"
 	"codectx/pkg/dense"
 	"codectx/pkg/dense/densetest"
 	"codectx/pkg/embed"
@@ -17,9 +18,35 @@ import (
 	vlocal "codectx/pkg/vector/local"
 	"codectx/workflows"
 
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/server/temporaltest"
 )
+
+// embedPipeline starts a Temporal test server with the activities and
+// the parse, embed and graph workers over a fresh queue and store, with
+// the fake embedder and the local vector store. The workers embed slowly
+// when slow > 0. An hour between polls: a push completes only if the
+// workers' notifications wake every wait, the embed wait's too (the
+// polling fallback is TestPipelineEmbedRetry's). stop stops the workers.
+func embedPipeline(ctx context.Context, t *testing.T, slow time.Duration) (client.Client, *blob.Bucket, *densetest.Words, *vlocal.Store, func()) {
+	t.Helper()
+	ts := newTestServer(temporaltest.WithT(t))
+	q, _ := startQueue(ctx, t)
+	store := tempStore(t)
+	emb := &densetest.Words{}
+	vs := vlocal.New(store, vlocal.Int8)
+	acts := &workflows.Activities{Store: store, Queue: q, CacheDir: t.TempDir(), PollInterval: time.Hour, Embedder: emb, Vectors: vs}
+	ts.NewWorker(workflows.TaskQueue, func(r worker.Registry) { workflows.Register(r, acts) })
+	var wemb embed.Embedder = emb
+	if slow > 0 {
+		wemb = slowEmbedder{emb, slow}
+	}
+	wctx, wcancel := context.WithCancel(ctx)
+	w := &pipeline.Workers{Store: store, Queue: q, Embedder: wemb}
+	cfg := queue.Config{AckWait: time.Second, MaxDeliver: 3, Workers: 2}
+	return ts.GetDefaultClient(), store, emb, vs, runWorkers(wctx, t, wcancel, cfg, w.RunParse, w.RunEmbed, w.RunGraph)
+}
 
 // TestPipelineEmbed runs the pipeline with an embedder: embed workers
 // consume the embed stage, the snapshot's points land in the vector store,
@@ -36,22 +63,9 @@ func TestPipelineEmbed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 
-	ts := newTestServer(temporaltest.WithT(t))
-	c := ts.GetDefaultClient()
-	q, _ := startQueue(ctx, t)
-	store := tempStore(t)
-	emb := &densetest.Words{}
-	vs := vlocal.New(store, vlocal.Int8)
-	// An hour between polls: the pushes complete only if the workers'
-	// notifications wake every wait, the embed wait's too (the polling
-	// fallback is TestPipelineEmbedRetry's).
-	acts := &workflows.Activities{Store: store, Queue: q, CacheDir: t.TempDir(), PollInterval: time.Hour, Embedder: emb, Vectors: vs}
-	ts.NewWorker(workflows.TaskQueue, func(r worker.Registry) { workflows.Register(r, acts) })
-	wctx, wcancel := context.WithCancel(ctx)
 	// The workers embed slowly: a wait's first look finds vectors missing.
-	w := &pipeline.Workers{Store: store, Queue: q, Embedder: slowEmbedder{emb, 200 * time.Millisecond}}
-	cfg := queue.Config{AckWait: time.Second, MaxDeliver: 3, Workers: 2}
-	defer runWorkers(wctx, t, wcancel, cfg, w.RunParse, w.RunEmbed, w.RunGraph)()
+	c, store, emb, vs, stop := embedPipeline(ctx, t, 200*time.Millisecond)
+	defer stop()
 
 	const repo = "emb"
 	fx := newFixture(t, repo)
@@ -135,18 +149,8 @@ func TestReindexRestoresVectors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	ts := newTestServer(temporaltest.WithT(t))
-	c := ts.GetDefaultClient()
-	q, _ := startQueue(ctx, t)
-	store := tempStore(t)
-	emb := &densetest.Words{}
-	vs := vlocal.New(store, vlocal.Int8)
-	acts := &workflows.Activities{Store: store, Queue: q, CacheDir: t.TempDir(), PollInterval: time.Hour, Embedder: emb, Vectors: vs}
-	ts.NewWorker(workflows.TaskQueue, func(r worker.Registry) { workflows.Register(r, acts) })
-	wctx, wcancel := context.WithCancel(ctx)
-	w := &pipeline.Workers{Store: store, Queue: q, Embedder: emb}
-	cfg := queue.Config{AckWait: time.Second, MaxDeliver: 3, Workers: 2}
-	defer runWorkers(wctx, t, wcancel, cfg, w.RunParse, w.RunEmbed, w.RunGraph)()
+	c, store, emb, vs, stop := embedPipeline(ctx, t, 0)
+	defer stop()
 
 	const repo = "lost"
 	fx := newFixture(t, repo)
