@@ -76,10 +76,10 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-// BenchmarkContrastFeatures times the sibling-contrast and the
-// pseudo-relevance feedback features of the top 20 files, per query, on
-// $GOROOT/src/cmd/compile (the query benchmarks' segment and queries).
-func BenchmarkContrastFeatures(b *testing.B) {
+// compileEngine indexes $GOROOT/src/cmd/compile (the query benchmarks'
+// segment) and returns its engine with seven of the benchmarks' queries.
+func compileEngine(b *testing.B) (*Engine, []string) {
+	b.Helper()
 	dir := filepath.Join(runtime.GOROOT(), "src", "cmd", "compile")
 	snap, err := source.Open(context.Background(), dir, source.Options{})
 	if err != nil {
@@ -90,9 +90,15 @@ func BenchmarkContrastFeatures(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := &Engine{Seg: seg}
-	queries := []string{"escape analysis of closures", "inline small functions cost budget", "dead code elimination pass",
+	return &Engine{Seg: seg}, []string{"escape analysis of closures", "inline small functions cost budget", "dead code elimination pass",
 		"register allocation spill", "bounds check elimination", "fix miscompilation in rewrite rules", "walk range loops"}
+}
+
+// BenchmarkContrastFeatures times the sibling-contrast and the
+// pseudo-relevance feedback features of the top 20 files, per query, on
+// $GOROOT/src/cmd/compile (the query benchmarks' segment and queries).
+func BenchmarkContrastFeatures(b *testing.B) {
+	e, queries := compileEngine(b)
 	ins := make([]featureInput, len(queries))
 	for i, q := range queries {
 		rk, err := e.Search(context.Background(), Request{Query: q, Route: true, Ranker: RankRRF})

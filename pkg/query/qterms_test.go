@@ -3,14 +3,8 @@ package query
 import (
 	"context"
 	"math"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"testing"
-
-	"codectx/pkg/blob"
-	"codectx/pkg/index"
-	"codectx/pkg/source"
 )
 
 // TestTermDump checks the query-term dump of a feature dump: the terms'
@@ -98,19 +92,7 @@ func TestTermDump(t *testing.T) {
 // whole-file and once in the chunk index; a shipped re-weighting would
 // score 20 files with one weighted search of each).
 func BenchmarkTermDump(b *testing.B) {
-	dir := filepath.Join(runtime.GOROOT(), "src", "cmd", "compile")
-	snap, err := source.Open(context.Background(), dir, source.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer snap.Close()
-	seg, _, err := index.BuildSegment(context.Background(), blob.NewMem(), snap, "go/compile", index.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	e := &Engine{Seg: seg}
-	queries := []string{"escape analysis of closures", "inline small functions cost budget", "dead code elimination pass",
-		"register allocation spill", "bounds check elimination", "fix miscompilation in rewrite rules", "walk range loops"}
+	e, queries := compileEngine(b)
 	cands := make([][]Candidate, len(queries))
 	for i, q := range queries {
 		rk, err := e.Search(context.Background(), Request{Query: q, Route: true, Ranker: RankRRF})
