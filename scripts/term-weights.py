@@ -95,6 +95,19 @@ BETA = 10.0  # softmax sharpness of the relative re-weighted score (0..1)
 CANDIDATE_TERM_FEATURES = ["top20_share", "top100_share", "top_lift", "top1", "top_spread"]
 
 
+
+class Adam:
+    """Adam's step on th in place (the moments of train-rank.py's fit)."""
+
+    def __init__(self, th, lr):
+        self.th, self.lr = th, lr
+        self.m1, self.m2 = np.zeros_like(th), np.zeros_like(th)
+
+    def step(self, g, it):
+        self.m1 = 0.9 * self.m1 + 0.1 * g
+        self.m2 = 0.999 * self.m2 + 0.001 * g * g
+        self.th -= self.lr * (self.m1 / (1 - 0.9 ** it)) / (np.sqrt(self.m2 / (1 - 0.999 ** it)) + 1e-8)
+
 def load_terms(path, drop=()):
     """Per task (in dump order): term features (T x F), the sparse
     candidate x term whole-file score matrix (whole-file query terms only),
@@ -196,7 +209,7 @@ def fit_rank(b, l2, iters=300, lr=0.05):
     scale[scale < 1e-6] = 1
     Z = np.hstack([(b.phi - mean) / scale, np.ones((len(b.phi), 1))])
     th = np.zeros(Z.shape[1])
-    m1, m2 = np.zeros_like(th), np.zeros_like(th)
+    opt = Adam(th, lr)
     nq = max(1, int((np.add.reduceat(b.y.astype(float), b.starts) > 0).sum()))
     for it in range(1, iters + 1):
         sg = sigmoid(Z @ th)
@@ -212,9 +225,7 @@ def fit_rank(b, l2, iters=300, lr=0.05):
         gw = np.bincount(b.c, weights=gs[b.r] * b.v, minlength=len(w))  # per term
         g = Z.T @ (gw * 2 * sg * (1 - sg)) / nq
         g[:-1] += l2 * th[:-1]
-        m1 = 0.9 * m1 + 0.1 * g
-        m2 = 0.999 * m2 + 0.001 * g * g
-        th -= lr * (m1 / (1 - 0.9 ** it)) / (np.sqrt(m2 / (1 - 0.999 ** it)) + 1e-8)
+        opt.step(g, it)
     return mean, scale, th
 
 
@@ -229,7 +240,7 @@ def fit_resid(b, l2, iters=300, lr=0.05):
     Z = np.hstack([(b.phi - mean) / scale, np.ones((len(b.phi), 1))])
     th = np.zeros(Z.shape[1] + 1)  # last: the scale g
     th[-1] = 1.0
-    m1, m2 = np.zeros_like(th), np.zeros_like(th)
+    opt = Adam(th, lr)
     nq = max(1, int((np.add.reduceat(b.y.astype(float), b.starts) > 0).sum()))
     for it in range(1, iters + 1):
         sg = sigmoid(Z @ th[:-1])
@@ -248,9 +259,7 @@ def fit_resid(b, l2, iters=300, lr=0.05):
         g[:-1] = Z.T @ (gw * 2 * sg * (1 - sg)) / nq
         g[-1] = (gs * u).sum() / nq
         g[:-2] += l2 * th[:-2]
-        m1 = 0.9 * m1 + 0.1 * g
-        m2 = 0.999 * m2 + 0.001 * g * g
-        th -= lr * (m1 / (1 - 0.9 ** it)) / (np.sqrt(m2 / (1 - 0.999 ** it)) + 1e-8)
+        opt.step(g, it)
     return mean, scale, th[:-1]
 
 
@@ -290,7 +299,7 @@ def fit_resid_chunk(qs, ts, idx, off, l2, iters=300, lr=0.05):
     Z = np.hstack([(phi - mean) / scale, np.ones((len(phi), 1))])
     th = np.zeros(Z.shape[1] + 1)
     th[-1] = 1.0
-    m1, m2 = np.zeros_like(th), np.zeros_like(th)
+    opt = Adam(th, lr)
     # The chunks with hits of the reranked files, grouped by file.
     has = np.zeros(co, bool)
     has[cr] = True
@@ -326,9 +335,7 @@ def fit_resid_chunk(qs, ts, idx, off, l2, iters=300, lr=0.05):
         g[:-1] = Z.T @ (gw * 2 * sg * (1 - sg)) / nq
         g[-1] = (gs * u).sum() / nq
         g[:-2] += l2 * th[:-2]
-        m1 = 0.9 * m1 + 0.1 * g
-        m2 = 0.999 * m2 + 0.001 * g * g
-        th -= lr * (m1 / (1 - 0.9 ** it)) / (np.sqrt(m2 / (1 - 0.999 ** it)) + 1e-8)
+        opt.step(g, it)
     return mean, scale, th[:-1]
 
 
@@ -356,14 +363,12 @@ def fit_label(b, l2, iters=300, lr=0.05):
     lab, keep = term_labels(b)
     Z, lab = Z[keep], lab[keep]
     th = np.zeros(Z.shape[1])
-    m1, m2 = np.zeros_like(th), np.zeros_like(th)
+    opt = Adam(th, lr)
     for it in range(1, iters + 1):
         p = sigmoid(Z @ th)
         g = Z.T @ (p - lab) / len(lab)
         g[:-1] += l2 * th[:-1]
-        m1 = 0.9 * m1 + 0.1 * g
-        m2 = 0.999 * m2 + 0.001 * g * g
-        th -= lr * (m1 / (1 - 0.9 ** it)) / (np.sqrt(m2 / (1 - 0.999 ** it)) + 1e-8)
+        opt.step(g, it)
     return mean, scale, th
 
 
