@@ -280,16 +280,22 @@ func validShare(s string) bool {
 	return len(s) <= maxShare && !strings.ContainsAny(s, ".*> \t\r\n")
 }
 
+// due reports whether rescan has passed since *last (a time under t.mu),
+// and if so sets it to now: what runs on it runs at most once a rescan.
+func (t *turns) due(last *time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if time.Since(*last) < rescan {
+		return false
+	}
+	*last = time.Now()
+	return true
+}
+
 // scan adds the shares that hold messages in the stream, if the last
 // scan is older than rescan.
 func (t *turns) scan(ctx context.Context) error {
-	t.mu.Lock()
-	due := time.Since(t.scanned) >= rescan
-	if due {
-		t.scanned = time.Now()
-	}
-	t.mu.Unlock()
-	if !due {
+	if !t.due(&t.scanned) {
 		return nil
 	}
 	// The stream holds only the stage's subjects: ">" lists them all, the
@@ -464,13 +470,7 @@ func (t *turns) consumer(ctx context.Context, share string) (jetstream.Consumer,
 // that share's messages waited for the hour. A share whose consumer is
 // removed gets a new one at its next turn, in any process.
 func (t *turns) removeIdle(ctx context.Context) int {
-	t.mu.Lock()
-	due := time.Since(t.evicted) >= rescan
-	if due {
-		t.evicted = time.Now()
-	}
-	t.mu.Unlock()
-	if !due {
+	if !t.due(&t.evicted) {
 		return 0
 	}
 	n := 0
