@@ -220,19 +220,11 @@ func TestUpLosesTemporalState(t *testing.T) {
 // getJSON GETs url into out, failing the test on any error or non-200.
 func getJSON(t *testing.T, ctx context.Context, url string, out any) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
+	code, body := do(t, ctx, http.MethodGet, url)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: HTTP %d", url, code)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: HTTP %d", url, resp.StatusCode)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	if err := json.Unmarshal([]byte(body), out); err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
 }
