@@ -464,13 +464,9 @@ func (a *Activities) CheckVectors(ctx context.Context, p SnapshotPlan) (VectorCh
 	if err := json.Unmarshal(data, &hashes); err != nil {
 		return out, fmt.Errorf("decode vector set of %s: %w", p.Commit, err)
 	}
-	have, err := a.Vectors.List(ctx, dense.Collection(a.Embedder), vector.Filter{Tenant: p.Tenant, Repos: []string{p.Repo}})
+	stored, err := dense.Stored(ctx, a.Vectors, dense.Collection(a.Embedder), p.Tenant, p.Repo)
 	if err != nil {
 		return out, fmt.Errorf("list vectors: %w", err)
-	}
-	stored := make(map[string]bool, len(have))
-	for _, pt := range have {
-		stored[pt.ID] = true
 	}
 	out.Points = len(hashes)
 	for _, h := range hashes {

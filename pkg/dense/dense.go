@@ -189,19 +189,28 @@ type StoreResult struct {
 	Missing int // hashes without a cached vector (their embedding failed)
 }
 
+// Stored returns the IDs of the points the vector store holds for
+// tenant/repo in c, from one listing.
+func Stored(ctx context.Context, vs vector.Store, c vector.Collection, tenant, repo string) (map[string]bool, error) {
+	have, err := vs.List(ctx, c, vector.Filter{Tenant: tenant, Repos: []string{repo}})
+	if err != nil {
+		return nil, err
+	}
+	ids := make(map[string]bool, len(have))
+	for _, p := range have {
+		ids[p.ID] = true
+	}
+	return ids, nil
+}
+
 // Upsert makes the vector store hold a point in tenant/repo for each of
 // pts, reading the vectors from the cache. Points already stored are not
 // rewritten.
 func Upsert(ctx context.Context, store *blob.Bucket, vs vector.Store, c vector.Collection, tenant, repo string, pts []Point) (StoreResult, error) {
 	res := StoreResult{Points: len(pts)}
-	f := vector.Filter{Tenant: tenant, Repos: []string{repo}}
-	have, err := vs.List(ctx, c, f)
+	stored, err := Stored(ctx, vs, c, tenant, repo)
 	if err != nil {
 		return res, err
-	}
-	stored := make(map[string]bool, len(have))
-	for _, p := range have {
-		stored[p.ID] = true
 	}
 	var todo []Point
 	for _, p := range pts {
