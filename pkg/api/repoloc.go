@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 
 	"codectx/pkg/blob"
 	"codectx/pkg/index"
@@ -75,4 +77,125 @@ func (s *Server) storedLocation(ctx context.Context, tenant, repo string) (strin
 		return "", fmt.Errorf("location of %s/%s: %w", tenant, repo, err)
 	}
 	return string(b), nil
+}
+
+// Backfill is what RecordLocations did.
+type Backfill struct {
+	Published int // repositories with a HEAD
+	Recorded  int // locations recorded now
+	Unknown   int // no location in the orchestrator either (its state lost)
+	Left      int // the orchestrator or the store failed: try again
+}
+
+// RecordLocations records, for every published repository of every tenant
+// that has no location recorded (indexed by a version that kept it only
+// in the workflow), the location its workflow holds, so that a reindex
+// after a loss of the orchestrator's state still finds it. A repository
+// whose push or DELETE runs meanwhile is left to it: the record is written
+// under lockRepo, only when still absent, and removed again when the
+// repository's HEAD is gone after the write (a DELETE on another server).
+// It needs an Indexer; errors of single repositories count in Left, and
+// err is set only when the store cannot be listed.
+func (s *Server) RecordLocations(ctx context.Context) (Backfill, error) {
+	var b Backfill
+	if s.Indexer == nil || s.Store == nil {
+		return b, nil
+	}
+	s.init()
+	heads, err := s.Store.List(ctx, "heads/")
+	if err != nil {
+		return b, fmt.Errorf("list published repositories: %w", err)
+	}
+	locs, err := s.Store.List(ctx, registryRoot)
+	if err != nil {
+		return b, fmt.Errorf("list recorded locations: %w", err)
+	}
+	have := map[[2]string]bool{}
+	for _, k := range locs {
+		if t, r, ok := splitRepoKey(strings.TrimPrefix(k, registryRoot), "/@/"+locationFile); ok {
+			have[[2]string{t, r}] = true
+		}
+	}
+	var todo [][2]string
+	seen := map[[2]string]bool{}
+	for _, k := range heads {
+		t, r, ok := splitRepoKey(strings.TrimPrefix(k, "heads/"), "/@/HEAD")
+		if !ok || seen[[2]string{t, r}] {
+			continue
+		}
+		seen[[2]string{t, r}] = true
+		b.Published++
+		if !have[[2]string{t, r}] {
+			todo = append(todo, [2]string{t, r})
+		}
+	}
+	var mu sync.Mutex
+	count := func(n *int) { mu.Lock(); *n++; mu.Unlock() }
+	forEach(len(todo), func(i int) error {
+		tenant, repo := todo[i][0], todo[i][1]
+		switch done, err := s.recordFromWorkflow(ctx, tenant, repo); {
+		case err != nil:
+			s.Log.Warn("location of the repository not recorded", "tenant", tenant, "repo", repo, "error", err)
+			count(&b.Left)
+		case done:
+			count(&b.Recorded)
+		default:
+			count(&b.Unknown)
+		}
+		return nil
+	})
+	return b, ctx.Err()
+}
+
+// recordFromWorkflow records the location tenant/repo's workflow holds if
+// none is recorded; done is false when the workflow knows none.
+func (s *Server) recordFromWorkflow(ctx context.Context, tenant, repo string) (done bool, err error) {
+	unlock := s.lockRepo(tenant, repo)
+	defer unlock()
+	st, err := s.Indexer.Status(ctx, tenant, repo)
+	switch {
+	case errors.Is(err, ErrUnknownRepo):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("status: %w", err)
+	case st.Location == "":
+		return false, nil
+	}
+	key := locationKey(tenant, repo)
+	switch _, err := s.Store.Get(ctx, key); {
+	case err == nil:
+		return true, nil // a push recorded one meanwhile: it is the newer
+	case !errors.Is(err, blob.ErrNotFound):
+		return false, err
+	}
+	if err := s.Store.Put(ctx, key, []byte(st.Location)); err != nil {
+		return false, err
+	}
+	if ok, err := s.hasHead(ctx, tenant, repo); err != nil || !ok {
+		// Deleted while the record was written: a DELETE removes the HEAD
+		// before the records, so it either removed this one or the HEAD
+		// is already gone here.
+		s.forgetLocation(ctx, tenant, repo)
+		return false, err
+	}
+	return true, nil
+}
+
+// splitRepoKey splits "<tenant>/<repo><suffix>" (the repository's name
+// may hold slashes); a key of the old HEAD layout, "<tenant>/<repo>",
+// passes when suffix is "/@/HEAD".
+func splitRepoKey(key, suffix string) (tenant, repo string, ok bool) {
+	tenant, rest, found := strings.Cut(key, "/")
+	if !found {
+		return "", "", false
+	}
+	switch {
+	case strings.HasSuffix(rest, suffix):
+		repo = strings.TrimSuffix(rest, suffix)
+	case suffix == "/@/HEAD" && !strings.Contains(rest, "/@/"):
+		repo = rest
+	default:
+		return "", "", false
+	}
+	return tenant, repo, index.ValidTenant(tenant) && index.ValidName(repo)
 }

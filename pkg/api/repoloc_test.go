@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"testing"
 
 	"codectx/pkg/api"
+	"codectx/pkg/blob"
+	"codectx/pkg/index"
 	"codectx/pkg/keys"
 )
 
@@ -138,4 +141,108 @@ func testReindexRecordedLocation(t *testing.T, bound int) {
 	if len(keys) != 0 {
 		t.Errorf("after the delete of acme/shop the store holds %v", keys)
 	}
+}
+
+// Repositories published by a version that kept their location only in
+// the orchestrator get it recorded at start (RecordLocations), so that a
+// reindex after the orchestrator's state is lost still finds it; what is
+// recorded already, what the orchestrator does not know and a repository
+// deleted meanwhile are left alone.
+func TestRecordLocations(t *testing.T) {
+	ctx := context.Background()
+	store := shopStore(t) // acme/shop and acme/billing published
+	ix := &locIndexer{loc: map[string]string{
+		"acme/shop":    "https://example.com/acme/shop.git",
+		"acme/billing": "https://example.com/acme/billing.git",
+		"acme/gone":    "https://example.com/acme/gone.git", // not published
+	}}
+	// billing has a newer location recorded by a push: kept.
+	if err := store.Put(ctx, "repos/acme/billing/@/LOCATION", []byte("https://example.com/acme/billing2.git")); err != nil {
+		t.Fatal(err)
+	}
+	// A HEAD of the old layout, which the orchestrator does not know.
+	if err := store.Put(ctx, "heads/other/old", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	srv := &api.Server{Store: store, Indexer: ix}
+	b, err := srv.RecordLocations(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (api.Backfill{Published: 3, Recorded: 1, Unknown: 1}); b != want {
+		t.Errorf("backfill %+v, want %+v", b, want)
+	}
+	for key, want := range map[string]string{
+		"repos/acme/shop/@/LOCATION":    "https://example.com/acme/shop.git",
+		"repos/acme/billing/@/LOCATION": "https://example.com/acme/billing2.git",
+	} {
+		got, err := store.Get(ctx, key)
+		if err != nil || string(got) != want {
+			t.Errorf("%s = %q, %v; want %q", key, got, err, want)
+		}
+	}
+	for _, prefix := range []string{"repos/acme/gone", "repos/other"} {
+		if keys, _ := store.List(ctx, prefix); len(keys) != 0 {
+			t.Errorf("backfill wrote %v", keys)
+		}
+	}
+
+	// The second pass has nothing to do.
+	if b, err := srv.RecordLocations(ctx); err != nil || b != (api.Backfill{Published: 3, Unknown: 1}) {
+		t.Errorf("second backfill %+v, %v", b, err)
+	}
+
+	// The orchestrator failing leaves the repository for the next pass.
+	if err := store.Delete(ctx, "repos/acme/shop/@/LOCATION"); err != nil {
+		t.Fatal(err)
+	}
+	srv = &api.Server{Store: store, Indexer: failIndexer{}}
+	if b, err := srv.RecordLocations(ctx); err != nil || b.Left != 2 || b.Recorded != 0 {
+		t.Errorf("backfill with a failing orchestrator %+v, %v; want 2 left", b, err)
+	}
+	if keys, _ := store.List(ctx, "repos/acme/shop"); len(keys) != 0 {
+		t.Errorf("failed backfill wrote %v", keys)
+	}
+}
+
+// failIndexer is an orchestrator that cannot be reached.
+type failIndexer struct{}
+
+func (failIndexer) Index(context.Context, api.IndexRequest) (string, error) {
+	return "", errors.New("orchestrator down")
+}
+
+func (failIndexer) Status(context.Context, string, string) (api.RepoStatus, error) {
+	return api.RepoStatus{}, errors.New("orchestrator down")
+}
+
+// A DELETE on another server that lands while the backfill asks the
+// orchestrator leaves no location behind.
+func TestRecordLocationsDeleteRace(t *testing.T) {
+	ctx := context.Background()
+	store := shopStore(t)
+	ix := &deletingIndexer{store: store}
+	b, err := (&api.Server{Store: store, Indexer: ix}).RecordLocations(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Recorded != 0 || b.Unknown != 2 {
+		t.Errorf("backfill %+v, want both repositories left unknown", b)
+	}
+	if keys, _ := store.List(ctx, "repos/"); len(keys) != 0 {
+		t.Errorf("locations of deleted repositories left: %v", keys)
+	}
+}
+
+// deletingIndexer answers a location, but the repository's HEAD is
+// removed (a DELETE elsewhere) before the answer arrives.
+type deletingIndexer struct{ store *blob.Bucket }
+
+func (f *deletingIndexer) Index(context.Context, api.IndexRequest) (string, error) { return "", nil }
+
+func (f *deletingIndexer) Status(ctx context.Context, tenant, repo string) (api.RepoStatus, error) {
+	if err := f.store.Delete(ctx, index.HeadKey(tenant, repo)); err != nil {
+		return api.RepoStatus{}, err
+	}
+	return api.RepoStatus{State: api.StateIdle, Location: "https://example.com/" + tenant + "/" + repo + ".git"}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +48,8 @@ func TestWebhook(t *testing.T) {
 	localPush := strings.Replace(push, "https://git.example/acme/shop.git", "/etc", 1)
 	filePush := strings.Replace(push, "https://git.example/acme/shop.git", "file:///etc", 1)
 	fake := &fakeIndexer{}
-	ts, _ := newServer(t, &Server{Store: blob.NewMem(), Indexer: fake, Routes: AllRoutes,
+	store := blob.NewMem()
+	ts, _ := newServer(t, &Server{Store: store, Indexer: fake, Routes: AllRoutes,
 		Webhooks: WebhookConfig{Secrets: map[string]string{"acme": "a-secret", "other": "o-secret"}}})
 
 	post := func(path, event, sig, body string) (int, map[string]any) {
@@ -102,6 +104,15 @@ func TestWebhook(t *testing.T) {
 	req := fake.reqs[0]
 	if req.Tenant != "acme" || req.Repo != "acme/shop" || req.Location != "https://git.example/acme/shop.git" || req.Commit != after {
 		t.Errorf("index request = %+v", req)
+	}
+	// The verified push recorded its clone URL with the repository, for a
+	// reindex after the orchestrator's state is lost; the refused ones
+	// recorded nothing.
+	if keys, err := store.List(context.Background(), "repos/"); err != nil || !slices.Equal(keys, []string{"repos/acme/acme/shop/@/LOCATION"}) {
+		t.Errorf("records after the pushes: %v, %v; want acme/shop's location only", keys, err)
+	}
+	if loc, err := store.Get(context.Background(), "repos/acme/acme/shop/@/LOCATION"); err != nil || string(loc) != "https://git.example/acme/shop.git" {
+		t.Errorf("recorded location of acme/shop = %q, %v", loc, err)
 	}
 	if _, body := post("/v1/webhooks/github/acme", "ping", signed("a-secret", `{}`), `{}`); body["ignored"] != "event ping" {
 		t.Errorf("ping answer = %v, want the reason", body)

@@ -302,6 +302,9 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			}
 		}
 		d.temporal.Store(tc)
+		if srv.Indexer != nil {
+			go recordLocations(ctx, srv, log)
+		}
 	}
 	if (use|r.soft)&useNATS != 0 {
 		q, err := connectNATS(ctx, log, c.nats, natsTLS)

@@ -267,6 +267,7 @@ Stop with SIGINT or SIGTERM.`)
 		hs.shutdown(time.Second)
 		return fmt.Errorf("up: start temporal worker: %w", err)
 	}
+	go recordLocations(wctx, srv, log)
 	fmt.Fprintf(stdout, "codectx up: serving on %s (data %s, store %s)\n", hs.URL(), data, where)
 	log.Info("started", "listen", hs.URL(), "temporal", ts.HostPort(), "nats", ns.Addr(), "store", where)
 
