@@ -42,7 +42,9 @@ func locationKey(tenant, repo string) string {
 // recorded already. A failure is logged, not answered: the push goes on,
 // and the workflow holds the location.
 func (s *Server) recordLocation(ctx context.Context, req IndexRequest) {
-	if s.Store == nil || req.Location == "" {
+	if s.Store == nil || req.Location == "" || len(req.Location) > MaxLocation {
+		// Past the bound: a workflow's location from before it, which a
+		// reindex falling back to the store would refuse anyway.
 		return
 	}
 	key := locationKey(req.Tenant, req.Repo)

@@ -562,6 +562,16 @@ func validArms(arms []string) error {
 	return nil
 }
 
+// MaxLocation bounds a location to index (a clone URL, a path on the
+// server), in an index request or a webhook delivery's clone URL: a
+// delivery may be 25 MiB (Limits.WebhookBody), and its clone URL went
+// whole into the workflow's history with every push and into the
+// repository's recorded location (repoloc.go), where a tenant left up to
+// that much per repository it may hold, even for a push whose signal the
+// orchestrator then refused. Real clone URLs and paths are far shorter
+// (a Linux path is at most 4096 bytes).
+const MaxLocation = 4 << 10
+
 // checkLocation classifies a location to index (pkg/location, the
 // classifier pkg/source opens it with) and says whether the caller may have
 // it fetched: paths on the server only when local is true (an operator's
@@ -569,6 +579,9 @@ func validArms(arms []string) error {
 // operator, on the tenants' allow-list). It answers
 // the status code and an error that names neither files nor addresses.
 func (s *Server) checkLocation(where, tenant string, operator, local bool) (int, error) {
+	if len(where) > MaxLocation {
+		return http.StatusBadRequest, fmt.Errorf("location: %d bytes, more than the %d-byte limit", len(where), MaxLocation)
+	}
 	loc, err := location.Parse(where)
 	if err != nil {
 		return http.StatusBadRequest, fmt.Errorf("location: %w", err)

@@ -158,15 +158,39 @@ func topCommits(cs []Commit) []Commit {
 }
 
 // historyTokens returns the query tokens of each history commit's
-// message, computed once per segment.
+// message (its head: messageHead), computed once per segment.
 func historyTokens(seg *segment.Segment) [][]string {
 	return seg.Memo("query.historyTokens", func() any {
 		m := make([][]string, len(seg.History))
 		for i, c := range seg.History {
-			m[i] = tokenize.QueryTokens(c.Message)
+			m[i] = tokenize.QueryTokens(messageHead(c.Message))
 		}
 		return m
 	}).([][]string)
+}
+
+// maxMessageScan bounds the bytes of a commit message whose words are
+// weighed (historyTokens). A message is kept up to 64 KiB
+// (source.MaxMessageBytes), and the words of every one are held for the
+// segment and scanned by every query's history arm: 500 commits of 64 KiB
+// of distinct words (a repository made to) cost the first query of the
+// segment 1.9 s and 1.8 GB of allocations, held 220 MB, and made every
+// later query of it, history question or not, 70-90 ms instead of 1-2.
+// What a message says about its change is at its head, and most real ones
+// end well before 2 KiB.
+const maxMessageScan = 2 << 10
+
+// messageHead is msg cut to maxMessageScan bytes, at the last space or
+// line break before the cut (no word cut in two).
+func messageHead(msg string) string {
+	if len(msg) <= maxMessageScan {
+		return msg
+	}
+	head := msg[:maxMessageScan]
+	if i := strings.LastIndexAny(head, " \t\r\n"); i > 0 {
+		head = head[:i]
+	}
+	return head
 }
 
 // authorName is "Name" of "Name <email>", cut to maxAuthor runes: the
