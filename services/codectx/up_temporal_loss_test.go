@@ -67,39 +67,10 @@ func TestUpLosesTemporalState(t *testing.T) {
 	check("first run", "lib", "price lookup", libCommit)
 	up.stop(t)
 
-	// Delete Temporal's state, and only it: the SQLite file and its WAL
-	// and shared-memory files. The lock and the log stay, as does
-	// everything else under the data dir.
-	tdir := filepath.Join(data, "temporal")
-	removed := 0
-	for _, name := range []string{temporalserver.DBFile, temporalserver.DBFile + "-wal", temporalserver.DBFile + "-shm"} {
-		err := os.Remove(filepath.Join(tdir, name))
-		switch {
-		case err == nil:
-			removed++
-		case !errors.Is(err, os.ErrNotExist):
-			t.Fatal(err)
-		}
-	}
-	if removed == 0 {
-		t.Fatalf("no Temporal state file under the temporal directory of the data dir")
-	}
-
-	// The same data dir, through a symlink: Temporal's SQLite plugin keeps
-	// its connection to a database for the life of the process, keyed by
-	// the file's path, so a second `up` in this process reaching the data
-	// dir by the same path would go on using the deleted file. A new
-	// process (what an operator restarts) opens the path afresh; a new
-	// path does here.
-	same := filepath.Join(t.TempDir(), "same")
-	if err := os.Symlink(data, same); err != nil {
-		t.Fatal(err)
-	}
+	same := loseTemporal(t, data)
 	up = startUp(t, "--data", same, "--listen", addr)
 	up.waitFor(t, "serving line", time.Minute, func() bool { return strings.Contains(up.out.String(), "serving on") })
-	if _, err := os.Stat(filepath.Join(tdir, temporalserver.DBFile)); err != nil {
-		t.Fatalf("the restarted up made no new Temporal database in the data dir: %v", err)
-	}
+	checkNewTemporal(t, data)
 
 	// 1. Queries answer from the published HEADs.
 	check("after losing Temporal", "shop", "how are refunds issued", shopCommit)
@@ -215,6 +186,47 @@ func TestUpLosesTemporalState(t *testing.T) {
 	}
 	check("after deleting shop", "lib", "discount coupon", libCommit2)
 	t.Logf("stdout of the restarted up:\n%s\nstderr:\n%s", up.out.String(), up.errs.String())
+}
+
+// loseTemporal deletes Temporal's state under the data dir of a stopped
+// `up`, and only it: the SQLite file and its WAL and shared-memory files.
+// The lock and the log stay, as does everything else under the data dir.
+// It returns the path to restart `up` with: the same data dir, through a
+// symlink. Temporal's SQLite plugin keeps its connection to a database for
+// the life of the process, keyed by the file's path, so a second `up` in
+// this process reaching the data dir by the same path would go on using
+// the deleted file. A new process (what an operator restarts) opens the
+// path afresh; a new path does here.
+func loseTemporal(t *testing.T, data string) string {
+	t.Helper()
+	tdir := filepath.Join(data, "temporal")
+	removed := 0
+	for _, name := range []string{temporalserver.DBFile, temporalserver.DBFile + "-wal", temporalserver.DBFile + "-shm"} {
+		err := os.Remove(filepath.Join(tdir, name))
+		switch {
+		case err == nil:
+			removed++
+		case !errors.Is(err, os.ErrNotExist):
+			t.Fatal(err)
+		}
+	}
+	if removed == 0 {
+		t.Fatalf("no Temporal state file under the temporal directory of the data dir")
+	}
+	same := filepath.Join(t.TempDir(), "same")
+	if err := os.Symlink(data, same); err != nil {
+		t.Fatal(err)
+	}
+	return same
+}
+
+// checkNewTemporal fails the test unless a restarted `up` made a new
+// Temporal database in the data dir (not in the path's old connection).
+func checkNewTemporal(t *testing.T, data string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(data, "temporal", temporalserver.DBFile)); err != nil {
+		t.Fatalf("the restarted up made no new Temporal database in the data dir: %v", err)
+	}
 }
 
 // getJSON GETs url into out, failing the test on any error or non-200.
