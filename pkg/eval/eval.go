@@ -249,11 +249,14 @@ type FeatureFile struct {
 
 // TaskResult is one task under one configuration.
 type TaskResult struct {
-	Task      string          `json:"task"`
-	Repo      string          `json:"repo"`
-	Language  string          `json:"language"`
-	Trigger   string          `json:"trigger,omitempty"`
-	Recall    map[int]float64 `json:"recall"` // by budget
+	Task     string          `json:"task"`
+	Repo     string          `json:"repo"`
+	Language string          `json:"language"`
+	Trigger  string          `json:"trigger,omitempty"`
+	Recall   map[int]float64 `json:"recall"` // by budget
+	// Lines is the share of the PR's changed lines that the pack emitted
+	// whole, by budget (lines.go); nil when the task has none to count.
+	Lines     map[int]float64 `json:"lines,omitempty"`
 	Tokens    map[int]int     `json:"tokens"`
 	PackFiles map[int]int     `json:"pack_files"`
 	R1        float64         `json:"r1"`
@@ -269,6 +272,8 @@ type Summary struct {
 	Config    string          `json:"config"`
 	Tasks     int             `json:"tasks"`
 	Recall    map[int]float64 `json:"recall"`
+	Lines     map[int]float64 `json:"lines,omitempty"` // mean over the LineTasks tasks with changed lines
+	LineTasks int             `json:"line_tasks,omitempty"`
 	TES       map[int]float64 `json:"tes"`
 	Tokens    map[int]float64 `json:"tokens"`
 	R1        float64         `json:"r1"`
@@ -372,6 +377,12 @@ func runTask(ctx context.Context, t Task, opt Options) (map[string]TaskResult, i
 		return nil, 0, err
 	}
 	defer snap.Close()
+	var changed map[string][]int
+	if len(opt.Budgets) > 0 {
+		// A task whose merge commit cannot be read is scored without
+		// changed lines, not failed: file figures do not need them.
+		changed, _ = changedLines(opt.GitDirs[t.Repo], t)
+	}
 	var seg *segment.Segment
 	if opt.ShardBytes > 0 {
 		seg, _, err = index.BuildShardedSegment(ctx, opt.Store, blob.NewMem(), snap, t.Repo, index.Options{HistoryLimit: 500, ShardBytes: opt.ShardBytes})
@@ -398,10 +409,10 @@ func runTask(ctx context.Context, t Task, opt Options) (map[string]TaskResult, i
 					return nil, 0, fmt.Errorf("baseline: %w", err)
 				}
 			}
-			out[c.Name] = base.run(t, opt.Budgets)
+			out[c.Name] = base.run(t, opt.Budgets, changed)
 			continue
 		}
-		r, rk, err := runQuery(ctx, seg, dn, t, c, opt.Budgets, opt.Features != nil)
+		r, rk, err := runQuery(ctx, seg, dn, t, c, opt.Budgets, changed, opt.Features != nil)
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", c.Name, err)
 		}
@@ -526,7 +537,7 @@ func goldNear(seg *segment.Segment, gold, pool []string) []int {
 	return out
 }
 
-func runQuery(ctx context.Context, seg *segment.Segment, dn query.Dense, t Task, c Config, budgets []int, features bool) (TaskResult, *query.Ranking, error) {
+func runQuery(ctx context.Context, seg *segment.Segment, dn query.Dense, t Task, c Config, budgets []int, changed map[string][]int, features bool) (TaskResult, *query.Ranking, error) {
 	eng := &query.Engine{Seg: seg, Dense: dn, Model: c.model}
 	res := TaskResult{Task: t.ID, Repo: t.Repo, Language: t.Language, Recall: map[int]float64{}, Tokens: map[int]int{}, PackFiles: map[int]int{}}
 	start := time.Now()
@@ -551,6 +562,12 @@ func runQuery(ctx context.Context, seg *segment.Segment, dn query.Dense, t Task,
 			files[ch.Path] = true
 		}
 		res.Recall[b] = recall(t.GoldFiles, files)
+		if l, ok := lineRecall(changed, resp.Chunks); ok {
+			if res.Lines == nil {
+				res.Lines = map[int]float64{}
+			}
+			res.Lines[b] = l
+		}
 		res.Tokens[b] = resp.Tokens
 		res.PackFiles[b] = len(files)
 	}
@@ -601,10 +618,17 @@ func scoreRanking(res *TaskResult, gold, ranked []string) {
 }
 
 func summarize(name string, rs []TaskResult, budgets []int) Summary {
-	s := Summary{Config: name, Tasks: len(rs), Recall: map[int]float64{}, TES: map[int]float64{}, Tokens: map[int]float64{}}
+	s := Summary{Config: name, Tasks: len(rs), Recall: map[int]float64{}, Lines: map[int]float64{}, TES: map[int]float64{}, Tokens: map[int]float64{}}
 	if len(rs) == 0 {
 		return s
 	}
+	defer func() {
+		for _, b := range budgets {
+			if s.LineTasks > 0 {
+				s.Lines[b] /= float64(s.LineTasks)
+			}
+		}
+	}()
 	n := float64(len(rs))
 	for _, r := range rs {
 		for _, b := range budgets {
@@ -612,6 +636,12 @@ func summarize(name string, rs []TaskResult, budgets []int) Summary {
 			s.Tokens[b] += float64(r.Tokens[b]) / n
 			if f := r.PackFiles[b]; f > 0 {
 				s.TES[b] += r.Recall[b] / math.Log(1+float64(f)) / n
+			}
+		}
+		if r.Lines != nil {
+			s.LineTasks++
+			for _, b := range budgets {
+				s.Lines[b] += r.Lines[b]
 			}
 		}
 		s.R1 += r.R1 / n
@@ -690,7 +720,7 @@ func newBaseline(snap *source.Snapshot, lang string) (*baseline, error) {
 	return b, nil
 }
 
-func (b *baseline) run(t Task, budgets []int) TaskResult {
+func (b *baseline) run(t Task, budgets []int, changed map[string][]int) TaskResult {
 	start := time.Now()
 	var p bm25.Params
 	p.K1, p.B = 1.2, 0.75
@@ -711,6 +741,12 @@ func (b *baseline) run(t Task, budgets []int) TaskResult {
 			}
 		}
 		res.Recall[budget] = recall(t.GoldFiles, got)
+		if l, ok := fileLineRecall(changed, got); ok {
+			if res.Lines == nil {
+				res.Lines = map[int]float64{}
+			}
+			res.Lines[budget] = l
+		}
 		res.Tokens[budget] = used
 		res.PackFiles[budget] = len(got)
 	}
@@ -718,12 +754,19 @@ func (b *baseline) run(t Task, budgets []int) TaskResult {
 	return res
 }
 
-// FormatTable renders summaries as a Markdown table.
+// FormatTable renders summaries as a Markdown table; with changed lines
+// counted (lines.go), L@Nk columns follow the file recall's.
 func FormatTable(rows []Summary, budgets []int) string {
 	var b strings.Builder
+	lines := hasLines(rows)
 	b.WriteString("| config | R@1 | R@5 | R@10 | MRR |")
 	for _, bu := range budgets {
 		fmt.Fprintf(&b, " R@%dk |", bu/1000)
+	}
+	if lines {
+		for _, bu := range budgets {
+			fmt.Fprintf(&b, " L@%dk |", bu/1000)
+		}
 	}
 	for _, bu := range budgets {
 		fmt.Fprintf(&b, " TES@%dk |", bu/1000)
@@ -731,12 +774,20 @@ func FormatTable(rows []Summary, budgets []int) string {
 	b.WriteString(" ms |\n|---|---|---|---|---|")
 	for range budgets {
 		b.WriteString("---|---|")
+		if lines {
+			b.WriteString("---|")
+		}
 	}
 	b.WriteString("---|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f | %.3f |", r.Config, r.R1, r.R5, r.R10, r.MRR)
 		for _, bu := range budgets {
 			fmt.Fprintf(&b, " %.3f |", r.Recall[bu])
+		}
+		if lines {
+			for _, bu := range budgets {
+				fmt.Fprintf(&b, " %.3f |", r.Lines[bu])
+			}
 		}
 		for _, bu := range budgets {
 			fmt.Fprintf(&b, " %.3f |", r.TES[bu])
@@ -752,13 +803,22 @@ func FormatTable(rows []Summary, budgets []int) string {
 // at each budget.
 func FormatGroups(rep *Report, prefix string, budgets []int) string {
 	var b strings.Builder
+	lines := hasLines(rep.Overall)
 	b.WriteString("| " + strings.TrimSuffix(prefix, ":") + " | config | tasks | MRR | R@1 | R@5 |")
 	for _, bu := range budgets {
 		fmt.Fprintf(&b, " R@%dk |", bu/1000)
 	}
+	if lines {
+		for _, bu := range budgets {
+			fmt.Fprintf(&b, " L@%dk |", bu/1000)
+		}
+	}
 	b.WriteString("\n|---|---|---|---|---|---|")
 	for range budgets {
 		b.WriteString("---|")
+		if lines {
+			b.WriteString("---|")
+		}
 	}
 	b.WriteString("\n")
 	for _, g := range rep.GroupNames() {
@@ -770,10 +830,25 @@ func FormatGroups(rep *Report, prefix string, budgets []int) string {
 			for _, bu := range budgets {
 				fmt.Fprintf(&b, " %.3f |", r.Recall[bu])
 			}
+			if lines {
+				for _, bu := range budgets {
+					fmt.Fprintf(&b, " %.3f |", r.Lines[bu])
+				}
+			}
 			b.WriteString("\n")
 		}
 	}
 	return b.String()
+}
+
+// hasLines reports whether any row counted changed lines.
+func hasLines(rows []Summary) bool {
+	for _, r := range rows {
+		if r.LineTasks > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // WriteReport writes a report as indented JSON.

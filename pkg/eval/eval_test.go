@@ -266,3 +266,37 @@ func TestConfigModel(t *testing.T) {
 		t.Errorf("gold near %v, want [%d] (price.go's rank)", d.GoldNear, p+1)
 	}
 }
+
+// A task with its merge commit is scored on the changed lines too: the
+// share of the lines the PR changed that the pack shows whole.
+func TestRunChangedLines(t *testing.T) {
+	r := testrepo.New(t)
+	var body strings.Builder
+	body.WriteString("package cart\n")
+	for _, name := range []string{"Total", "Add", "Remove", "Clear", "Count", "Empty"} {
+		body.WriteString("\n// " + name + " does the cart's " + strings.ToLower(name) + ".\nfunc " + name + "(items []int) int {\n\tn := 0\n\tfor _, it := range items {\n\t\tn += it\n\t}\n\treturn n\n}\n")
+	}
+	before := body.String()
+	base := r.Commit("initial", map[string]string{"go.mod": "module example.com/cart\n\ngo 1.22\n", "cart/cart.go": before})
+	after := strings.Replace(before, "func Empty(items []int) int {\n\tn := 0", "func Empty(items []int) int {\n\tn := len(items)", 1)
+	merge := r.Commit("fix Empty", map[string]string{"cart/cart.go": after})
+	tasks := []eval.Task{{ID: "cart-1", Repo: "acme/cart", BaseCommit: base, MergeCommit: merge,
+		Query: "Empty returns the wrong count for an empty cart", GoldFiles: []string{"cart/cart.go"}, Language: "go"}}
+	rep, err := eval.Run(context.Background(), tasks, eval.Options{
+		GitDirs: map[string]string{"acme/cart": r.Bare()},
+		Store:   blob.NewMem(),
+		Budgets: []int{4000},
+		Configs: []eval.Config{{Name: "full", Route: true}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range rep.Overall {
+		if s.LineTasks != 1 || s.Lines[4000] != 1 {
+			t.Errorf("%s: %d tasks with lines, lines@4k %v; want the changed line shown", s.Config, s.LineTasks, s.Lines[4000])
+		}
+	}
+	if table := eval.FormatTable(rep.Overall, []int{4000}); !strings.Contains(table, "L@4k") {
+		t.Errorf("table without the changed lines:\n%s", table)
+	}
+}

@@ -22,9 +22,15 @@
 //     is kept as a fallback should the container not fit; one that
 //     partially overlaps a stronger chunk is dropped. Result.Deduped counts
 //     all of these.
-//  2. Selection. Chunks are taken in score order (or breadth first with
+//  2. Selection. Chunks are taken in score order, or breadth first with
 //     Options.FileFirst: first the best chunk of every file, files by their
-//     best score, then the rest in score order). Each chunk degrades until
+//     best score, then the rest in score order. The breadth pass can lead
+//     with depth where the answer most likely is: the best chunks of the
+//     first Options.Lead files, then more chunks of the first
+//     Options.Deep files up to Options.DeepShare of the budget, and only
+//     then the other files' best chunks, as stubs with Options.TailStubs
+//     (a file's signature costs a few tokens, its body hundreds): a stub
+//     is made whole after the rest is packed, if it then fits. Each chunk degrades until
 //     it fits the remaining budget: its full body; for a merged container,
 //     the full body of its strongest contained chunk; the stub (signature
 //     and doc); the signature alone; else it is skipped (Result.Dropped).
@@ -188,6 +194,15 @@ type Options struct {
 	Preamble   string           // optional text emitted first (counted); left out if it alone exceeds Budget
 	MaxPerFile int              // cap on chunks per file (0 = none)
 	FileFirst  bool             // breadth first: each file's best chunk before any file's second
+	// With FileFirst, the order of the breadth pass (see the package doc):
+	// the best chunks of the first Lead files, whole; then more chunks of
+	// the first Deep files, in score order, until they take DeepShare of
+	// the budget; then the best chunk of every other file, as a stub when
+	// TailStubs is set (made whole at the end if there is room).
+	Lead      int
+	Deep      int
+	DeepShare float64
+	TailStubs bool
 	// Ranked lays the file groups out in rank order (1, 2, 3, ...) instead
 	// of at both ends (1, 3, 5, ..., 6, 4, 2): for a reader that reads the
 	// top of the context first, as the query engine's files[] list does.
@@ -301,7 +316,34 @@ func PackText(cands []Candidate, opt Options) (Result, string) {
 		*hp = hdr[:0]
 		hdrPool.Put(hp)
 	}()
-	tryItem := func(it *item) {
+	// render finds it's first rendering from step from to stop that fits
+	// in room tokens (separator included).
+	render := func(it *item, from, stop, room int) (pick, bool) {
+		l := ladder{it: it, hdr: hdr, step: from, stop: stop}
+		defer func() { hdr = l.hdr }()
+		for r, ok := l.next(); ok; r, ok = l.next() {
+			var n int
+			if r.tail != nil && opt.Count == nil {
+				n, ok = r.tail.CountJoinAtMost(r.head, r.fixed, room-sepCost)
+			} else {
+				n, ok = atMost(r.head, r.body, room-sepCost)
+			}
+			if ok {
+				// The text is head+body; it is written once, into the
+				// rendered context, of which p.Text becomes a part.
+				pk := pick{it: it, p: r.p, head: r.head, body: r.body}
+				if r.text != "" {
+					pk.head, pk.body = r.text, ""
+				}
+				pk.p.Tokens = n
+				return pk, true
+			}
+		}
+		return pick{}, false
+	}
+	// tryItem packs it in the first of its renderings from step from that
+	// fits what is left (0: full body first; 2: a stub at most).
+	tryItem := func(it *item, from int) {
 		if opt.MaxPerFile > 0 && perFile[it.file] >= opt.MaxPerFile {
 			res.Dropped++
 			return
@@ -320,49 +362,77 @@ func PackText(cands []Candidate, opt Options) (Result, string) {
 		}
 		// The renderings are made one at a time: most candidates of a
 		// long ranking fit as a stub or not at all.
-		l := ladder{it: it, hdr: hdr}
-		for r, ok := l.next(); ok; r, ok = l.next() {
-			var n int
-			if r.tail != nil && opt.Count == nil {
-				n, ok = r.tail.CountJoinAtMost(r.head, r.fixed, left-sepCost)
-			} else {
-				n, ok = atMost(r.head, r.body, left-sepCost)
-			}
-			if ok {
-				// The text is head+body; it is written once, into the
-				// rendered context, of which p.Text becomes a part.
-				pk := pick{it: it, p: r.p, head: r.head, body: r.body}
-				if r.text != "" {
-					pk.head, pk.body = r.text, ""
-				}
-				pk.p.Tokens = n
-				left -= n + sepCost
-				perFile[it.file]++
-				picks = append(picks, pk)
-				hdr = l.hdr
-				return
-			}
+		pk, ok := render(it, from, 0, left)
+		if !ok {
+			res.Dropped++
+			return
 		}
-		hdr = l.hdr
-		res.Dropped++
+		left -= pk.p.Tokens + sepCost
+		perFile[it.file]++
+		picks = append(picks, pk)
+	}
+	// upgrade packs picks[k], a stub, whole instead if what is left with
+	// the stub's tokens given back holds it.
+	upgrade := func(k int) {
+		room := left + picks[k].p.Tokens + sepCost
+		if pk, ok := render(picks[k].it, 0, 2, room); ok {
+			left = room - pk.p.Tokens - sepCost
+			picks[k] = pk
+		}
 	}
 	if opt.FileFirst {
 		seen := make([]bool, nfiles)
-		var rest []*item
-		for _, it := range items {
-			if seen[it.file] {
-				rest = append(rest, it)
-				continue
-			}
+		first := make([]bool, len(items))
+		for i, it := range items {
+			first[i] = !seen[it.file]
 			seen[it.file] = true
-			tryItem(it)
 		}
-		for _, it := range rest {
-			tryItem(it)
+		done := make([]bool, len(items))
+		try := func(i, from int) { done[i] = true; tryItem(items[i], from) }
+		// The best chunk of each of the first Lead files.
+		for i, it := range items {
+			if first[i] && it.file < opt.Lead {
+				try(i, 0)
+			}
+		}
+		// More of the first Deep files, within DeepShare of the budget
+		// (the last one tried may pass it).
+		deepUsed, deepCap := 0, int(opt.DeepShare*float64(opt.Budget))
+		for i, it := range items {
+			if !first[i] && it.file < opt.Deep && deepUsed < deepCap {
+				before := left
+				try(i, 0)
+				deepUsed += before - left
+			}
+		}
+		// The best chunk of every other file; as a stub (a rendering
+		// from the ladder's third step on), whose index is kept.
+		from := 0
+		if opt.TailStubs {
+			from = 2
+		}
+		var stubs []int
+		for i := range items {
+			if first[i] && !done[i] {
+				n := len(picks)
+				try(i, from)
+				if from > 0 && len(picks) > n {
+					stubs = append(stubs, n)
+				}
+			}
+		}
+		// The rest in score order, then those stubs whole where they fit.
+		for i := range items {
+			if !done[i] {
+				try(i, 0)
+			}
+		}
+		for _, k := range stubs {
+			upgrade(k)
 		}
 	} else {
 		for _, it := range items {
-			tryItem(it)
+			tryItem(it, 0)
 		}
 	}
 
@@ -465,6 +535,7 @@ type ladder struct {
 	seen      [6]rendering // the texts yielded so far
 	nseen     int
 	hdr       []byte    // where headers of Prep renderings are appended (see cut)
+	stop      int       // the steps tried end before this one; 0: all (6)
 	stub      [2]string // the stub header of main and best, once made
 	stubFixed [2]int
 }
@@ -495,7 +566,11 @@ func (r rendering) same(o rendering) bool {
 
 func (l *ladder) next() (rendering, bool) {
 	it := l.it
-	for ; l.step < 6; l.step++ {
+	stop := l.stop
+	if stop == 0 {
+		stop = 6
+	}
+	for ; l.step < stop; l.step++ {
 		c := it.main
 		if l.step%2 == 1 {
 			if it.best == nil {

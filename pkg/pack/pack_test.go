@@ -391,7 +391,8 @@ func TestPackProperty(t *testing.T) {
 	r := rand.New(rand.NewSource(42))
 	for i := range 500 {
 		cs := randCands(r)
-		opt := Options{Budget: r.Intn(20001), MaxPerFile: r.Intn(3), FileFirst: r.Intn(2) == 0}
+		opt := Options{Budget: r.Intn(20001), MaxPerFile: r.Intn(3), FileFirst: r.Intn(2) == 0,
+			Lead: r.Intn(4), Deep: r.Intn(3), DeepShare: r.Float64() / 2, TailStubs: r.Intn(2) == 0}
 		switch r.Intn(5) {
 		case 0:
 			opt.Budget = -r.Intn(10)
@@ -438,7 +439,8 @@ func FuzzPack(f *testing.F) {
 				Score: float64(len(part)%7) - float64(i), Signals: []string{"bm25"},
 			})
 		}
-		res := Pack(cs, Options{Budget: budget % 30000, FileFirst: fileFirst, MaxPerFile: int(n % 3), Preamble: data[:min(len(data), 10)]})
+		res := Pack(cs, Options{Budget: budget % 30000, FileFirst: fileFirst, MaxPerFile: int(n % 3), Preamble: data[:min(len(data), 10)],
+			Lead: int(n>>3) % 3, Deep: int(n>>5) % 2, DeepShare: float64(n>>6) / 4, TailStubs: n&4 != 0})
 		check(t, res, budget%30000, tokens.Count)
 	})
 }
@@ -621,3 +623,69 @@ func TestPackTextIsRender(t *testing.T) {
 		}
 	}
 }
+
+// The breadth pass leads with depth where the answer most likely is: the
+// top file's best chunks whole, then the other files' best chunks as
+// stubs, each made whole at the end where it then fits, in score order.
+func TestPackLeadDeepTailStubs(t *testing.T) {
+	a1 := cand("a.go", 1, 5, 0.9, bigBody(20))
+	a2 := cand("a.go", 10, 15, 0.8, bigBody(20))
+	b1 := cand("b.go", 1, 5, 0.5, bigBody(20))
+	c1 := cand("c.go", 1, 5, 0.4, bigBody(20))
+	d1 := cand("d.go", 1, 5, 0.3, bigBody(20))
+	cs := []Candidate{d1, c1, b1, a2, a1}
+	sep := tokens.Count(Sep)
+	full := func(c Candidate) int { return tokens.Count(fullString(c, c.Signals)) }
+	stub := func(c Candidate) int {
+		r := Pack([]Candidate{c}, Options{Budget: full(c) - 1})
+		if len(r.Chunks) != 1 || r.Chunks[0].Granularity != Stub {
+			t.Fatalf("no stub of %s: %+v", c.Path, r.Chunks)
+		}
+		return r.Chunks[0].Tokens
+	}
+	lead := Options{FileFirst: true, Lead: 1, Deep: 1, DeepShare: 1, TailStubs: true}
+	tight := full(a1) + full(a2) + stub(b1) + stub(c1) + stub(d1) + 5*sep
+	shown := func(r Result) []string {
+		var out []string
+		for _, p := range r.Chunks {
+			out = append(out, fmt.Sprintf("%s#%d %s", p.Path, p.StartLine, p.Granularity))
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		opt  Options
+		want []string
+	}{
+		{"breadth first spends the budget on other files' bodies", Options{Budget: tight, FileFirst: true},
+			[]string{"a.go#1 full", "a.go#10 stub", "b.go#1 full", "c.go#1 stub", "d.go#1 stub"}},
+		{"the top file whole, every other file's signature", with(lead, tight),
+			[]string{"a.go#1 full", "a.go#10 full", "b.go#1 stub", "c.go#1 stub", "d.go#1 stub"}},
+		{"a stub made whole where it then fits, best first", with(lead, tight+full(b1)-stub(b1)),
+			[]string{"a.go#1 full", "a.go#10 full", "b.go#1 full", "c.go#1 stub", "d.go#1 stub"}},
+		{"room for all: every body", with(lead, 100000),
+			[]string{"a.go#1 full", "a.go#10 full", "b.go#1 full", "c.go#1 full", "d.go#1 full"}},
+		// Room for the top file's two bodies only: depth takes them before
+		// any other file's stub, if its share lets it.
+		{"depth within its share", with(lead, full(a1)+full(a2)+2*sep),
+			[]string{"a.go#1 full", "a.go#10 full"}},
+		{"no depth without a share", with(Options{FileFirst: true, Lead: 1, Deep: 1, TailStubs: true}, full(a1)+full(a2)+2*sep),
+			[]string{"a.go#1 full", "a.go#10 stub", "b.go#1 stub", "c.go#1 stub", "d.go#1 stub"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Pack(cs, tt.opt)
+			check(t, r, tt.opt.Budget, tokens.Count)
+			got := shown(r)
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("chunks = %v, want %v", got, tt.want)
+			}
+			if n := len(r.Chunks) + r.Dropped + r.Deduped; n != len(cs) {
+				t.Errorf("chunks %d + dropped %d + deduped %d != %d candidates", len(r.Chunks), r.Dropped, r.Deduped, len(cs))
+			}
+		})
+	}
+}
+
+func with(o Options, budget int) Options { o.Budget = budget; return o }

@@ -607,8 +607,12 @@ func PackAll(parts []Part, req Request, count func(string) int) *Response {
 		}
 		slices.SortStableFunc(files, func(a, b File) int { return cmp.Compare(b.Score, a.Score) })
 	}
-	// The context reads in the ranking's order, as files[] does.
-	opt := pack.Options{Budget: req.Budget, FileFirst: true, Ranked: true}
+	// The context reads in the ranking's order, as files[] does. The budget
+	// goes first where the change most likely is: the best chunks of the
+	// first files whole and more of the top file; every other file's best
+	// chunk comes as a stub, made whole at the end where it fits
+	// (docs/benchmarks.md, "Changed lines in the pack").
+	opt := pack.Options{Budget: req.Budget, FileFirst: true, Ranked: true, Lead: 4, Deep: 1, DeepShare: 0.1, TailStubs: true}
 	if count != nil {
 		opt.Count = count
 	}
