@@ -210,13 +210,7 @@ func TestUpLosesTemporalStateMidSnapshot(t *testing.T) {
 	// gone, never published, are unknown (no workflow, no HEAD).
 	check := func(when, repo, question, commit string) {
 		t.Helper()
-		resp, err := cl.Query(ctx, api.QueryRequest{Repo: repo, Query: question, Budget: 1000})
-		if err != nil {
-			t.Fatalf("%s: query %s: %v", when, repo, err)
-		}
-		if resp.Commit != commit || len(resp.Chunks) == 0 {
-			t.Fatalf("%s: query %s answered commit %s with %d chunks, want %s", when, repo, resp.Commit, len(resp.Chunks), commit)
-		}
+		answersAt(ctx, t, cl, when, repo, question, commit)
 	}
 	check("after losing Temporal", "lib", "price lookup", libCommit)
 	check("after losing Temporal", "big", "price lookup", bigCommit1)

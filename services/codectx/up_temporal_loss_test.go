@@ -55,13 +55,7 @@ func TestUpLosesTemporalState(t *testing.T) {
 
 	check := func(when, repo, question, commit string) {
 		t.Helper()
-		resp, err := cl.Query(ctx, api.QueryRequest{Repo: repo, Query: question, Budget: 1000})
-		if err != nil {
-			t.Fatalf("%s: query %s: %v", when, repo, err)
-		}
-		if resp.Commit != commit || len(resp.Chunks) == 0 {
-			t.Fatalf("%s: query %s answered commit %s with %d chunks, want %s", when, repo, resp.Commit, len(resp.Chunks), commit)
-		}
+		answersAt(ctx, t, cl, when, repo, question, commit)
 	}
 	check("first run", "shop", "how are refunds issued", shopCommit)
 	check("first run", "lib", "price lookup", libCommit)
@@ -258,4 +252,17 @@ func do(t *testing.T, ctx context.Context, method, url string) (int, string) {
 		t.Fatal(err)
 	}
 	return resp.StatusCode, string(b)
+}
+
+// answersAt fails the test unless a query of repo answers chunks from its
+// HEAD at commit.
+func answersAt(ctx context.Context, t *testing.T, cl *api.Client, when, repo, question, commit string) {
+	t.Helper()
+	resp, err := cl.Query(ctx, api.QueryRequest{Repo: repo, Query: question, Budget: 1000})
+	if err != nil {
+		t.Fatalf("%s: query %s: %v", when, repo, err)
+	}
+	if resp.Commit != commit || len(resp.Chunks) == 0 {
+		t.Fatalf("%s: query %s answered commit %s with %d chunks, want %s", when, repo, resp.Commit, len(resp.Chunks), commit)
+	}
 }
