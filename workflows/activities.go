@@ -695,6 +695,8 @@ func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned int) (
 		select {
 		case <-ctx.Done():
 			return out, ctx.Err()
+		case <-stopping(ctx):
+			return out, errStopping()
 		case <-tick.C:
 		case d := <-wake.c:
 			w := wake.drain(d)
@@ -859,6 +861,8 @@ func (a *Activities) Graph(ctx context.Context, in GraphInput) (string, error) {
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()
+		case <-stopping(ctx):
+			return "", errStopping()
 		case <-tick.C:
 		case d := <-wake.c:
 			wake.drain(d) // one round answers all
@@ -1061,6 +1065,32 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// errWorkerStopping is the application error type of a wait that its
+// worker's stop cut short.
+const errWorkerStopping = "WorkerStopping"
+
+// stopping is closed when the worker running the activity of ctx begins
+// to stop (nil outside an activity: never). The SDK cancels an activity's
+// context only once the worker's stop timeout has run out, so a wait that
+// watched ctx alone held every stop for that long.
+func stopping(ctx context.Context) <-chan struct{} {
+	if !activity.IsActivity(ctx) {
+		return nil
+	}
+	return activity.GetWorkerStopChannel(ctx)
+}
+
+// errStopping ends a wait whose worker is stopping. It is retryable: the
+// workflow's retry policy (no limit of attempts within the activity's
+// ScheduleToClose) runs the wait again, on this worker's next start or on
+// another worker, and a wait starts over from what the store and the
+// queue hold, so nothing it waited for is lost. Benign: it is logged as
+// an expected stop, not as a failure.
+func errStopping() error {
+	return temporal.NewApplicationErrorWithOptions("wait cut short: the worker is stopping", errWorkerStopping,
+		temporal.ApplicationErrorOptions{Category: temporal.ApplicationErrorCategoryBenign})
 }
 
 // keepAlive records an activity heartbeat every few seconds until the

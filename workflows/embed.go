@@ -349,6 +349,8 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 		select {
 		case <-ctx.Done():
 			return out, ctx.Err()
+		case <-stopping(ctx):
+			return out, errStopping()
 		case <-tick.C:
 		case d := <-wake.c:
 			wake.drain(d) // one round checks every batch

@@ -201,10 +201,45 @@ func TestUpLosesTemporalStateMidSnapshot(t *testing.T) {
 	}
 
 	same := loseTemporal(t, data)
+	// The stop handed the held jobs back, and the restarted up would take
+	// them at once. They can come back late too (a process that dies
+	// hands nothing back: its jobs wait out the queue's ack wait): the
+	// second run holds them, big's batch until the reindexes have
+	// published, gone's graph job until gone is deleted.
+	lateParse, lateGraph := make(chan struct{}), make(chan struct{})
+	lateParseHeld, lateGraphHeld := make(chan struct{}), make(chan struct{})
+	var freeLateParse, freeLateGraph sync.Once
+	t.Cleanup(func() {
+		freeLateParse.Do(func() { close(lateParse) })
+		freeLateGraph.Do(func() { close(lateGraph) })
+	})
+	holdParse.Store(true)
+	holdGraph.Store(true)
+	upParseHook = func(path string) {
+		if strings.HasPrefix(path, "gen/") && holdParse.CompareAndSwap(true, false) {
+			close(lateParseHeld)
+			<-lateParse
+		}
+	}
+	upGraphHook = func(j pipeline.GraphJob) {
+		if j.Repo == "gone" && holdGraph.CompareAndSwap(true, false) {
+			close(lateGraphHeld)
+			<-lateGraph
+		}
+	}
 	restartAt := time.Now()
-	up = startUp(t, "--data", same, "--listen", addr)
+	// Two parse workers: one holds big's batch, the other parses.
+	up = startUp(t, "--data", same, "--listen", addr, "--parse-workers", "2")
 	up.waitFor(t, "serving line", time.Minute, func() bool { return strings.Contains(up.out.String(), "serving on") })
 	checkNewTemporal(t, data)
+	for what, held := range map[string]chan struct{}{"big's batch": lateParseHeld, "gone's graph job": lateGraphHeld} {
+		select {
+		case <-held:
+		case <-time.After(time.Minute):
+			t.Fatalf("%s, handed back at the stop, not redelivered within a minute of the restart\nstderr:\n%s", what, up.errs.String())
+		}
+	}
+	t.Logf("the handed-back jobs were redelivered within %v of the restart", time.Since(restartAt).Round(time.Millisecond))
 
 	// 1. What is published serves: lib and big's first commit; shop and
 	// gone, never published, are unknown (no workflow, no HEAD).
@@ -241,10 +276,12 @@ func TestUpLosesTemporalStateMidSnapshot(t *testing.T) {
 	// gone is not wanted any more: its DELETE, without a workflow or a
 	// HEAD, removes what its lost snapshot wrote (its registration and
 	// recorded location, manifest and plan). Its graph job, held at the
-	// stop, comes back after (step 4) and must write nothing.
+	// stop, held again since the restart, goes on after it and must
+	// leave nothing.
 	if res, err := cl.Delete(ctx, "", "gone"); err != nil || res.Deleted == 0 {
 		t.Fatalf("delete of gone after losing Temporal: %+v, %v; want its objects removed", res, err)
 	}
+	freeLateGraph.Do(func() { close(lateGraph) })
 
 	// 2. A reindex of each (the location recorded in the store) completes
 	// it, at its location's HEAD, every file indexed. big's has moved on
@@ -272,12 +309,12 @@ func TestUpLosesTemporalStateMidSnapshot(t *testing.T) {
 		heads[repo] = *st.Head
 		t.Logf("%s reindexed within %v: %d files, %d parsed, %d reused", repo, time.Since(reindexAt).Round(time.Millisecond), st.Files, st.Parsed, st.Reused)
 	}
-	// The jobs the lost workflows had in hand at the stop come back only
-	// once the queue's ack wait has run out: the reindexes did not wait
-	// for them, and they arrive after the publishes (step 4).
-	if p, g := pending(); p == 0 || g == 0 {
-		t.Fatalf("after the reindexes %d parse and %d graph jobs in the queue, want the lost workflows' held ones still there", p, g)
+	// The reindexes did not wait for big's held batch: it goes on after
+	// the publishes (step 4).
+	if p, _ := pending(); p == 0 {
+		t.Fatalf("after the reindexes %d parse jobs in the queue, want the lost workflow's held batch still there", p)
 	}
+	freeLateParse.Do(func() { close(lateParse) })
 
 	// 3. Every file is there, as in an uninterrupted index of the same
 	// commits: under another tenant, so that nothing of the run that was
@@ -302,12 +339,10 @@ func TestUpLosesTemporalStateMidSnapshot(t *testing.T) {
 	check("after the reindex", "big", "Gen123 returns", bigCommit3)
 	check("after the reindex", "shop", "how are refunds issued", shopCommit)
 
-	// 4. The jobs the lost workflows had in hand come back late: big's
-	// batch (of its second commit, whose manifest the reindex's GC
-	// removed) after the reindex published, gone's graph job after the
-	// delete. (shop's graph job, only queued at the stop, was taken as
-	// soon as up restarted.) They are consumed, none dead-lettered, and
-	// move nothing.
+	// 4. The jobs the lost workflows had in hand go on late: big's batch
+	// (of its second commit, whose manifest the reindex's GC removed)
+	// after the reindex published, gone's graph job after the delete.
+	// They are consumed, none dead-lettered, and move nothing.
 	up.waitFor(t, "the jobs of the lost workflows to be consumed", time.Minute, func() bool {
 		p, g := pending()
 		return p == 0 && g == 0

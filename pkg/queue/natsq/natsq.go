@@ -483,7 +483,7 @@ func (q *Queue) handle(ctx context.Context, cfg queue.Config, msg jetstream.Msg,
 		}
 		q.notify(stage, m, false)
 	case ctx.Err() != nil:
-		msg.Nak() // shutting down: hand it to another worker now
+		q.handBack(msg) // shutting down: hand it to another worker now
 		return 0, true
 	case queue.IsPermanent(err):
 		q.deadLetter(ctx, stage, m, md.Sequence.Stream, msg, queue.CausePermanent, err.Error())
@@ -505,6 +505,34 @@ func (q *Queue) handle(ctx context.Context, cfg queue.Config, msg jetstream.Msg,
 	}
 	return 0, false
 }
+
+// handBack returns msg, whose handler stopped with its consumer, for
+// redelivery at once: to another worker now, or to this process's
+// workers after a restart. A plain Nak only puts the message on the
+// consumer's redelivery list in the server's memory: a server stopped
+// before a consumer pulled the message again forgot it, and after the
+// restart the message waited out its ack wait (30 s by default). A nak
+// with a delay moves the message's delivery time back in the consumer's
+// stored state, which a restart keeps. Nak does not wait for the server,
+// and the connection and the server close right after the workers stop:
+// sent as a request, the nak is answered once the server has applied it.
+func (q *Queue) handBack(msg jetstream.Msg) {
+	ctx, cancel := context.WithTimeout(context.Background(), handBackWait)
+	defer cancel()
+	body := fmt.Sprintf(`-NAK {"delay": %d}`, handBackDelay.Nanoseconds())
+	if _, err := q.nc.RequestWithContext(ctx, msg.Reply(), []byte(body)); err != nil {
+		msg.Nak() // unanswered (an older server, a lost reply): at least this
+	}
+}
+
+const (
+	// handBackDelay is the delay of a hand-back's nak: short, and not
+	// zero (a nak without a delay is a plain one, not stored).
+	handBackDelay = time.Millisecond
+	// handBackWait bounds the wait for the server's answer to a
+	// hand-back, which holds up the consumer's stop.
+	handBackWait = 2 * time.Second
+)
 
 // panicError is a recovered handler panic.
 type panicError struct{ msg string }
