@@ -324,7 +324,10 @@ func waitLease(ctx workflow.Context, tenant, owner, token string, pushes workflo
 // releaseLease gives the slot of token back. It does not wait for the
 // signal to be delivered (a round trip through the server's queues, a
 // fifth of a second in `up`): the repository's next push starts at once.
-func releaseLease(ctx workflow.Context, tenant, token string) {
+// The future it returns is settled once the lease has the signal; a run
+// that ends waits for it (the server drops a signal whose sender has
+// closed).
+func releaseLease(ctx workflow.Context, tenant, token string) workflow.Future {
 	f := workflow.SignalExternalWorkflow(ctx, LeaseWorkflowID(tenant), "", LeaseReleaseSignal, token)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		if err := f.Get(ctx, nil); err != nil && !temporal.IsCanceledError(err) {
@@ -334,4 +337,5 @@ func releaseLease(ctx workflow.Context, tenant, token string) {
 			workflow.GetLogger(ctx).Warn("lease: release failed", "tenant", tenant, "error", err)
 		}
 	})
+	return f
 }

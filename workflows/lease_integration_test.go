@@ -249,3 +249,70 @@ func TestLeaseHoldersGoneKeepsWhatItCannotAsk(t *testing.T) {
 		t.Errorf("gone = %v, want the missing and the ended holders, and the one that cannot be asked kept", gone)
 	}
 }
+
+// On a real Temporal server, a RepoWorkflow that continues as new right
+// after its snapshot (here after each one) hands its slot on at once. The
+// server delivers a signal only while its sender runs: a release sent in
+// the task that continues as new was dropped, and the next repository
+// waited for the lease's check of its holders (a minute).
+func TestTenantLeaseReleasedAtContinueAsNew(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal server")
+	}
+	oldCheck, oldRuns := leaseCheck, snapshotsPerRun
+	leaseCheck, snapshotsPerRun = time.Minute, 1
+	t.Cleanup(func() { leaseCheck, snapshotsPerRun = oldCheck, oldRuns })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ts, c := temporalTest(t)
+	probe := &leaseProbe{active: map[string]int{}, most: map[string]int{}, started: map[string]time.Time{}, hold: map[string]chan struct{}{
+		"first": make(chan struct{}),
+	}}
+	fakeSnapshot := func(ctx workflow.Context, in SnapshotInput) (SnapshotResult, error) {
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, HeartbeatTimeout: 5 * time.Second})
+		err := workflow.ExecuteActivity(actx, probe.Work, in).Get(ctx, nil)
+		return SnapshotResult{Commit: "c-" + in.Repo}, err
+	}
+	ts.NewWorker(TaskQueue, func(r worker.Registry) {
+		r.RegisterWorkflow(RepoWorkflow)
+		r.RegisterWorkflow(TenantLeaseWorkflow)
+		r.RegisterWorkflowWithOptions(fakeSnapshot, workflow.RegisterOptions{Name: "SnapshotWorkflow"})
+		r.RegisterActivity(&Activities{TenantSnapshots: 1})
+		r.RegisterActivity(probe.Work)
+	})
+	status := func(repo string) RepoStatus {
+		t.Helper()
+		for {
+			st, err := Status(ctx, c, "eps", repo)
+			if err == nil && st.Received > 0 {
+				return st
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("eps/%s: %v", repo, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	for _, r := range []string{"first", "second"} {
+		if _, err := SignalPush(ctx, c, Push{Tenant: "eps", Repo: r, Location: "loc/" + r}); err != nil {
+			t.Fatal(err)
+		}
+		for ctx.Err() == nil && status(r).State == StateIdle {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if st := status("second"); st.State != StateQueued {
+		t.Fatalf("eps/second = %+v; want queued behind first", st)
+	}
+	close(probe.hold["first"])
+	start := time.Now()
+	// Well under leaseCheck: the slot came with first's release, not with
+	// the lease's check.
+	for st := status("second"); st.Covered < st.Received; st = status("second") {
+		if d := time.Since(start); d > leaseCheck/2 {
+			t.Fatalf("eps/second still %s %v after first's snapshot ended; its slot was not released", st.State, d.Round(time.Second))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("eps/second indexed %v after first's snapshot ended", time.Since(start).Round(10*time.Millisecond))
+}

@@ -198,6 +198,7 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 	}
 	held, kept := false, 0 // a tenant slot is held; snapshots it was kept for
 	for runs := 0; ; {
+		var released workflow.Future // this snapshot's release of its slot, if it sent one
 		if st.Pending == nil && len(st.Queue) > 0 {
 			p := st.Queue[len(st.Queue)-1]
 			st.Queue = st.Queue[:len(st.Queue)-1]
@@ -265,12 +266,20 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 			// the next child's start.
 			drain()
 			if st.Pending == nil && len(st.Queue) == 0 {
-				releaseLease(ctx, tenant, lease)
+				released = releaseLease(ctx, tenant, lease)
 				held, lease = false, ""
 			}
 		}
 		runs++
 		if runs >= snapshotsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			// A release sent in the task that continues as new would be
+			// dropped: the server delivers a signal only while its sender
+			// runs, and this run has closed by then. The slot would stay
+			// taken until the lease's next check of its holders, with the
+			// tenant's other repositories waiting behind it.
+			if released != nil && workflow.GetVersion(ctx, releaseDeliveredVersion, workflow.DefaultVersion, 1) == 1 {
+				_ = released.Get(ctx, nil) // a failure is logged by releaseLease
+			}
 			drain()
 			return workflow.NewContinueAsNewError(ctx, RepoWorkflow, tenant, repo, &st)
 		}
@@ -494,6 +503,11 @@ const leaseKeep = 8
 // tenantLeaseVersion marks RepoWorkflow runs that take one of their
 // tenant's snapshot slots (TenantLeaseWorkflow) before each snapshot.
 const tenantLeaseVersion = "tenant-lease"
+
+// releaseDeliveredVersion marks RepoWorkflow runs that, when they
+// continue as new right after releasing their tenant slot, wait for the
+// release to be delivered first.
+const releaseDeliveredVersion = "release-delivered"
 
 // maxQueued bounds RepoCarry.Queue; the oldest queued push goes first.
 const maxQueued = 16
