@@ -88,17 +88,7 @@ func TestUpStopsPromptlyWhileWaiting(t *testing.T) {
 	// Graph activities, which the stop has to end.
 	time.Sleep(3 * time.Second)
 
-	stopAt := time.Now()
-	stopped := make(chan struct{})
-	go func() { up.stop(t); close(stopped) }()
-	up.waitFor(t, "up to begin to shut down", time.Minute, func() bool { return strings.Contains(up.errs.String(), "shutting down") })
-	free()
-	select {
-	case <-stopped:
-	case <-time.After(90 * time.Second):
-		t.Fatal("up did not stop")
-	}
-	took := time.Since(stopAt)
+	took := up.stopFreeing(t, free)
 	t.Logf("stop took %v", took.Round(time.Millisecond))
 	// The Temporal worker's stop timeout is 10 s: a stop that waited for
 	// the activities to see it takes that long.
@@ -120,4 +110,22 @@ func TestUpStopsPromptlyWhileWaiting(t *testing.T) {
 		}
 		t.Logf("%s indexed %v after the restart: %d files", repo, time.Since(restartAt).Round(time.Millisecond), st.Files)
 	}
+}
+
+// stopFreeing stops up, calls free once up has begun to shut down (what
+// the test's hooks hold is let go only then), and returns how long the
+// stop took.
+func (p *upProc) stopFreeing(t *testing.T, free func()) time.Duration {
+	t.Helper()
+	start := time.Now()
+	stopped := make(chan struct{})
+	go func() { p.stop(t); close(stopped) }()
+	p.waitFor(t, "up to begin to shut down", time.Minute, func() bool { return strings.Contains(p.errs.String(), "shutting down") })
+	free()
+	select {
+	case <-stopped:
+	case <-time.After(90 * time.Second):
+		t.Fatal("up did not stop")
+	}
+	return time.Since(start)
 }

@@ -175,17 +175,7 @@ func TestUpLosesTemporalStateMidSnapshot(t *testing.T) {
 	if parseLeft < 2 || graphLeft != 2 {
 		t.Fatalf("before the stop %d parse and %d graph jobs in the queue, want big's batches (the held one and more) and the graph jobs of shop and gone", parseLeft, graphLeft)
 	}
-	stopped := make(chan struct{})
-	stopAt := time.Now()
-	go func() { up.stop(t); close(stopped) }()
-	up.waitFor(t, "up to begin to shut down", time.Minute, func() bool { return strings.Contains(up.errs.String(), "shutting down") })
-	free()
-	select {
-	case <-stopped:
-	case <-time.After(90 * time.Second):
-		t.Fatal("up did not stop")
-	}
-	stopTook := time.Since(stopAt)
+	stopTook := up.stopFreeing(t, free)
 	if h, err := index.ReadHead(ctx, store, index.DefaultTenant, "big"); err != nil || h.Commit != bigCommit1 {
 		t.Fatalf("big's HEAD before the restart: %+v, %v; want it still at %s", h, err, bigCommit1)
 	}
