@@ -622,13 +622,6 @@ func summarize(name string, rs []TaskResult, budgets []int) Summary {
 	if len(rs) == 0 {
 		return s
 	}
-	defer func() {
-		for _, b := range budgets {
-			if s.LineTasks > 0 {
-				s.Lines[b] /= float64(s.LineTasks)
-			}
-		}
-	}()
 	n := float64(len(rs))
 	for _, r := range rs {
 		for _, b := range budgets {
@@ -649,6 +642,11 @@ func summarize(name string, rs []TaskResult, budgets []int) Summary {
 		s.R10 += r.R10 / n
 		s.MRR += r.MRR / n
 		s.LatencyUS += float64(r.LatencyUS) / n
+	}
+	for _, b := range budgets {
+		if s.LineTasks > 0 {
+			s.Lines[b] /= float64(s.LineTasks)
+		}
 	}
 	return s
 }
