@@ -36,16 +36,7 @@ func TestWaitParseResendsAndIsolatesPoison(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ns, err := natsq.StartEmbedded(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Shutdown()
-	q, err := natsq.Connect(ctx, ns.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
+	q := embeddedQueue(ctx, t)
 	store := blob.NewMem()
 	a := &Activities{Store: store, Queue: q, BatchSize: 2, ParseTimeout: 300 * time.Millisecond, PollInterval: 20 * time.Millisecond}
 
@@ -168,16 +159,7 @@ func TestWaitParseResendsAndIsolatesPoison(t *testing.T) {
 func TestWaitWakesAndFallsBackToPolling(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ns, err := natsq.StartEmbedded(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Shutdown()
-	q, err := natsq.Connect(ctx, ns.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
+	q := embeddedQueue(ctx, t)
 	store := blob.NewMem()
 	// Parsing takes a while: no result is in when a wait first looks.
 	w := &pipeline.Workers{Store: store, Queue: q, ParseHook: func(string) { time.Sleep(50 * time.Millisecond) }}
@@ -269,4 +251,21 @@ func TestWaitWakesAndFallsBackToPolling(t *testing.T) {
 	if err := run(poll, files(7), false, 30*time.Second); err != nil {
 		t.Fatalf("polling waits: %v", err)
 	}
+}
+
+// embeddedQueue is a queue on an embedded NATS server of the test's own,
+// both closed when the test ends.
+func embeddedQueue(ctx context.Context, t *testing.T) *natsq.Queue {
+	t.Helper()
+	ns, err := natsq.StartEmbedded(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Shutdown)
+	q, err := natsq.Connect(ctx, ns.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(q.Close)
+	return q
 }

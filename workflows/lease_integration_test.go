@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	"go.temporal.io/server/temporaltest"
 )
 
 // leaseProbe stands in for the snapshot's work: it records how many
@@ -71,18 +72,7 @@ func TestTenantLeaseOnServer(t *testing.T) {
 	probe := &leaseProbe{active: map[string]int{}, most: map[string]int{}, started: map[string]time.Time{}, hold: map[string]chan struct{}{
 		"stuck": make(chan struct{}), "held": make(chan struct{}),
 	}}
-	fakeSnapshot := func(ctx workflow.Context, in SnapshotInput) (SnapshotResult, error) {
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, HeartbeatTimeout: 5 * time.Second})
-		err := workflow.ExecuteActivity(actx, probe.Work, in).Get(ctx, nil)
-		return SnapshotResult{Commit: "c-" + in.Repo}, err
-	}
-	ts.NewWorker(TaskQueue, func(r worker.Registry) {
-		r.RegisterWorkflow(RepoWorkflow)
-		r.RegisterWorkflow(TenantLeaseWorkflow)
-		r.RegisterWorkflowWithOptions(fakeSnapshot, workflow.RegisterOptions{Name: "SnapshotWorkflow"})
-		r.RegisterActivity(&Activities{TenantSnapshots: 2})
-		r.RegisterActivity(probe.Work)
-	})
+	leaseWorker(ts, probe, 2)
 	pushAll := func(tenant string, repos ...string) {
 		t.Helper()
 		for _, r := range repos {
@@ -268,18 +258,7 @@ func TestTenantLeaseReleasedAtContinueAsNew(t *testing.T) {
 	probe := &leaseProbe{active: map[string]int{}, most: map[string]int{}, started: map[string]time.Time{}, hold: map[string]chan struct{}{
 		"first": make(chan struct{}),
 	}}
-	fakeSnapshot := func(ctx workflow.Context, in SnapshotInput) (SnapshotResult, error) {
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, HeartbeatTimeout: 5 * time.Second})
-		err := workflow.ExecuteActivity(actx, probe.Work, in).Get(ctx, nil)
-		return SnapshotResult{Commit: "c-" + in.Repo}, err
-	}
-	ts.NewWorker(TaskQueue, func(r worker.Registry) {
-		r.RegisterWorkflow(RepoWorkflow)
-		r.RegisterWorkflow(TenantLeaseWorkflow)
-		r.RegisterWorkflowWithOptions(fakeSnapshot, workflow.RegisterOptions{Name: "SnapshotWorkflow"})
-		r.RegisterActivity(&Activities{TenantSnapshots: 1})
-		r.RegisterActivity(probe.Work)
-	})
+	leaseWorker(ts, probe, 1)
 	status := func(repo string) RepoStatus {
 		t.Helper()
 		for {
@@ -315,4 +294,21 @@ func TestTenantLeaseReleasedAtContinueAsNew(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("eps/second indexed %v after first's snapshot ended", time.Since(start).Round(10*time.Millisecond))
+}
+
+// leaseWorker runs RepoWorkflow and the tenant lease on ts with tenant
+// slots a tenant, and a SnapshotWorkflow that only runs probe.Work.
+func leaseWorker(ts *temporaltest.TestServer, probe *leaseProbe, slots int) {
+	fakeSnapshot := func(ctx workflow.Context, in SnapshotInput) (SnapshotResult, error) {
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, HeartbeatTimeout: 5 * time.Second})
+		err := workflow.ExecuteActivity(actx, probe.Work, in).Get(ctx, nil)
+		return SnapshotResult{Commit: "c-" + in.Repo}, err
+	}
+	ts.NewWorker(TaskQueue, func(r worker.Registry) {
+		r.RegisterWorkflow(RepoWorkflow)
+		r.RegisterWorkflow(TenantLeaseWorkflow)
+		r.RegisterWorkflowWithOptions(fakeSnapshot, workflow.RegisterOptions{Name: "SnapshotWorkflow"})
+		r.RegisterActivity(&Activities{TenantSnapshots: slots})
+		r.RegisterActivity(probe.Work)
+	})
 }

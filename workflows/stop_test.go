@@ -11,7 +11,6 @@ import (
 
 	"codectx/pkg/blob"
 	"codectx/pkg/pipeline"
-	"codectx/pkg/queue/natsq"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -29,16 +28,7 @@ func TestWaitsEndWhenWorkerStops(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ns, err := natsq.StartEmbedded(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Shutdown()
-	q, err := natsq.Connect(ctx, ns.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
+	q := embeddedQueue(ctx, t)
 	a := &Activities{Store: blob.NewMem(), Queue: q, PollInterval: time.Hour}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
