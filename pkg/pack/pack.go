@@ -316,7 +316,7 @@ func PackText(cands []Candidate, opt Options) (Result, string) {
 		*hp = hdr[:0]
 		hdrPool.Put(hp)
 	}()
-	// render finds it's first rendering from step from to stop that fits
+	// render finds its first rendering from step from to stop that fits
 	// in room tokens (separator included).
 	render := func(it *item, from, stop, room int) (pick, bool) {
 		l := ladder{it: it, hdr: hdr, step: from, stop: stop}
