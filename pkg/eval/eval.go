@@ -87,8 +87,13 @@ type Config struct {
 	// Supertypes: first-stage candidate lists measured for recall.
 	ClassNames bool `json:"class_names,omitempty"`
 	Supertypes bool `json:"supertypes,omitempty"`
+	// ChunkRanker is query.Request.ChunkRanker ("rrf": the fused order
+	// inside each file) and ChunkModel a chunk model file
+	// (scripts/train-chunks.py's output) in place of the shipped one.
+	ChunkRanker string `json:"chunk_ranker,omitempty"`
+	ChunkModel  string `json:"chunk_model,omitempty"`
 
-	model *rank.Model
+	model, chunkModel *rank.Model
 }
 
 // ReadConfigs reads a JSON array of configurations (the Config fields by
@@ -122,6 +127,22 @@ func ReadConfigs(r io.Reader) ([]Config, error) {
 				return nil, fmt.Errorf("eval: config %q: %w", c.Name, err)
 			}
 			cs[i].model = m
+		}
+		if c.ChunkModel != "" {
+			data, err := os.ReadFile(c.ChunkModel)
+			if err != nil {
+				return nil, fmt.Errorf("eval: config %q: %w", c.Name, err)
+			}
+			m, err := rank.Parse(data, query.ChunkFeatureNames)
+			if err != nil {
+				return nil, fmt.Errorf("eval: config %q: chunk model: %w", c.Name, err)
+			}
+			cs[i].chunkModel = m
+		}
+		switch c.ChunkRanker {
+		case "", query.RankLearned, query.RankRRF:
+		default:
+			return nil, fmt.Errorf("eval: config %q: unknown chunk ranker %q", c.Name, c.ChunkRanker)
 		}
 		for _, a := range c.Arms {
 			if !slices.Contains(query.AllArms, a) {
@@ -196,6 +217,11 @@ type Options struct {
 	// configuration: the learned ranker's candidate files with their
 	// feature vectors and gold labels (FeatureDump), for offline training.
 	Features io.Writer
+	// ChunkFeatures, when set, receives one JSON line per task,
+	// configuration and gold file among the top files: that file's chunks
+	// with the chunk ranker's features and the task's changed lines in
+	// each (ChunkDump), for scripts/train-chunks.py.
+	ChunkFeatures io.Writer
 	// Embedder, when set, embeds each task's snapshot (vectors cached in
 	// Store by model and content) into an in-memory vector store and gives
 	// the queries the dense arm.
@@ -378,7 +404,7 @@ func runTask(ctx context.Context, t Task, opt Options) (map[string]TaskResult, i
 	}
 	defer snap.Close()
 	var changed map[string][]int
-	if len(opt.Budgets) > 0 {
+	if len(opt.Budgets) > 0 || opt.ChunkFeatures != nil {
 		// A task whose merge commit cannot be read is scored without
 		// changed lines, not failed: file figures do not need them.
 		changed, _ = changedLines(opt.GitDirs[t.Repo], t)
@@ -412,12 +438,17 @@ func runTask(ctx context.Context, t Task, opt Options) (map[string]TaskResult, i
 			out[c.Name] = base.run(t, opt.Budgets, changed)
 			continue
 		}
-		r, rk, err := runQuery(ctx, seg, dn, t, c, opt.Budgets, changed, opt.Features != nil)
+		r, rk, err := runQuery(ctx, seg, dn, t, c, opt.Budgets, changed, opt.Features != nil, opt.ChunkFeatures != nil)
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", c.Name, err)
 		}
 		if opt.Features != nil {
 			if err := dumpFeatures(opt.Features, seg, t, c, r.Trigger, rk); err != nil {
+				return nil, 0, err
+			}
+		}
+		if opt.ChunkFeatures != nil {
+			if err := dumpChunks(opt.ChunkFeatures, seg, t, c, rk, changed); err != nil {
 				return nil, 0, err
 			}
 		}
@@ -517,6 +548,71 @@ func links(seg *segment.Segment, files []FeatureFile) {
 	}
 }
 
+// ChunkDump is one line of a --chunk-features file: the chunks of one gold
+// file among the top files, in fused order.
+type ChunkDump struct {
+	Task     string       `json:"task"`
+	Repo     string       `json:"repo"`
+	Language string       `json:"language"`
+	Config   string       `json:"config"`
+	Path     string       `json:"path"`
+	Rank     int          `json:"rank"` // the file's rank, 1 the top
+	Names    []string     `json:"names"`
+	Changed  int          `json:"changed"` // the task's changed lines in the file
+	Chunks   []ChunkEntry `json:"chunks"`
+}
+
+// ChunkEntry is one chunk of a ChunkDump: its lines, the changed lines it
+// holds and its features.
+type ChunkEntry struct {
+	Start int       `json:"start"`
+	End   int       `json:"end"`
+	Hits  int       `json:"hits"`
+	X     []float64 `json:"x"`
+}
+
+func dumpChunks(w io.Writer, seg *segment.Segment, t Task, c Config, rk *query.Ranking, changed map[string][]int) error {
+	if len(changed) == 0 {
+		return nil
+	}
+	rank := map[string]int{}
+	for i, f := range rk.Files {
+		if _, ok := rank[f.Path]; !ok {
+			rank[f.Path] = i + 1
+		}
+	}
+	by := map[string]*ChunkDump{}
+	var order []string
+	for _, cc := range rk.Chunks {
+		lines := changed[cc.Path]
+		if len(lines) == 0 {
+			continue
+		}
+		d := by[cc.Path]
+		if d == nil {
+			d = &ChunkDump{Task: t.ID, Repo: t.Repo, Language: t.Language, Config: c.Name, Path: cc.Path, Rank: rank[cc.Path],
+				Names: query.ChunkFeatureNames, Changed: len(lines)}
+			by[cc.Path] = d
+			order = append(order, cc.Path)
+		}
+		ch := seg.Chunks[cc.ID]
+		e := ChunkEntry{Start: ch.StartLine, End: ch.EndLine, X: cc.X}
+		for _, l := range lines {
+			if l >= ch.StartLine && l <= ch.EndLine {
+				e.Hits++
+			}
+		}
+		d.Chunks = append(d.Chunks, e)
+	}
+	enc := json.NewEncoder(w)
+	for _, p := range order {
+		if err := enc.Encode(by[p]); err != nil {
+			return fmt.Errorf("eval: chunk features: %w", err)
+		}
+	}
+	return nil
+}
+
 // goldNear is FeatureDump.GoldNear.
 func goldNear(seg *segment.Segment, gold, pool []string) []int {
 	out := make([]int, len(gold))
@@ -537,12 +633,12 @@ func goldNear(seg *segment.Segment, gold, pool []string) []int {
 	return out
 }
 
-func runQuery(ctx context.Context, seg *segment.Segment, dn query.Dense, t Task, c Config, budgets []int, changed map[string][]int, features bool) (TaskResult, *query.Ranking, error) {
-	eng := &query.Engine{Seg: seg, Dense: dn, Model: c.model}
+func runQuery(ctx context.Context, seg *segment.Segment, dn query.Dense, t Task, c Config, budgets []int, changed map[string][]int, features, chunkFeatures bool) (TaskResult, *query.Ranking, error) {
+	eng := &query.Engine{Seg: seg, Dense: dn, Model: c.model, ChunkModel: c.chunkModel}
 	res := TaskResult{Task: t.ID, Repo: t.Repo, Language: t.Language, Recall: map[int]float64{}, Tokens: map[int]int{}, PackFiles: map[int]int{}}
 	start := time.Now()
 	req := query.Request{Query: t.Query, Arms: c.Arms, Route: c.Route, Languages: Languages(t.Language), Scale: c.Scale, Paths: Candidate(t.Language), Ranker: c.Ranker, Features: features,
-		Depth: c.Depth, FileDepth: c.FileDepth, ClassNames: c.ClassNames, Supertypes: c.Supertypes}
+		Depth: c.Depth, FileDepth: c.FileDepth, ClassNames: c.ClassNames, Supertypes: c.Supertypes, ChunkRanker: c.ChunkRanker, ChunkFeatures: chunkFeatures}
 	if features {
 		req.FeatureDepth = FeatureDepth
 	}

@@ -137,6 +137,8 @@ func TestReadConfigs(t *testing.T) {
 		"unknown list":  `[{"name":"a","scale":{"grpah":2}}]`,
 		"negative":      `[{"name":"a","scale":{"graph":-1}}]`,
 		"unknown field": `[{"name":"a","weights":{}}]`,
+		"chunk ranker":  `[{"name":"a","chunk_ranker":"best"}]`,
+		"chunk model":   `[{"name":"a","chunk_model":"no/such/model.json"}]`,
 	}
 	for what, in := range bad {
 		if _, err := eval.ReadConfigs(strings.NewReader(in)); err == nil {
@@ -298,5 +300,69 @@ func TestRunChangedLines(t *testing.T) {
 	}
 	if table := eval.FormatTable(rep.Overall, []int{4000}); !strings.Contains(table, "L@4k") {
 		t.Errorf("table without the changed lines:\n%s", table)
+	}
+}
+
+// --chunk-features writes, for a gold file among the top files, its
+// chunks with their features and the changed lines each holds, also with
+// --rank-only (no budgets); a chunk model in a configuration is loaded
+// and checked against the chunk features.
+func TestRunChunkFeatures(t *testing.T) {
+	r := testrepo.New(t)
+	var body strings.Builder
+	body.WriteString("package cart\n")
+	for _, name := range []string{"Total", "Add", "Empty"} {
+		body.WriteString("\n// " + name + " does the cart's " + strings.ToLower(name) + ".\nfunc " + name + "(items []int) int {\n\tn := 0\n\treturn n\n}\n")
+	}
+	before := body.String()
+	base := r.Commit("initial", map[string]string{"go.mod": "module example.com/cart\n\ngo 1.22\n", "cart/cart.go": before})
+	after := strings.Replace(before, "func Empty(items []int) int {\n\tn := 0", "func Empty(items []int) int {\n\tn := len(items)", 1)
+	merge := r.Commit("fix Empty", map[string]string{"cart/cart.go": after})
+	tasks := []eval.Task{{ID: "cart-1", Repo: "acme/cart", BaseCommit: base, MergeCommit: merge,
+		Query: "Empty returns the wrong count for an empty cart", GoldFiles: []string{"cart/cart.go"}, Language: "go"}}
+	dir := t.TempDir()
+	model := filepath.Join(dir, "chunk.json")
+	if err := os.WriteFile(model, []byte(`{"kind":"linear","features":["log_lines","cover"],"mean":[0,0],"scale":[1,1],"weights":[1,1]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := eval.ReadConfigs(strings.NewReader(`[{"name":"chunks","route":true,"chunk_model":"` + model + `"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if _, err := eval.Run(context.Background(), tasks, eval.Options{
+		GitDirs: map[string]string{"acme/cart": r.Bare()}, Store: blob.NewMem(), RankOnly: true,
+		Configs: cs, ChunkFeatures: &out,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var d eval.ChunkDump
+	if err := json.Unmarshal(out.Bytes(), &d); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if d.Task != "cart-1" || d.Path != "cart/cart.go" || d.Rank != 1 || d.Changed != 1 || !slices.Equal(d.Names, query.ChunkFeatureNames) {
+		t.Errorf("dump %+v", d)
+	}
+	hit := 0
+	for _, c := range d.Chunks {
+		if len(c.X) != len(d.Names) {
+			t.Errorf("chunk %d-%d: %d features", c.Start, c.End, len(c.X))
+		}
+		if c.Hits > 0 {
+			hit++
+			if c.Hits != 1 || !strings.Contains(strings.Join(strings.Split(before, "\n")[c.Start-1:c.End], "\n"), "func Empty") {
+				t.Errorf("chunk %d-%d holds %d changed lines, want Empty's one", c.Start, c.End, c.Hits)
+			}
+		}
+	}
+	if hit != 1 {
+		t.Errorf("%d chunks hold the changed line, want 1: %+v", hit, d.Chunks)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"kind":"linear","features":["rr_bm25-file","log_size"],"mean":[0,0],"scale":[1,1],"weights":[1,1]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eval.ReadConfigs(strings.NewReader(`[{"name":"a","chunk_model":"` + bad + `"}]`)); err == nil || !strings.Contains(err.Error(), "log_size") {
+		t.Errorf("a file model as a chunk model: %v, want an error naming log_size", err)
 	}
 }

@@ -115,7 +115,7 @@ func TestFileNumbersMatchMaps(t *testing.T) {
 				fl = append(fl, File{Path: fl[0].Path, Score: 9}) // a path twice: the last wins
 			}
 			// orderByFile rescores its input in place.
-			if g, w := fmt.Sprintf("%v", orderByFile(seg, slices.Clone(fused), fl)), fmt.Sprintf("%v", orderByFileRef(seg, fused, fl)); g != w {
+			if g, w := fmt.Sprintf("%v", orderByFile(seg, slices.Clone(fused), fl, nil)), fmt.Sprintf("%v", orderByFileRef(seg, fused, fl)); g != w {
 				t.Fatalf("case %d: orderByFile\n%s\nwant\n%s", i, g, w)
 			}
 		}

@@ -274,7 +274,7 @@ func getFileScratch(n int) *fileScratch {
 // a chunk's score becomes its file's score, scaled by how the chunk ranks
 // within its file (the best chunk of a file carries the file's score).
 // It rescores and sorts fused in place and returns it.
-func orderByFile(seg *segment.Segment, fused []fusion.Scored, files []File) []fusion.Scored {
+func orderByFile(seg *segment.Segment, fused []fusion.Scored, files []File, shares map[int]float64) []fusion.Scored {
 	nums := fileNumbers(seg)
 	sc := getFileScratch(len(nums.number))
 	defer fileScratchPool.Put(sc)
@@ -296,7 +296,9 @@ func orderByFile(seg *segment.Segment, fused []fusion.Scored, files []File) []fu
 		id, _ := strconv.Atoi(out[i].ID)
 		p := nums.of[id]
 		rel := 1.0
-		if b := best[p]; b > 0 {
+		if v, ok := shares[id]; ok {
+			rel = v
+		} else if b := best[p]; b > 0 {
 			rel = out[i].Score / b
 		}
 		out[i].Score = fileScore[p] * (0.5 + 0.5*rel)

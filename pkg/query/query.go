@@ -148,6 +148,12 @@ type Request struct {
 	// vectors (at least the model's depth; only the model's depth are
 	// reranked).
 	FeatureDepth int
+	// ChunkRanker picks the order of chunks inside a file: "" or
+	// RankLearned uses the engine's chunk model, RankRRF the fused order.
+	// ChunkFeatures asks Search for the chunk ranker's candidates with
+	// their features (Ranking.Chunks), for codectx eval --chunk-features.
+	ChunkRanker   string
+	ChunkFeatures bool
 	// Depth is how many chunks the BM25 chunk list takes (default 200)
 	// and FileDepth how many files the whole-file BM25 and file-name lists
 	// take (default 50): more reach more candidate files, at the cost of
@@ -186,6 +192,9 @@ type Engine struct {
 	Dense Dense
 	Count func(string) int // token counter; default o200k
 	Model *rank.Model      // learned file ranker; nil = the shipped model
+	// ChunkModel orders the chunks inside the top files (chunkrank.go);
+	// nil keeps the fused order.
+	ChunkModel *rank.Model
 }
 
 var shipped = sync.OnceValues(func() (*rank.Model, error) { return rank.Shipped(FeatureNames) })
@@ -278,6 +287,9 @@ type Ranking struct {
 	// Terms are the query's whole-file BM25 terms with their features and
 	// scores in each candidate (only when Request.Features).
 	Terms *TermDump
+	// Chunks are the chunks of the top files with the chunk ranker's
+	// features (only when Request.ChunkFeatures).
+	Chunks []ChunkCandidate
 }
 
 // Search runs classification, retrieval and fusion.
@@ -480,8 +492,21 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 		}
 		tm["rank"] = int(time.Since(t).Microseconds())
 	}
+	var chunks []ChunkCandidate
+	var shares map[int]float64
+	if cm := e.ChunkModel; req.ChunkFeatures || (cm != nil && req.ChunkRanker != RankRRF) {
+		t := time.Now()
+		chunks = e.chunkFeatures(q, lists, bm25Scores, fused, files)
+		if cm != nil && req.ChunkRanker != RankRRF {
+			shares = chunkOrder(chunks, cm.Score)
+		}
+		tm["chunks"] = int(time.Since(t).Microseconds())
+	}
 	tm["total"] = int(time.Since(t0).Microseconds())
-	rk := &Ranking{Class: cls, Arms: used, Fused: orderByFile(seg, fused, files), Files: files, Timings: tm}
+	rk := &Ranking{Class: cls, Arms: used, Fused: orderByFile(seg, fused, files, shares), Files: files, Timings: tm}
+	if req.ChunkFeatures {
+		rk.Chunks = chunks
+	}
 	if want[ArmHistory] {
 		rk.Commits = e.commits(q, cls, files)
 	}

@@ -32,6 +32,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	out := fs.String("json", "", "write the full report (per task) as JSON to this file")
 	only := fs.String("only", "", "only tasks whose id contains this string")
 	featureFile := fs.String("features", "", "write each task's top 100 files with their features, where the first stage ranks each gold file and gold labels (JSONL) to this file, for scripts/train-rank.py")
+	chunkFile := fs.String("chunk-features", "", "write, per task and gold file among the top 20, the file's chunks with the chunk ranker's features and their changed lines (JSONL) to this file, for scripts/train-chunks.py")
 	shardBytes := bytesFlag(fs, "shard-bytes", 0, "index each snapshot as shards of this many source `bytes`, joined as a server loads them (0: one segment); the figures must not change")
 	byRepo := fs.Bool("by-repo", false, "print compact tables by repository and by language: every configuration side by side")
 	var df denseFlags
@@ -138,6 +139,16 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		bw := bufio.NewWriter(ff)
 		defer bw.Flush()
 		opt.Features = bw
+	}
+	if *chunkFile != "" {
+		cf, err := os.Create(*chunkFile)
+		if err != nil {
+			return fmt.Errorf("eval: %w", err)
+		}
+		defer cf.Close()
+		bw := bufio.NewWriter(cf)
+		defer bw.Flush()
+		opt.ChunkFeatures = bw
 	}
 	rep, err := eval.Run(ctx, tasks, opt)
 	if err != nil {
