@@ -1,8 +1,9 @@
 # make check is the project's one test command (README, .ci/run).
 GO ?= go
 PKGS := ./...
-# Pure-Go packages that run under the race detector in check.
-RACE_PKGS := ./pkg/blob/... ./pkg/queue/... ./pkg/graph ./pkg/bm25 ./pkg/ratelog ./pkg/fusion ./pkg/pack ./pkg/segment ./pkg/query ./pkg/xrepo ./pkg/index ./pkg/embed/... ./pkg/api ./pkg/session/... ./pkg/vector/... ./pkg/dense/... ./pkg/pipeline
+# Packages that run under the race detector in check (the workflows with
+# their Temporal test servers and in-process NATS: about 2 minutes).
+RACE_PKGS := ./pkg/blob/... ./pkg/queue/... ./pkg/graph ./pkg/bm25 ./pkg/ratelog ./pkg/fusion ./pkg/pack ./pkg/segment ./pkg/query ./pkg/xrepo ./pkg/index ./pkg/embed/... ./pkg/api ./pkg/session/... ./pkg/vector/... ./pkg/dense/... ./pkg/pipeline ./workflows/...
 
 .PHONY: check fmt vet test race fuzz apifuzz tidy build bench model pyself
 

@@ -114,8 +114,8 @@ func TestPipelineEmbed(t *testing.T) {
 	if pts, _ := vs.List(ctx, col, f); len(pts) != first+1 {
 		t.Fatalf("after snapshot 3 the store holds %d points, want %d (c2's and c3's)", len(pts), first+1)
 	}
-	if *update {
-		record(ctx, t, c, workflows.SnapshotWorkflowID(index.DefaultTenant, repo, 1, true), filepath.Join(pkgDir, "testdata", "snapshot_embed_history.json"))
+	if workflows.Updating() {
+		workflows.RecordHistory(ctx, t, c, workflows.SnapshotWorkflowID(index.DefaultTenant, repo, 1, true), "", filepath.Join(pkgDir, "testdata", "snapshot_embed_history.json"))
 	}
 }
 
@@ -240,7 +240,7 @@ func TestReindexRestoresVectors(t *testing.T) {
 	if ok, err := store.Exists(ctx, workflows.VectorSetKey(index.DefaultTenant, repo, c1)); err != nil || !ok {
 		t.Errorf("vector set written again: %v %v", ok, err)
 	}
-	if *update {
-		record(ctx, t, c, workflows.SnapshotWorkflowID(index.DefaultTenant, repo, 1, true), filepath.Join(pkgDir, "testdata", "snapshot_vector_repair_history.json"))
+	if workflows.Updating() {
+		workflows.RecordHistory(ctx, t, c, workflows.SnapshotWorkflowID(index.DefaultTenant, repo, 1, true), "", filepath.Join(pkgDir, "testdata", "snapshot_vector_repair_history.json"))
 	}
 }

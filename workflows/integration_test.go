@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,16 +24,11 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/server/temporal"
 	"go.temporal.io/server/temporaltest"
 )
-
-var update = flag.Bool("update", false, "record testdata/*_history.json for TestReplay")
 
 // flaky is a blob driver whose HEAD swaps fail while failSwaps > 0. Each
 // failed swap records the HEAD content at that moment.
@@ -399,33 +393,12 @@ func TestPipeline(t *testing.T) {
 	}
 	pb.stop(t)
 
-	if *update {
-		record(ctx, t, c, workflows.SnapshotWorkflowID(index.DefaultTenant, repo, 3, true), filepath.Join(pkgDir, "testdata", "snapshot_history.json"))
+	if workflows.Updating() {
+		workflows.RecordHistory(ctx, t, c, workflows.SnapshotWorkflowID(index.DefaultTenant, repo, 3, true), "", filepath.Join(pkgDir, "testdata", "snapshot_history.json"))
 		// repo_history.json was recorded before the tenant lease and is
 		// kept as it was.
-		record(ctx, t, c, workflows.RepoWorkflowID(index.DefaultTenant, repo), filepath.Join(pkgDir, "testdata", "repo_lease_history.json"))
-		record(ctx, t, c, workflows.LeaseWorkflowID(index.DefaultTenant), filepath.Join(pkgDir, "testdata", "lease_history.json"))
-	}
-}
-
-// record writes the history of a workflow as JSON for the replayer.
-func record(ctx context.Context, t *testing.T, c client.Client, id, file string) {
-	t.Helper()
-	h := &historypb.History{}
-	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		e, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Events = append(h.Events, e)
-	}
-	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(file, data, 0o644); err != nil {
-		t.Fatal(err)
+		workflows.RecordHistory(ctx, t, c, workflows.RepoWorkflowID(index.DefaultTenant, repo), "", filepath.Join(pkgDir, "testdata", "repo_lease_history.json"))
+		workflows.RecordHistory(ctx, t, c, workflows.LeaseWorkflowID(index.DefaultTenant), "", filepath.Join(pkgDir, "testdata", "lease_history.json"))
 	}
 }
 

@@ -272,9 +272,14 @@ func TestTenantLeaseReleasedAtContinueAsNew(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+	var firstRun string // the run that continues as new after its snapshot
 	for _, r := range []string{"first", "second"} {
-		if _, err := SignalPush(ctx, c, Push{Tenant: "eps", Repo: r, Location: "loc/" + r}); err != nil {
+		run, err := SignalPush(ctx, c, Push{Tenant: "eps", Repo: r, Location: "loc/" + r})
+		if err != nil {
 			t.Fatal(err)
+		}
+		if r == "first" {
+			firstRun = run
 		}
 		for ctx.Err() == nil && status(r).State == StateIdle {
 			time.Sleep(20 * time.Millisecond)
@@ -294,6 +299,9 @@ func TestTenantLeaseReleasedAtContinueAsNew(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("eps/second indexed %v after first's snapshot ended", time.Since(start).Round(10*time.Millisecond))
+	if *update {
+		RecordHistory(ctx, t, c, RepoWorkflowID("eps", "first"), firstRun, "testdata/repo_release_history.json")
+	}
 }
 
 // leaseWorker runs RepoWorkflow and the tenant lease on ts with tenant

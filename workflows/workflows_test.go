@@ -516,23 +516,33 @@ func TestReplay(t *testing.T) {
 	for _, tc := range []struct {
 		file string
 		wf   any
+		runs int // snapshotsPerRun when recorded, if not the default
 	}{
-		{"testdata/snapshot_history.json", SnapshotWorkflow},
-		{"testdata/repo_history.json", RepoWorkflow},
-		{"testdata/snapshot_embed_history.json", SnapshotWorkflow},
+		{"testdata/snapshot_history.json", SnapshotWorkflow, 0},
+		{"testdata/repo_history.json", RepoWorkflow, 0},
+		{"testdata/snapshot_embed_history.json", SnapshotWorkflow, 0},
 		// Recorded before local-waits (fan-out and publish local, WaitParse
 		// and Graph through the task queue), and with it.
-		{"testdata/snapshot_local_steps_history.json", SnapshotWorkflow},
-		{"testdata/snapshot_local_waits_history.json", SnapshotWorkflow},
+		{"testdata/snapshot_local_steps_history.json", SnapshotWorkflow, 0},
+		{"testdata/snapshot_local_waits_history.json", SnapshotWorkflow, 0},
 		// Recorded before the tenant lease (repo_history.json) and with it.
-		{"testdata/repo_lease_history.json", RepoWorkflow},
-		{"testdata/lease_history.json", TenantLeaseWorkflow},
+		{"testdata/repo_lease_history.json", RepoWorkflow, 0},
+		{"testdata/lease_history.json", TenantLeaseWorkflow, 0},
 		// A reindex of the published commit recorded before vector-repair
 		// (skipped at once) and with it (the points lost and restored).
-		{"testdata/snapshot_skip_history.json", SnapshotWorkflow},
-		{"testdata/snapshot_vector_repair_history.json", SnapshotWorkflow},
+		{"testdata/snapshot_skip_history.json", SnapshotWorkflow, 0},
+		{"testdata/snapshot_vector_repair_history.json", SnapshotWorkflow, 0},
+		// A run that gave back its tenant slot and continued as new after
+		// one snapshot, waiting for the release's delivery first
+		// (release-delivered; TestTenantLeaseReleasedAtContinueAsNew).
+		{"testdata/repo_release_history.json", RepoWorkflow, 1},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
+			if tc.runs > 0 {
+				old := snapshotsPerRun
+				snapshotsPerRun = tc.runs
+				t.Cleanup(func() { snapshotsPerRun = old })
+			}
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflow(SnapshotWorkflow)
 			r.RegisterWorkflow(RepoWorkflow)
