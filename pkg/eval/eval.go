@@ -96,6 +96,19 @@ type Config struct {
 	model, chunkModel *rank.Model
 }
 
+// loadModel reads a model file bound to the features names ("" is no
+// model).
+func loadModel(path string, names []string) (*rank.Model, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return rank.Parse(data, names)
+}
+
 // ReadConfigs reads a JSON array of configurations (the Config fields by
 // their JSON names) and checks names, arms and scale keys.
 func ReadConfigs(r io.Reader) ([]Config, error) {
@@ -117,27 +130,12 @@ func ReadConfigs(r io.Reader) ([]Config, error) {
 			return nil, fmt.Errorf("eval: configs[%d]: name %q used twice", i, c.Name)
 		}
 		seen[c.Name] = true
-		if c.Model != "" {
-			data, err := os.ReadFile(c.Model)
-			if err != nil {
-				return nil, fmt.Errorf("eval: config %q: %w", c.Name, err)
-			}
-			m, err := rank.Parse(data, query.FeatureNames)
-			if err != nil {
-				return nil, fmt.Errorf("eval: config %q: %w", c.Name, err)
-			}
-			cs[i].model = m
+		var err error
+		if cs[i].model, err = loadModel(c.Model, query.FeatureNames); err != nil {
+			return nil, fmt.Errorf("eval: config %q: %w", c.Name, err)
 		}
-		if c.ChunkModel != "" {
-			data, err := os.ReadFile(c.ChunkModel)
-			if err != nil {
-				return nil, fmt.Errorf("eval: config %q: %w", c.Name, err)
-			}
-			m, err := rank.Parse(data, query.ChunkFeatureNames)
-			if err != nil {
-				return nil, fmt.Errorf("eval: config %q: chunk model: %w", c.Name, err)
-			}
-			cs[i].chunkModel = m
+		if cs[i].chunkModel, err = loadModel(c.ChunkModel, query.ChunkFeatureNames); err != nil {
+			return nil, fmt.Errorf("eval: config %q: chunk model: %w", c.Name, err)
 		}
 		switch c.ChunkRanker {
 		case "", query.RankLearned, query.RankRRF:

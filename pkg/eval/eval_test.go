@@ -269,21 +269,29 @@ func TestConfigModel(t *testing.T) {
 	}
 }
 
-// A task with its merge commit is scored on the changed lines too: the
-// share of the lines the PR changed that the pack shows whole.
-func TestRunChangedLines(t *testing.T) {
-	r := testrepo.New(t)
+// cartTask is a repository whose merge commit changes one line of
+// cart.go's Empty, and its task; before is cart.go at the base commit.
+func cartTask(t *testing.T) (r *testrepo.Repo, tasks []eval.Task, before string) {
+	t.Helper()
+	r = testrepo.New(t)
 	var body strings.Builder
 	body.WriteString("package cart\n")
 	for _, name := range []string{"Total", "Add", "Remove", "Clear", "Count", "Empty"} {
 		body.WriteString("\n// " + name + " does the cart's " + strings.ToLower(name) + ".\nfunc " + name + "(items []int) int {\n\tn := 0\n\tfor _, it := range items {\n\t\tn += it\n\t}\n\treturn n\n}\n")
 	}
-	before := body.String()
+	before = body.String()
 	base := r.Commit("initial", map[string]string{"go.mod": "module example.com/cart\n\ngo 1.22\n", "cart/cart.go": before})
 	after := strings.Replace(before, "func Empty(items []int) int {\n\tn := 0", "func Empty(items []int) int {\n\tn := len(items)", 1)
 	merge := r.Commit("fix Empty", map[string]string{"cart/cart.go": after})
-	tasks := []eval.Task{{ID: "cart-1", Repo: "acme/cart", BaseCommit: base, MergeCommit: merge,
+	tasks = []eval.Task{{ID: "cart-1", Repo: "acme/cart", BaseCommit: base, MergeCommit: merge,
 		Query: "Empty returns the wrong count for an empty cart", GoldFiles: []string{"cart/cart.go"}, Language: "go"}}
+	return r, tasks, before
+}
+
+// A task with its merge commit is scored on the changed lines too: the
+// share of the lines the PR changed that the pack shows whole.
+func TestRunChangedLines(t *testing.T) {
+	r, tasks, _ := cartTask(t)
 	rep, err := eval.Run(context.Background(), tasks, eval.Options{
 		GitDirs: map[string]string{"acme/cart": r.Bare()},
 		Store:   blob.NewMem(),
@@ -308,18 +316,7 @@ func TestRunChangedLines(t *testing.T) {
 // --rank-only (no budgets); a chunk model in a configuration is loaded
 // and checked against the chunk features.
 func TestRunChunkFeatures(t *testing.T) {
-	r := testrepo.New(t)
-	var body strings.Builder
-	body.WriteString("package cart\n")
-	for _, name := range []string{"Total", "Add", "Empty"} {
-		body.WriteString("\n// " + name + " does the cart's " + strings.ToLower(name) + ".\nfunc " + name + "(items []int) int {\n\tn := 0\n\treturn n\n}\n")
-	}
-	before := body.String()
-	base := r.Commit("initial", map[string]string{"go.mod": "module example.com/cart\n\ngo 1.22\n", "cart/cart.go": before})
-	after := strings.Replace(before, "func Empty(items []int) int {\n\tn := 0", "func Empty(items []int) int {\n\tn := len(items)", 1)
-	merge := r.Commit("fix Empty", map[string]string{"cart/cart.go": after})
-	tasks := []eval.Task{{ID: "cart-1", Repo: "acme/cart", BaseCommit: base, MergeCommit: merge,
-		Query: "Empty returns the wrong count for an empty cart", GoldFiles: []string{"cart/cart.go"}, Language: "go"}}
+	r, tasks, before := cartTask(t)
 	dir := t.TempDir()
 	model := filepath.Join(dir, "chunk.json")
 	if err := os.WriteFile(model, []byte(`{"kind":"linear","features":["log_lines","cover"],"mean":[0,0],"scale":[1,1],"weights":[1,1]}`), 0o644); err != nil {

@@ -130,30 +130,36 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	opt := eval.Options{GitDirs: dirs, Store: store, Budgets: budgets, RankOnly: *rankOnly, Configs: configs, Progress: stderr, Embedder: kit.emb, ShardBytes: *shardBytes}
-	if *featureFile != "" {
-		ff, err := os.Create(*featureFile)
-		if err != nil {
-			return fmt.Errorf("eval: %w", err)
+	var dumps []*dumpFile
+	defer func() {
+		for _, d := range dumps {
+			d.f.Close() // after an error; finish closed the others
 		}
-		defer ff.Close()
-		bw := bufio.NewWriter(ff)
-		defer bw.Flush()
-		opt.Features = bw
-	}
-	if *chunkFile != "" {
-		cf, err := os.Create(*chunkFile)
-		if err != nil {
-			return fmt.Errorf("eval: %w", err)
+	}()
+	for _, d := range []struct {
+		path string
+		to   *io.Writer
+	}{{*featureFile, &opt.Features}, {*chunkFile, &opt.ChunkFeatures}} {
+		if d.path == "" {
+			continue
 		}
-		defer cf.Close()
-		bw := bufio.NewWriter(cf)
-		defer bw.Flush()
-		opt.ChunkFeatures = bw
+		df, err := createDump(d.path)
+		if err != nil {
+			return err
+		}
+		dumps = append(dumps, df)
+		*d.to = df.w
 	}
 	rep, err := eval.Run(ctx, tasks, opt)
 	if err != nil {
 		return err
 	}
+	for _, d := range dumps {
+		if err := d.finish(); err != nil {
+			return err
+		}
+	}
+	dumps = nil
 	budgets = rep.Budgets
 	fmt.Fprintf(stdout, "## overall (%d tasks)\n\n%s\n", len(tasks), eval.FormatTable(rep.Overall, budgets))
 	if len(rep.Failed) > 0 {
@@ -174,6 +180,33 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err := eval.WriteReport(*out, rep); err != nil {
 			return fmt.Errorf("eval: write report: %w", err)
 		}
+	}
+	return nil
+}
+
+// dumpFile is a JSONL dump of an eval run (--features, --chunk-features).
+type dumpFile struct {
+	f *os.File
+	w *bufio.Writer
+}
+
+func createDump(path string) (*dumpFile, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	return &dumpFile{f: f, w: bufio.NewWriter(f)}, nil
+}
+
+// finish flushes and closes the dump: a failed write is an error, not a
+// short file.
+func (d *dumpFile) finish() error {
+	err := d.w.Flush()
+	if cerr := d.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
 	}
 	return nil
 }
