@@ -2,6 +2,8 @@ package natsq_test
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,5 +68,84 @@ func TestHandBackSurvivesRestart(t *testing.T) {
 		}
 	case <-time.After(ackWait + 10*time.Second):
 		t.Fatalf("handed-back message not redelivered within %v of the restart", ackWait+10*time.Second)
+	}
+}
+
+// TestRetrySurvivesRestart: a message whose handler failed with a
+// retryable error, without a retry delay, is handed back for a retry; its
+// worker moves on to another share's message, and the server restarts
+// before anything pulled the failed message again. The server started
+// again on the same directory redelivers it at once, not after the ack
+// wait.
+func TestRetrySurvivesRestart(t *testing.T) {
+	const ackWait = 30 * time.Second
+	dir := t.TempDir()
+	s, err := natsq.StartEmbedded(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := natsq.Connect(t.Context(), s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No Backoff: a failed message is retried at once. One worker: it
+	// takes t1's message, then t2's (the shares' turn order), and holds
+	// t2's until the restart, so nothing pulls t1's again before it.
+	cfg := queue.Config{Stage: "parse", AckWait: ackWait, Workers: 1}
+	if d := cfg.RetryDelay(1); d != 0 {
+		t.Fatalf("RetryDelay(1) = %v, want 0", d)
+	}
+	publish(t, q, "parse", "t1.a", "fails", "job-a")
+	publish(t, q, "parse", "t2.b", "holds", "job-b")
+	failed, held := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	stop := consume(t, q, cfg, func(ctx context.Context, m queue.Message) error {
+		if m.Subject == "t1.a" {
+			once.Do(func() { close(failed) })
+			return errors.New("store unavailable")
+		}
+		close(held)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	for _, ch := range []chan struct{}{failed, held} {
+		select {
+		case <-ch:
+		case <-time.After(patience):
+			t.Fatal("the failing message, then the held one, were never delivered")
+		}
+	}
+	// Right after the failure, as `up` stops: the workers, the connection,
+	// then the server.
+	stop()
+	q.Close()
+	s.Shutdown()
+
+	s, err = natsq.StartEmbedded(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	q = connect(t, s)
+	start := time.Now()
+	got := make(chan int, 1)
+	consume(t, q, cfg, func(_ context.Context, m queue.Message) error {
+		if m.Subject == "t1.a" {
+			select {
+			case got <- m.Deliveries:
+			default:
+			}
+		}
+		return nil
+	})
+	select {
+	case n := <-got:
+		d := time.Since(start)
+		t.Logf("retry redelivered %v after the restart (delivery %d)", d.Round(time.Millisecond), n)
+		if d > 5*time.Second {
+			t.Errorf("retried message redelivered %v after the restart, want well under the ack wait %v", d, ackWait)
+		}
+	case <-time.After(ackWait + 10*time.Second):
+		t.Fatalf("retried message not redelivered within %v of the restart", ackWait+10*time.Second)
 	}
 }

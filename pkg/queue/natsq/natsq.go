@@ -8,7 +8,10 @@
 // consumer per share (fair.go): a share with a thousand messages queued
 // delays another's next one by about one message per worker, not by a
 // thousand.
-// Failed messages are retried with queue.Config.Backoff (as a Nak delay);
+// Failed messages are retried after queue.Config.Backoff by a nak with
+// that delay (none: about 10 ms), sent as a request: answered once the
+// server stored it, a retry survives a server restart or a process that
+// stops right after it (nakAfter);
 // a message whose last allowed delivery fails is copied to the stream
 // CODECTX_DLQ (subject codectx_dlq.<stage>[.<subject>], headers Codectx-*)
 // and acked; a queue.Permanent error dead-letters at once. A message whose
@@ -453,7 +456,7 @@ func (q *Queue) work(ctx context.Context, cfg queue.Config, t *turns, h queue.Ha
 func (q *Queue) handle(ctx context.Context, cfg queue.Config, msg jetstream.Msg, h queue.Handler) (d time.Duration, again bool) {
 	md, err := msg.Metadata()
 	if err != nil {
-		msg.Nak()
+		q.nakAfter(msg, 0)
 		return 0, true
 	}
 	stage := cfg.Stage
@@ -483,7 +486,7 @@ func (q *Queue) handle(ctx context.Context, cfg queue.Config, msg jetstream.Msg,
 		}
 		q.notify(stage, m, false)
 	case ctx.Err() != nil:
-		q.handBack(msg) // shutting down: hand it to another worker now
+		q.nakAfter(msg, 0) // shutting down: hand it to another worker now
 		return 0, true
 	case queue.IsPermanent(err):
 		q.deadLetter(ctx, stage, m, md.Sequence.Stream, msg, queue.CausePermanent, err.Error())
@@ -496,42 +499,42 @@ func (q *Queue) handle(ctx context.Context, cfg queue.Config, msg jetstream.Msg,
 	default:
 		q.retried.Add(1)
 		d := cfg.RetryDelay(m.Deliveries)
-		if d > 0 {
-			msg.NakWithDelay(d)
-		} else {
-			msg.Nak()
-		}
+		q.nakAfter(msg, d)
 		return d, true
 	}
 	return 0, false
 }
 
-// handBack returns msg, whose handler stopped with its consumer, for
-// redelivery at once: to another worker now, or to this process's
-// workers after a restart. A plain Nak only puts the message on the
-// consumer's redelivery list in the server's memory: a server stopped
-// before a consumer pulled the message again forgot it, and after the
-// restart the message waited out its ack wait (30 s by default). A nak
-// with a delay moves the message's delivery time back in the consumer's
-// stored state, which a restart keeps. Nak does not wait for the server,
-// and the connection and the server close right after the workers stop:
-// sent as a request, the nak is answered once the server has applied it.
-func (q *Queue) handBack(msg jetstream.Msg) {
-	ctx, cancel := context.WithTimeout(context.Background(), handBackWait)
+// nakAfter returns msg for redelivery after d, at least nakMin: to a
+// worker of any process, or to this process's workers after a server
+// restart. A plain Nak only puts the message on the consumer's redelivery
+// list in the server's memory: a server stopped before a consumer pulled
+// the message again forgot it, and after the restart the message waited
+// out its ack wait (30 s by default). A nak with a delay moves the
+// message's delivery time back in the consumer's stored state, which a
+// restart keeps (to the second: a retry may come back up to a second
+// early after a restart). Nak and NakWithDelay do not wait for the
+// server, and a process may close its connection (and its embedded
+// server) right after a handler returns: sent as a request, the nak is
+// answered once the server has applied it.
+func (q *Queue) nakAfter(msg jetstream.Msg, d time.Duration) {
+	d = max(d, nakMin)
+	ctx, cancel := context.WithTimeout(context.Background(), nakWait)
 	defer cancel()
-	body := fmt.Sprintf(`-NAK {"delay": %d}`, handBackDelay.Nanoseconds())
+	body := fmt.Sprintf(`-NAK {"delay": %d}`, d.Nanoseconds())
 	if _, err := q.nc.RequestWithContext(ctx, msg.Reply(), []byte(body)); err != nil {
-		msg.Nak() // unanswered (an older server, a lost reply): at least this
+		msg.NakWithDelay(d) // unanswered (an older server, a lost reply): at least this
 	}
 }
 
 const (
-	// handBackDelay is the delay of a hand-back's nak: short, and not
-	// zero (a nak without a delay is a plain one, not stored).
-	handBackDelay = time.Millisecond
-	// handBackWait bounds the wait for the server's answer to a
-	// hand-back, which holds up the consumer's stop.
-	handBackWait = 2 * time.Second
+	// nakMin is the shortest delay of a nak: not zero (a nak without a
+	// delay is a plain one, not stored). The server redelivers such a
+	// message within about 10 ms, when it next checks its pending ones.
+	nakMin = time.Millisecond
+	// nakWait bounds the wait for the server's answer to a nak, which
+	// holds up the worker (and, for a hand-back, the consumer's stop).
+	nakWait = 2 * time.Second
 )
 
 // panicError is a recovered handler panic.
