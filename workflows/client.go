@@ -90,10 +90,28 @@ type IndexRepoInput struct {
 	Tenant, Location string
 }
 
+// indexRepoTries is how many attempts of IndexRepo (its push refused or
+// its snapshot failed) OrgWorkflow makes before it gives a repository up.
+// An attempt its worker's stop cut short counts too, so after stops fewer
+// failures are retried; orgAttempts bounds the stops.
+const indexRepoTries = 3
+
 // IndexRepo pushes the location's HEAD to its RepoWorkflow and waits,
 // heartbeating, until a finished snapshot covers that push. It fails if
-// that snapshot failed.
+// that snapshot failed: retryably before attempt indexRepoTries, then for
+// good. A stop of its worker ends the wait at once (errStopping): the
+// next attempt pushes again, which a snapshot in progress covers.
 func (a *Activities) IndexRepo(ctx context.Context, in IndexRepoInput) (RepoStatus, error) {
+	st, err := a.indexRepo(ctx, in)
+	var app *temporal.ApplicationError
+	if err != nil && !(errors.As(err, &app) && app.Type() == errWorkerStopping) &&
+		activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt >= indexRepoTries {
+		return st, temporal.NewNonRetryableApplicationError(err.Error(), "IndexRepoFailed", nil)
+	}
+	return st, err
+}
+
+func (a *Activities) indexRepo(ctx context.Context, in IndexRepoInput) (RepoStatus, error) {
 	c := activity.GetClient(ctx)
 	tenant := in.Tenant
 	if tenant == "" {
@@ -125,6 +143,8 @@ func (a *Activities) IndexRepo(ctx context.Context, in IndexRepoInput) (RepoStat
 		select {
 		case <-ctx.Done():
 			return RepoStatus{}, ctx.Err()
+		case <-stopping(ctx):
+			return RepoStatus{}, errStopping()
 		case <-tick.C:
 		}
 	}

@@ -607,6 +607,13 @@ func restoreVectors(ctx workflow.Context, plan SnapshotPlan, prog *SnapshotProgr
 	return nil
 }
 
+// orgAttempts bounds the attempts of one repository's IndexRepo in
+// OrgWorkflow: IndexRepo itself gives up after indexRepoTries failures;
+// the rest are attempts its worker's stops cut short. (Options of an
+// activity are not part of a workflow's history checks: runs begun with
+// the earlier bound of 3 replay.)
+const orgAttempts = 20
+
 // OrgInput lists the repositories of a tenant to index.
 type OrgInput struct {
 	Tenant      string
@@ -625,7 +632,7 @@ func OrgWorkflow(ctx workflow.Context, in OrgInput) error {
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 24 * time.Hour, HeartbeatTimeout: time.Minute, RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 3,
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: orgAttempts,
 		},
 	})
 	var errs []error
