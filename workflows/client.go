@@ -100,11 +100,11 @@ const indexRepoTries = 3
 // heartbeating, until a finished snapshot covers that push. It fails if
 // that snapshot failed: retryably before attempt indexRepoTries, then for
 // good. A stop of its worker ends the wait at once (errStopping): the
-// next attempt pushes again, which a snapshot in progress covers.
+// next attempt waits for the same push (resumed).
 func (a *Activities) IndexRepo(ctx context.Context, in IndexRepoInput) (RepoStatus, error) {
 	st, err := a.indexRepo(ctx, in)
 	var app *temporal.ApplicationError
-	if err != nil && !(errors.As(err, &app) && app.Type() == errWorkerStopping) &&
+	if err != nil && ctx.Err() == nil && !(errors.As(err, &app) && app.Type() == errWorkerStopping) &&
 		activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt >= indexRepoTries {
 		return st, temporal.NewNonRetryableApplicationError(err.Error(), "IndexRepoFailed", nil)
 	}
@@ -118,18 +118,25 @@ func (a *Activities) indexRepo(ctx context.Context, in IndexRepoInput) (RepoStat
 		tenant = index.DefaultTenant
 	}
 	repo := pipeline.RepoName(in.Location)
-	if _, err := SignalPush(ctx, c, Push{Tenant: tenant, Repo: repo, Location: in.Location}); err != nil {
-		return RepoStatus{}, err
+	// want is the count of pushes received once this one was (0: not yet
+	// known), recorded in the heartbeat: an attempt after one its worker's
+	// stop cut short waits for the same push rather than pushing again,
+	// which would cost the repository another snapshot (the one in
+	// progress covers only what it had received when it began).
+	want := resumed(ctx, c, tenant, repo)
+	if want == 0 {
+		if _, err := SignalPush(ctx, c, Push{Tenant: tenant, Repo: repo, Location: in.Location}); err != nil {
+			return RepoStatus{}, err
+		}
 	}
 	// Queries see every signal delivered before them, so the first answer's
 	// Received counts this push.
-	want := -1
 	tick := time.NewTicker(a.poll())
 	defer tick.Stop()
 	for {
 		st, err := Status(ctx, c, tenant, repo)
 		if err == nil {
-			if want < 0 {
+			if want == 0 {
 				want = st.Received
 			}
 			if st.Covered >= want {
@@ -148,6 +155,25 @@ func (a *Activities) indexRepo(ctx context.Context, in IndexRepoInput) (RepoStat
 		case <-tick.C:
 		}
 	}
+}
+
+// resumed is the push count an earlier attempt of this IndexRepo recorded
+// in its heartbeat, if the repository's workflow still counts it and has
+// not yet answered it with a failure (a failed snapshot is pushed again);
+// 0 means push.
+func resumed(ctx context.Context, c client.Client, tenant, repo string) int {
+	if !activity.IsActivity(ctx) || !activity.HasHeartbeatDetails(ctx) {
+		return 0
+	}
+	var want int
+	if err := activity.GetHeartbeatDetails(ctx, &want); err != nil || want <= 0 {
+		return 0
+	}
+	st, err := Status(ctx, c, tenant, repo)
+	if err != nil || st.Received < want || (st.Covered >= want && st.LastError != "") {
+		return 0 // a new run of the workflow, or the push failed: push again
+	}
+	return want
 }
 
 // EnsureReconcileSchedule creates (or updates) the Temporal schedule id

@@ -83,7 +83,7 @@ func TestWaitsEndWhenWorkerStops(t *testing.T) {
 // IndexRepo, waiting in OrgWorkflow for a repository's snapshot, ends as
 // soon as its worker begins to stop instead of holding the stop for the
 // worker's stop timeout (10 s, as the roles and up set it); the org index
-// still completes on the next worker.
+// still completes on the next worker, with no second snapshot.
 func TestOrgIndexStopsPromptly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Temporal server")
@@ -91,8 +91,12 @@ func TestOrgIndexStopsPromptly(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ts, c := temporalTest(t)
+	var snapshots atomic.Int32
 	start := func() worker.Worker {
 		return orgWorker(ts, func(ctx workflow.Context, in SnapshotInput) (SnapshotResult, error) {
+			if !workflow.IsReplaying(ctx) {
+				snapshots.Add(1)
+			}
 			if err := workflow.Sleep(ctx, 3*time.Second); err != nil {
 				return SnapshotResult{}, err
 			}
@@ -126,6 +130,11 @@ func TestOrgIndexStopsPromptly(t *testing.T) {
 	start()
 	if err := run.Get(ctx, nil); err != nil {
 		t.Fatalf("org index after the stop: %v", err)
+	}
+	// The next attempt waited for the same push: one snapshot, not a
+	// second for a push made again.
+	if n := snapshots.Load(); n != 1 {
+		t.Errorf("%d snapshots of %s, want 1", n, loc)
 	}
 }
 

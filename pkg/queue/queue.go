@@ -40,7 +40,7 @@ type Config struct {
 	Stage      string          // stage name: [a-z0-9_]+, e.g. "parse"
 	AckWait    time.Duration   // redeliver if neither acked nor heartbeated for this long; default 30s
 	MaxDeliver int             // handler attempts before dead-lettering; default 5
-	Backoff    []time.Duration // delay before retry n (last value repeats); none = at once (about 10 ms on NATS, where a retry is stored)
+	Backoff    []time.Duration // delay before retry n (last value repeats); none = at once (on NATS 10 ms or more: the server takes a stored retry back at its next check of pending ones, later under load)
 	Workers    int             // concurrent handlers; default 1
 }
 
