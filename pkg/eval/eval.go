@@ -87,9 +87,11 @@ type Config struct {
 	// Supertypes: first-stage candidate lists measured for recall.
 	ClassNames bool `json:"class_names,omitempty"`
 	Supertypes bool `json:"supertypes,omitempty"`
-	// ChunkRanker is query.Request.ChunkRanker ("rrf": the fused order
-	// inside each file) and ChunkModel a chunk model file
-	// (scripts/train-chunks.py's output) in place of the shipped one.
+	// ChunkModel is a chunk model file (scripts/train-chunks.py's output)
+	// that orders the chunks inside each top file; none is shipped, so
+	// without it a file's chunks keep the fused order. ChunkRanker is
+	// query.Request.ChunkRanker: "rrf" keeps the fused order even with a
+	// model, "learned" asks for the model (and needs ChunkModel).
 	ChunkRanker string `json:"chunk_ranker,omitempty"`
 	ChunkModel  string `json:"chunk_model,omitempty"`
 
@@ -138,7 +140,11 @@ func ReadConfigs(r io.Reader) ([]Config, error) {
 			return nil, fmt.Errorf("eval: config %q: chunk model: %w", c.Name, err)
 		}
 		switch c.ChunkRanker {
-		case "", query.RankLearned, query.RankRRF:
+		case "", query.RankRRF:
+		case query.RankLearned:
+			if c.ChunkModel == "" {
+				return nil, fmt.Errorf("eval: config %q: chunk ranker %q needs a chunk_model (none is shipped)", c.Name, c.ChunkRanker)
+			}
 		default:
 			return nil, fmt.Errorf("eval: config %q: unknown chunk ranker %q", c.Name, c.ChunkRanker)
 		}
@@ -561,7 +567,8 @@ type ChunkDump struct {
 }
 
 // ChunkEntry is one chunk of a ChunkDump: its lines, the changed lines it
-// holds and its features.
+// shows emitted whole (an outline shows none of its members') and its
+// features.
 type ChunkEntry struct {
 	Start int       `json:"start"`
 	End   int       `json:"end"`
@@ -579,6 +586,7 @@ func dumpChunks(w io.Writer, seg *segment.Segment, t Task, c Config, rk *query.R
 			rank[f.Path] = i + 1
 		}
 	}
+	sh := newShown(seg, changed)
 	by := map[string]*ChunkDump{}
 	var order []string
 	for _, cc := range rk.Chunks {
@@ -596,7 +604,7 @@ func dumpChunks(w io.Writer, seg *segment.Segment, t Task, c Config, rk *query.R
 		ch := seg.Chunks[cc.ID]
 		e := ChunkEntry{Start: ch.StartLine, End: ch.EndLine, X: cc.X}
 		for _, l := range lines {
-			if l >= ch.StartLine && l <= ch.EndLine {
+			if sh.holds(cc.Path, ch.StartLine, ch.EndLine, l) {
 				e.Hits++
 			}
 		}
@@ -645,6 +653,10 @@ func runQuery(ctx context.Context, seg *segment.Segment, dn query.Dense, t Task,
 		return res, nil, err
 	}
 	res.Trigger = string(rk.Class.Trigger)
+	var sh *shown
+	if len(budgets) > 0 && len(changed) > 0 {
+		sh = newShown(seg, changed)
+	}
 	for i, b := range budgets {
 		req.Budget = b
 		resp := eng.Pack(rk, req)
@@ -656,7 +668,7 @@ func runQuery(ctx context.Context, seg *segment.Segment, dn query.Dense, t Task,
 			files[ch.Path] = true
 		}
 		res.Recall[b] = recall(t.GoldFiles, files)
-		if l, ok := lineRecall(changed, resp.Chunks); ok {
+		if l, ok := lineRecall(changed, resp.Chunks, sh); ok {
 			if res.Lines == nil {
 				res.Lines = map[int]float64{}
 			}

@@ -138,6 +138,7 @@ func TestReadConfigs(t *testing.T) {
 		"negative":      `[{"name":"a","scale":{"graph":-1}}]`,
 		"unknown field": `[{"name":"a","weights":{}}]`,
 		"chunk ranker":  `[{"name":"a","chunk_ranker":"best"}]`,
+		"chunk learned": `[{"name":"a","chunk_ranker":"learned"}]`,
 		"chunk model":   `[{"name":"a","chunk_model":"no/such/model.json"}]`,
 	}
 	for what, in := range bad {

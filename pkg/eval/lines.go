@@ -13,14 +13,16 @@ import (
 
 	"codectx/pkg/pack"
 	"codectx/pkg/query"
+	"codectx/pkg/segment"
 )
 
 // Changed-line recall. File recall counts a gold file packed as soon as
 // any chunk of it is, even a struct two lines long at the other end of
 // the file from the change. What an agent needs is the code the change
 // touches: the share of the PR's changed lines, in base-commit line
-// numbers, that lie inside a chunk the pack emitted whole (a stub shows
-// no body, so it covers none). A deleted or modified line counts once;
+// numbers, that a chunk the pack emitted whole shows (a stub shows no
+// body, so it covers none; a class emitted as an outline shows its own
+// lines, not its members' bodies). A deleted or modified line counts once;
 // lines inserted between two base lines count as one, at the line before
 // them (the first line when at the top). Gold files the PR added have no
 // base lines and are left out; a task with none is left out of the mean.
@@ -115,9 +117,68 @@ func diffLines(before, after string) []int {
 	return slices.Compact(out)
 }
 
-// lineRecall is the share of changed's lines inside a chunk emitted whole;
-// ok is false when there are none.
-func lineRecall(changed map[string][]int, chunks []query.Chunk) (float64, bool) {
+// shown tells which lines of a chunk the pack shows when it emits the
+// chunk whole: all of its range, except for a container emitted as an
+// outline (a class, interface, impl), whose members are cut to their
+// declarations: it shows only the lines outside its members' chunks.
+type shown struct {
+	outlines map[span][]span // by outline chunk: its members' spans
+}
+
+type span struct {
+	path       string
+	start, end int
+}
+
+// newShown reads the outline chunks of the changed files from seg.
+func newShown(seg *segment.Segment, changed map[string][]int) *shown {
+	s := &shown{outlines: map[span][]span{}}
+	by := map[string][]int{}
+	for i := range seg.Chunks {
+		if p := seg.Chunks[i].Path; len(changed[p]) > 0 {
+			by[p] = append(by[p], i)
+		}
+	}
+	for p, ids := range by {
+		for _, i := range ids {
+			c := &seg.Chunks[i]
+			if c.EndByte-c.StartByte == len(c.Body) {
+				continue
+			}
+			o := span{p, c.StartLine, c.EndLine}
+			var members []span
+			for _, j := range ids {
+				m := &seg.Chunks[j]
+				if j != i && m.StartLine >= c.StartLine && m.EndLine <= c.EndLine && (m.StartLine != c.StartLine || m.EndLine != c.EndLine) {
+					members = append(members, span{p, m.StartLine, m.EndLine})
+				}
+			}
+			s.outlines[o] = members
+		}
+	}
+	return s
+}
+
+// holds reports whether the chunk of path spanning start-end, emitted
+// whole, shows line.
+func (s *shown) holds(path string, start, end, line int) bool {
+	if line < start || line > end {
+		return false
+	}
+	if s == nil {
+		return true
+	}
+	for _, m := range s.outlines[span{path, start, end}] {
+		if m.start <= line && line <= m.end {
+			return false
+		}
+	}
+	return true
+}
+
+// lineRecall is the share of changed's lines that a chunk emitted whole
+// shows (sh; nil: its whole range); ok is false when there are none.
+func lineRecall(changed map[string][]int, chunks []query.Chunk, sh *shown) (float64, bool) {
 	total := 0
 	for _, ls := range changed {
 		total += len(ls)
@@ -129,7 +190,7 @@ func lineRecall(changed map[string][]int, chunks []query.Chunk) (float64, bool) 
 	for p, ls := range changed {
 		for _, l := range ls {
 			for _, ch := range chunks {
-				if ch.Path == p && ch.Granularity == string(pack.Full) && ch.StartLine <= l && l <= ch.EndLine {
+				if ch.Path == p && ch.Granularity == string(pack.Full) && sh.holds(p, ch.StartLine, ch.EndLine, l) {
 					covered++
 					break
 				}

@@ -34,7 +34,7 @@ var ChunkFeatureNames = []string{
 	"outline",    // a container emitted as an outline
 	"has_doc",    // a doc comment
 	"name_words", // share of the chunk name's words among the query's terms
-	"name_exact", // the name's last part spelled in the query
+	"name_exact", // the name's last part is one of the query's terms
 	"cover",      // idf share of the query's terms the chunk holds
 	"cover_rel",  // cover over the file's best cover
 	"first",      // the file's first chunk in line order among the candidates
@@ -120,7 +120,6 @@ func (e *Engine) chunkFeatures(q string, lists []fusion.Ranked, bm25 []float64, 
 	for _, t := range terms {
 		qset[t] = true
 	}
-	lq := strings.ToLower(q)
 	for i := range cands {
 		c := &seg.Chunks[cands[i].ID]
 		x := cands[i].X
@@ -139,23 +138,7 @@ func (e *Engine) chunkFeatures(q string, lists []fusion.Ranked, bm25 []float64, 
 			x[col["cover"]] = hold[i] / total
 		}
 		if c.Name != "" && c.Kind != codectx.KindModule {
-			last := c.Name
-			if k := strings.LastIndexAny(last, ".:)"); k >= 0 {
-				last = last[k+1:]
-			}
-			words := tokenize.Split(last)
-			n := 0
-			for _, w := range words {
-				if qset[w] {
-					n++
-				}
-			}
-			if len(words) > 0 {
-				x[col["name_words"]] = float64(n) / float64(len(words))
-			}
-			if len(last) >= 4 && strings.Contains(lq, strings.ToLower(last)) {
-				x[col["name_exact"]] = 1
-			}
+			x[col["name_words"]], x[col["name_exact"]] = nameFeatures(c.Name, qset)
 		}
 	}
 
@@ -201,6 +184,34 @@ func (e *Engine) chunkFeatures(q string, lists []fusion.Ranked, bm25 []float64, 
 		}
 	}
 	return cands
+}
+
+// nameFeatures are a chunk name's name_words and name_exact against the
+// query's terms qset (tokenize.QueryTokens): the name's last part is made
+// into terms as the query is (stemmed, stopwords dropped), the whole
+// identifier first, then its parts.
+func nameFeatures(name string, qset map[string]bool) (words, exact float64) {
+	last := name
+	if k := strings.LastIndexAny(last, ".:)"); k >= 0 {
+		last = last[k+1:]
+	}
+	terms := tokenize.QueryTokens(last)
+	if len(terms) == 0 {
+		return 0, 0
+	}
+	if len(last) >= 4 && qset[terms[0]] {
+		exact = 1 // the identifier itself, not a word holding it
+	}
+	if len(terms) > 1 {
+		terms = terms[1:]
+	}
+	n := 0
+	for _, w := range terms {
+		if qset[w] {
+			n++
+		}
+	}
+	return float64(n) / float64(len(terms)), exact
 }
 
 // chunkOrder scores the candidates with score and gives each file's chunks

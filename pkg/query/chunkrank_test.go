@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"codectx/pkg/query/rank"
+	"codectx/pkg/tokenize"
 )
 
 // chunkFixture is a package whose file hook.go holds a short type and
@@ -152,5 +153,30 @@ func TestChunkModelOrdersInsideFiles(t *testing.T) {
 	}
 	if got, _ := lines(kept, "hook/hook.go"); !slices.Equal(got, fl) {
 		t.Errorf("rrf chunk ranker: lines %v, want the fused order %v", got, fl)
+	}
+}
+
+func TestNameFeatures(t *testing.T) {
+	for _, tc := range []struct {
+		name, query  string
+		words, exact float64
+	}{
+		{"removeItems", "remove items from the cart", 1, 0},
+		{"Cart.removeItems", "call removeItems twice", 1, 1},
+		{"parseHTTPHeaders", "parse http headers", 1, 0},
+		{"isEmpty", "the cart is empty", 1, 0},
+		{"add_entries", "add entries", 1, 0},
+		{"Count", "the account total", 0, 0},
+		{"Count", "count the items", 1, 1},
+		{"(*Router).Mount", "mount a router", 1, 1},
+		{"flushBuffer", "flush on close", 0.5, 0},
+	} {
+		qset := map[string]bool{}
+		for _, w := range tokenize.QueryTokens(tc.query) {
+			qset[w] = true
+		}
+		if w, e := nameFeatures(tc.name, qset); w != tc.words || e != tc.exact {
+			t.Errorf("%s against %q: name_words %v, name_exact %v; want %v, %v", tc.name, tc.query, w, e, tc.words, tc.exact)
+		}
 	}
 }

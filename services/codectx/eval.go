@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -131,11 +132,6 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	opt := eval.Options{GitDirs: dirs, Store: store, Budgets: budgets, RankOnly: *rankOnly, Configs: configs, Progress: stderr, Embedder: kit.emb, ShardBytes: *shardBytes}
 	var dumps []*dumpFile
-	defer func() {
-		for _, d := range dumps {
-			d.f.Close() // after an error; finish closed the others
-		}
-	}()
 	for _, d := range []struct {
 		path string
 		to   *io.Writer
@@ -145,21 +141,17 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		df, err := createDump(d.path)
 		if err != nil {
-			return err
+			return errors.Join(err, finishDumps(dumps))
 		}
 		dumps = append(dumps, df)
 		*d.to = df.w
 	}
 	rep, err := eval.Run(ctx, tasks, opt)
-	if err != nil {
+	// The dumps keep every whole line written, also when the run failed
+	// or was interrupted.
+	if err := errors.Join(err, finishDumps(dumps)); err != nil {
 		return err
 	}
-	for _, d := range dumps {
-		if err := d.finish(); err != nil {
-			return err
-		}
-	}
-	dumps = nil
 	budgets = rep.Budgets
 	fmt.Fprintf(stdout, "## overall (%d tasks)\n\n%s\n", len(tasks), eval.FormatTable(rep.Overall, budgets))
 	if len(rep.Failed) > 0 {
@@ -196,6 +188,15 @@ func createDump(path string) (*dumpFile, error) {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
 	return &dumpFile{f: f, w: bufio.NewWriter(f)}, nil
+}
+
+// finishDumps finishes every dump and reports their errors.
+func finishDumps(dumps []*dumpFile) error {
+	var errs []error
+	for _, d := range dumps {
+		errs = append(errs, d.finish())
+	}
+	return errors.Join(errs...)
 }
 
 // finish flushes and closes the dump: a failed write is an error, not a
