@@ -41,34 +41,7 @@ func TestHandBackSurvivesRestart(t *testing.T) {
 	}
 	// As `up` stops: the workers first, then the connection, then the
 	// server.
-	stop()
-	q.Close()
-	s.Shutdown()
-
-	s, err = natsq.StartEmbedded(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Shutdown)
-	q = connect(t, s)
-	start := time.Now()
-	got := make(chan int, 1)
-	consume(t, q, cfg, func(_ context.Context, m queue.Message) error {
-		select {
-		case got <- m.Deliveries:
-		default:
-		}
-		return nil
-	})
-	select {
-	case n := <-got:
-		t.Logf("redelivered %v after the restart (delivery %d)", time.Since(start).Round(time.Millisecond), n)
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("handed-back message redelivered %v after the restart, want well under the ack wait %v", d, ackWait)
-		}
-	case <-time.After(ackWait + 10*time.Second):
-		t.Fatalf("handed-back message not redelivered within %v of the restart", ackWait+10*time.Second)
-	}
+	redeliveredAfterRestart(t, dir, s, q, stop, cfg, "t1.a", "handed-back message")
 }
 
 // TestRetrySurvivesRestart: a message whose handler failed with a
@@ -117,11 +90,19 @@ func TestRetrySurvivesRestart(t *testing.T) {
 	}
 	// Right after the failure, as `up` stops: the workers, the connection,
 	// then the server.
+	redeliveredAfterRestart(t, dir, s, q, stop, cfg, "t1.a", "retried message")
+}
+
+// redeliveredAfterRestart stops the workers (stop), closes q and the
+// server s, starts the server again on dir and checks that the message of
+// subject comes back well before cfg's ack wait.
+func redeliveredAfterRestart(t *testing.T, dir string, s *natsq.Server, q *natsq.Queue, stop func(), cfg queue.Config, subject, what string) {
+	t.Helper()
 	stop()
 	q.Close()
 	s.Shutdown()
 
-	s, err = natsq.StartEmbedded(dir)
+	s, err := natsq.StartEmbedded(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +111,7 @@ func TestRetrySurvivesRestart(t *testing.T) {
 	start := time.Now()
 	got := make(chan int, 1)
 	consume(t, q, cfg, func(_ context.Context, m queue.Message) error {
-		if m.Subject == "t1.a" {
+		if m.Subject == subject {
 			select {
 			case got <- m.Deliveries:
 			default:
@@ -141,11 +122,11 @@ func TestRetrySurvivesRestart(t *testing.T) {
 	select {
 	case n := <-got:
 		d := time.Since(start)
-		t.Logf("retry redelivered %v after the restart (delivery %d)", d.Round(time.Millisecond), n)
+		t.Logf("%s redelivered %v after the restart (delivery %d)", what, d.Round(time.Millisecond), n)
 		if d > 5*time.Second {
-			t.Errorf("retried message redelivered %v after the restart, want well under the ack wait %v", d, ackWait)
+			t.Errorf("%s redelivered %v after the restart, want well under the ack wait %v", what, d, cfg.AckWait)
 		}
-	case <-time.After(ackWait + 10*time.Second):
-		t.Fatalf("retried message not redelivered within %v of the restart", ackWait+10*time.Second)
+	case <-time.After(cfg.AckWait + 10*time.Second):
+		t.Fatalf("%s not redelivered within %v of the restart", what, cfg.AckWait+10*time.Second)
 	}
 }
