@@ -59,29 +59,14 @@ func TestUpStopsPromptlyWhileWaiting(t *testing.T) {
 	if _, err := cl.Index(ctx, api.IndexRequest{Repo: "lib", Location: lib.Dir}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-graphHeld:
-	case <-time.After(time.Minute):
-		t.Fatalf("lib's graph job never started\nstderr:\n%s", up.errs.String())
-	}
+	waitHeld(t, up, graphHeld, "lib's graph job started")
 	holdParse.Store(true)
 	if _, err := cl.Index(ctx, api.IndexRequest{Repo: "shop", Location: shopDir}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-parseHeld:
-	case <-time.After(time.Minute):
-		t.Fatalf("shop's parse never started\nstderr:\n%s", up.errs.String())
-	}
-	stage := func(repo string) string {
-		st, err := cl.Status(ctx, "", repo)
-		if err != nil || st.State != api.StateIndexing || st.Progress == nil {
-			return ""
-		}
-		return st.Progress.Stage
-	}
+	waitHeld(t, up, parseHeld, "shop's parse started")
 	up.waitFor(t, "shop in its parse stage, lib in its graph stage", time.Minute, func() bool {
-		return stage("shop") == api.StageParse && stage("lib") == api.StageGraph
+		return indexingStage(ctx, cl, "shop") == api.StageParse && indexingStage(ctx, cl, "lib") == api.StageGraph
 	})
 	// The workflows wait inside their workflow task first (the local
 	// FanOutParseWait and GraphWait, 2 s), then in the WaitParse and
@@ -110,6 +95,26 @@ func TestUpStopsPromptlyWhileWaiting(t *testing.T) {
 		}
 		t.Logf("%s indexed %v after the restart: %d files", repo, time.Since(restartAt).Round(time.Millisecond), st.Files)
 	}
+}
+
+// waitHeld waits up to a minute for a test hook to close held (what it
+// holds has started).
+func waitHeld[T any](t *testing.T, p *upProc, held <-chan T, what string) {
+	t.Helper()
+	select {
+	case <-held:
+	case <-time.After(time.Minute):
+		t.Fatalf("not within a minute: %s\nstderr:\n%s", what, p.errs.String())
+	}
+}
+
+// indexingStage is repo's stage while it is indexing, "" otherwise.
+func indexingStage(ctx context.Context, cl *api.Client, repo string) string {
+	st, err := cl.Status(ctx, "", repo)
+	if err != nil || st.State != api.StateIndexing || st.Progress == nil {
+		return ""
+	}
+	return st.Progress.Stage
 }
 
 // stopFreeing stops up, calls free once up has begun to shut down (what

@@ -136,40 +136,25 @@ func TestUpLosesTemporalStateMidSnapshot(t *testing.T) {
 	index1("first run", "", "big", big.Dir, bigCommit1)
 	bigCommit2 := big.Commit("generated", genFiles(200))
 
-	stage := func(repo string) string {
-		st, err := cl.Status(ctx, "", repo)
-		if err != nil || st.State != api.StateIndexing || st.Progress == nil {
-			return ""
-		}
-		return st.Progress.Stage
-	}
 	// gone's files are lib's, all reused: it reaches its graph stage at
 	// once. shop's graph job waits behind its held one.
 	holdGraph.Store(true)
 	if _, err := cl.Index(ctx, api.IndexRequest{Repo: "gone", Location: gone.Dir}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-graphHeld:
-	case <-time.After(time.Minute):
-		t.Fatalf("gone's graph job never started\nstderr:\n%s", up.errs.String())
-	}
+	waitHeld(t, up, graphHeld, "gone's graph job started")
 	if _, err := cl.Index(ctx, api.IndexRequest{Repo: "shop", Location: shopDir}); err != nil {
 		t.Fatal(err)
 	}
-	up.waitFor(t, "shop in its graph stage", time.Minute, func() bool { return stage("shop") == api.StageGraph })
+	up.waitFor(t, "shop in its graph stage", time.Minute, func() bool { return indexingStage(ctx, cl, "shop") == api.StageGraph })
 	holdParse.Store(true)
 	if _, err := cl.Index(ctx, api.IndexRequest{Repo: "big", Location: big.Dir}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-parseHeld:
-	case <-time.After(time.Minute):
-		t.Fatalf("big's parse never started\nstderr:\n%s", up.errs.String())
-	}
+	waitHeld(t, up, parseHeld, "big's parse started")
 	// The snapshots are in progress, as status says, before the stop.
 	up.waitFor(t, "big in its parse stage, shop and gone in their graph stage", time.Minute, func() bool {
-		return stage("big") == api.StageParse && stage("shop") == api.StageGraph && stage("gone") == api.StageGraph
+		return indexingStage(ctx, cl, "big") == api.StageParse && indexingStage(ctx, cl, "shop") == api.StageGraph && indexingStage(ctx, cl, "gone") == api.StageGraph
 	})
 	parseLeft, graphLeft := pending()
 	if parseLeft < 2 || graphLeft != 2 {
@@ -223,11 +208,7 @@ func TestUpLosesTemporalStateMidSnapshot(t *testing.T) {
 	up.waitFor(t, "serving line", time.Minute, func() bool { return strings.Contains(up.out.String(), "serving on") })
 	checkNewTemporal(t, data)
 	for what, held := range map[string]chan struct{}{"big's batch": lateParseHeld, "gone's graph job": lateGraphHeld} {
-		select {
-		case <-held:
-		case <-time.After(time.Minute):
-			t.Fatalf("%s, handed back at the stop, not redelivered within a minute of the restart\nstderr:\n%s", what, up.errs.String())
-		}
+		waitHeld(t, up, held, what+", handed back at the stop, redelivered after the restart")
 	}
 	t.Logf("the handed-back jobs were redelivered within %v of the restart", time.Since(restartAt).Round(time.Millisecond))
 

@@ -22,10 +22,7 @@ func TestHandBackSurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := natsq.Connect(t.Context(), s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := connect(t, s)
 	cfg := queue.Config{Stage: "parse", AckWait: ackWait}
 	publish(t, q, "parse", "t1.a", "job", "job-1")
 	held := make(chan struct{})
@@ -57,10 +54,7 @@ func TestRetrySurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := natsq.Connect(t.Context(), s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := connect(t, s)
 	// No Backoff: a failed message is retried at once. One worker: it
 	// takes t1's message, then t2's (the shares' turn order), and holds
 	// t2's until the restart, so nothing pulls t1's again before it.
