@@ -23,6 +23,7 @@ type leaseProbe struct {
 	most    map[string]int
 	started map[string]time.Time
 	hold    map[string]chan struct{} // repositories whose snapshot waits for a close
+	run     time.Duration            // how long a snapshot takes; 0 is 300 ms
 }
 
 func (p *leaseProbe) Work(ctx context.Context, in SnapshotInput) error {
@@ -37,7 +38,11 @@ func (p *leaseProbe) Work(ctx context.Context, in SnapshotInput) error {
 		p.active[in.Tenant]--
 		p.mu.Unlock()
 	}()
-	t := time.NewTimer(300 * time.Millisecond)
+	run := p.run
+	if run == 0 {
+		run = 300 * time.Millisecond
+	}
+	t := time.NewTimer(run)
 	defer t.Stop()
 	for {
 		select {
@@ -69,9 +74,12 @@ func TestTenantLeaseOnServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ts, c := temporalTest(t)
+	// A snapshot takes 1 s: longer than the nine pushes take under load,
+	// so acme's push, made after all of beta's, lands in beta's first
+	// rounds.
 	probe := &leaseProbe{active: map[string]int{}, most: map[string]int{}, started: map[string]time.Time{}, hold: map[string]chan struct{}{
 		"stuck": make(chan struct{}), "held": make(chan struct{}),
-	}}
+	}, run: time.Second}
 	leaseWorker(ts, probe, 2)
 	pushAll := func(tenant string, repos ...string) {
 		t.Helper()
@@ -129,8 +137,8 @@ func TestTenantLeaseOnServer(t *testing.T) {
 	if most != 2 {
 		t.Errorf("beta ran %d snapshots at once, want its bound of 2", most)
 	}
-	// Beta's eight take four rounds of 300 ms; acme's, pushed after all
-	// of them, starts in the first.
+	// Beta's eight take four rounds of 1 s; acme's, pushed after all of
+	// them, starts in the first or second.
 	if later < 4 {
 		t.Errorf("only %d of beta's snapshots started after acme's, pushed after all of them; want acme not to wait for beta's", later)
 	}
