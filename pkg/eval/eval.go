@@ -94,6 +94,9 @@ type Config struct {
 	// model, "learned" asks for the model (and needs ChunkModel).
 	ChunkRanker string `json:"chunk_ranker,omitempty"`
 	ChunkModel  string `json:"chunk_model,omitempty"`
+	// Pack is query.Request.Shape: the pack's breadth pass in place of
+	// query.DefaultShape, to measure the pack.
+	Pack *query.Shape `json:"pack,omitempty"`
 
 	model, chunkModel *rank.Model
 }
@@ -160,6 +163,9 @@ func ReadConfigs(r io.Reader) ([]Config, error) {
 			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 				return nil, fmt.Errorf("eval: config %q: scale %s = %v, want a finite number >= 0", c.Name, k, v)
 			}
+		}
+		if p := c.Pack; p != nil && (p.Lead < 0 || p.Deep < 0 || !(p.DeepShare >= 0 && p.DeepShare <= 1)) {
+			return nil, fmt.Errorf("eval: config %q: pack: lead and deep must be >= 0 and deep_share in [0, 1]", c.Name)
 		}
 		if c.Depth < 0 || c.FileDepth < 0 {
 			return nil, fmt.Errorf("eval: config %q: depth and file_depth must be >= 0", c.Name)
@@ -644,7 +650,7 @@ func runQuery(ctx context.Context, seg *segment.Segment, dn query.Dense, t Task,
 	res := TaskResult{Task: t.ID, Repo: t.Repo, Language: t.Language, Recall: map[int]float64{}, Tokens: map[int]int{}, PackFiles: map[int]int{}}
 	start := time.Now()
 	req := query.Request{Query: t.Query, Arms: c.Arms, Route: c.Route, Languages: Languages(t.Language), Scale: c.Scale, Paths: Candidate(t.Language), Ranker: c.Ranker, Features: features,
-		Depth: c.Depth, FileDepth: c.FileDepth, ClassNames: c.ClassNames, Supertypes: c.Supertypes, ChunkRanker: c.ChunkRanker, ChunkFeatures: chunkFeatures}
+		Depth: c.Depth, FileDepth: c.FileDepth, ClassNames: c.ClassNames, Supertypes: c.Supertypes, ChunkRanker: c.ChunkRanker, ChunkFeatures: chunkFeatures, Shape: c.Pack}
 	if features {
 		req.FeatureDepth = FeatureDepth
 	}

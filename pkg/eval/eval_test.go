@@ -120,12 +120,13 @@ func TestRunSkipsBrokenTask(t *testing.T) {
 }
 
 func TestReadConfigs(t *testing.T) {
-	good := `[{"name":"more graph","route":true,"scale":{"graph":2,"graph-index":2}},{"name":"bm25","arms":["bm25"]}]`
+	good := `[{"name":"more graph","route":true,"scale":{"graph":2,"graph-index":2}},{"name":"bm25","arms":["bm25"],"pack":{"lead":2,"deep":1,"deep_share":0.2,"tail_stubs":true}}]`
 	cs, err := eval.ReadConfigs(strings.NewReader(good))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cs) != 2 || cs[0].Scale["graph"] != 2 || !cs[0].Route || cs[1].Arms[0] != "bm25" {
+	if len(cs) != 2 || cs[0].Scale["graph"] != 2 || !cs[0].Route || cs[1].Arms[0] != "bm25" || cs[0].Pack != nil ||
+		cs[1].Pack == nil || *cs[1].Pack != (query.Shape{Lead: 2, Deep: 1, DeepShare: 0.2, TailStubs: true}) {
 		t.Errorf("ReadConfigs = %+v", cs)
 	}
 	bad := map[string]string{
@@ -140,6 +141,9 @@ func TestReadConfigs(t *testing.T) {
 		"chunk ranker":  `[{"name":"a","chunk_ranker":"best"}]`,
 		"chunk learned": `[{"name":"a","chunk_ranker":"learned"}]`,
 		"chunk model":   `[{"name":"a","chunk_model":"no/such/model.json"}]`,
+		"pack lead":     `[{"name":"a","pack":{"lead":-1}}]`,
+		"pack share":    `[{"name":"a","pack":{"lead":4,"deep":1,"deep_share":1.5}}]`,
+		"pack field":    `[{"name":"a","pack":{"leads":4}}]`,
 	}
 	for what, in := range bad {
 		if _, err := eval.ReadConfigs(strings.NewReader(in)); err == nil {

@@ -167,7 +167,25 @@ type Request struct {
 	// measure first-stage recall (codectx eval --configs "class_names",
 	// "supertypes"; docs/benchmarks.md, fifth round).
 	ClassNames, Supertypes bool
+	// Shape overrides the pack's breadth pass (nil: DefaultShape). It
+	// exists to measure the pack: codectx eval --configs "pack".
+	Shape *Shape
 }
+
+// Shape is the pack's breadth pass (pack.Options' Lead, Deep, DeepShare
+// and TailStubs): the best chunks of the first Lead files whole, more of
+// the first Deep files up to DeepShare of the budget, then the other
+// files' best chunks as stubs when TailStubs is set.
+type Shape struct {
+	Lead      int     `json:"lead"`
+	Deep      int     `json:"deep"`
+	DeepShare float64 `json:"deep_share"`
+	TailStubs bool    `json:"tail_stubs"`
+}
+
+// DefaultShape is the shape every query packs with, chosen on the
+// training tasks (docs/benchmarks.md, "Changed lines in the pack").
+var DefaultShape = Shape{Lead: 4, Deep: 1, DeepShare: 0.1, TailStubs: true}
 
 // Sent is a chunk an earlier pack of a session emitted.
 type Sent struct {
@@ -637,7 +655,11 @@ func PackAll(parts []Part, req Request, count func(string) int) *Response {
 	// first files whole and more of the top file; every other file's best
 	// chunk comes as a stub, made whole at the end where it fits
 	// (docs/benchmarks.md, "Changed lines in the pack").
-	opt := pack.Options{Budget: req.Budget, FileFirst: true, Ranked: true, Lead: 4, Deep: 1, DeepShare: 0.1, TailStubs: true}
+	sh := DefaultShape
+	if req.Shape != nil {
+		sh = *req.Shape
+	}
+	opt := pack.Options{Budget: req.Budget, FileFirst: true, Ranked: true, Lead: sh.Lead, Deep: sh.Deep, DeepShare: sh.DeepShare, TailStubs: sh.TailStubs}
 	if count != nil {
 		opt.Count = count
 	}

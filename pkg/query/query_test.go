@@ -235,3 +235,32 @@ func TestScale(t *testing.T) {
 		t.Error(`IsList("bogus") = true`)
 	}
 }
+
+// Request.Shape replaces the pack's breadth pass: DefaultShape given
+// explicitly packs as no shape does, and one that gives the top file the
+// whole budget before any other file packs otherwise at some budget.
+func TestShape(t *testing.T) {
+	eng := &query.Engine{Seg: fixture(t)}
+	pack := func(budget int, sh *query.Shape) *query.Response {
+		t.Helper()
+		resp, err := eng.Query(context.Background(), query.Request{Query: "cart total price lookup session", Budget: budget, Route: true, Shape: sh})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	def := query.DefaultShape
+	differ := 0
+	for _, budget := range []int{60, 120, 250, 500, 1000} {
+		got := pack(budget, nil)
+		if same := pack(budget, &def); same.Context != got.Context {
+			t.Errorf("budget %d: DefaultShape packs\n%s\nno shape\n%s", budget, same.Context, got.Context)
+		}
+		if deep := pack(budget, &query.Shape{Lead: 1, Deep: 1, DeepShare: 1}); deep.Context != got.Context {
+			differ++
+		}
+	}
+	if differ == 0 {
+		t.Error("the top file's depth packs as the default shape at every budget: Shape is not applied")
+	}
+}
