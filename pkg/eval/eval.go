@@ -438,6 +438,10 @@ func runTask(ctx context.Context, t Task, opt Options) (map[string]TaskResult, i
 	}
 	out := map[string]TaskResult{}
 	var base *baseline
+	var sh *shown // what each chunk of a changed file shows, for every configuration
+	if len(changed) > 0 && (len(opt.Budgets) > 0 || opt.ChunkFeatures != nil) {
+		sh = newShown(seg, changed)
+	}
 	for _, c := range opt.Configs {
 		if c.Baseline {
 			if base == nil {
@@ -448,7 +452,7 @@ func runTask(ctx context.Context, t Task, opt Options) (map[string]TaskResult, i
 			out[c.Name] = base.run(t, opt.Budgets, changed)
 			continue
 		}
-		r, rk, err := runQuery(ctx, seg, dn, t, c, opt.Budgets, changed, opt.Features != nil, opt.ChunkFeatures != nil)
+		r, rk, err := runQuery(ctx, seg, dn, t, c, opt.Budgets, changed, sh, opt.Features != nil, opt.ChunkFeatures != nil)
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", c.Name, err)
 		}
@@ -458,7 +462,7 @@ func runTask(ctx context.Context, t Task, opt Options) (map[string]TaskResult, i
 			}
 		}
 		if opt.ChunkFeatures != nil {
-			if err := dumpChunks(opt.ChunkFeatures, seg, t, c, rk, changed); err != nil {
+			if err := dumpChunks(opt.ChunkFeatures, seg, t, c, rk, changed, sh); err != nil {
 				return nil, 0, err
 			}
 		}
@@ -582,7 +586,7 @@ type ChunkEntry struct {
 	X     []float64 `json:"x"`
 }
 
-func dumpChunks(w io.Writer, seg *segment.Segment, t Task, c Config, rk *query.Ranking, changed map[string][]int) error {
+func dumpChunks(w io.Writer, seg *segment.Segment, t Task, c Config, rk *query.Ranking, changed map[string][]int, sh *shown) error {
 	if len(changed) == 0 {
 		return nil
 	}
@@ -592,7 +596,6 @@ func dumpChunks(w io.Writer, seg *segment.Segment, t Task, c Config, rk *query.R
 			rank[f.Path] = i + 1
 		}
 	}
-	sh := newShown(seg, changed)
 	by := map[string]*ChunkDump{}
 	var order []string
 	for _, cc := range rk.Chunks {
@@ -645,7 +648,7 @@ func goldNear(seg *segment.Segment, gold, pool []string) []int {
 	return out
 }
 
-func runQuery(ctx context.Context, seg *segment.Segment, dn query.Dense, t Task, c Config, budgets []int, changed map[string][]int, features, chunkFeatures bool) (TaskResult, *query.Ranking, error) {
+func runQuery(ctx context.Context, seg *segment.Segment, dn query.Dense, t Task, c Config, budgets []int, changed map[string][]int, sh *shown, features, chunkFeatures bool) (TaskResult, *query.Ranking, error) {
 	eng := &query.Engine{Seg: seg, Dense: dn, Model: c.model, ChunkModel: c.chunkModel}
 	res := TaskResult{Task: t.ID, Repo: t.Repo, Language: t.Language, Recall: map[int]float64{}, Tokens: map[int]int{}, PackFiles: map[int]int{}}
 	start := time.Now()
@@ -659,10 +662,6 @@ func runQuery(ctx context.Context, seg *segment.Segment, dn query.Dense, t Task,
 		return res, nil, err
 	}
 	res.Trigger = string(rk.Class.Trigger)
-	var sh *shown
-	if len(budgets) > 0 && len(changed) > 0 {
-		sh = newShown(seg, changed)
-	}
 	for i, b := range budgets {
 		req.Budget = b
 		resp := eng.Pack(rk, req)
