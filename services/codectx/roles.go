@@ -73,6 +73,10 @@ type lazyIndexer struct{ d *deps }
 
 var errNotConnected = errors.New("temporal not connected yet")
 
+// deliveryLogBytes bounds the webhook delivery log in NATS KV (up and the
+// gateway); a variable for tests.
+var deliveryLogBytes int64 = natsq.MaxDeliveryBytes
+
 func (l lazyIndexer) Index(ctx context.Context, req api.IndexRequest) (string, error) {
 	c := l.d.client()
 	if c == nil {
@@ -500,7 +504,7 @@ func (l *lazyDeliveries) log(ctx context.Context) api.Deliveries {
 		if q == nil {
 			return l.mem
 		}
-		kv, err := q.Deliveries(ctx, api.DefaultDeliveryWindow)
+		kv, err := q.DeliveriesBounded(ctx, api.DefaultDeliveryWindow, deliveryLogBytes)
 		if err != nil {
 			l.d.log.Warn("webhook delivery log in memory until NATS answers", "error", err)
 			return l.mem

@@ -212,7 +212,7 @@ Stop with SIGINT or SIGTERM.`)
 	m.QueueStats(q.Stats)
 	// Webhook deliveries are remembered in NATS KV: a replay is refused
 	// across restarts of `up` too.
-	deliveries, err := q.Deliveries(sctx, api.DefaultDeliveryWindow)
+	deliveries, err := q.DeliveriesBounded(sctx, api.DefaultDeliveryWindow, deliveryLogBytes)
 	if err != nil {
 		return fmt.Errorf("up: %w", err)
 	}

@@ -12,9 +12,9 @@ import (
 // DeliveriesBucket is the KV bucket of the webhook delivery log.
 const DeliveriesBucket = "codectx-deliveries"
 
-// maxDeliveryBytes bounds the bucket (about 300 bytes an entry: some
+// MaxDeliveryBytes bounds the bucket (about 300 bytes an entry: some
 // 200,000 deliveries within the window).
-const maxDeliveryBytes = 64 << 20
+const MaxDeliveryBytes = 64 << 20
 
 // Deliveries is a webhook delivery log in a JetStream KV bucket: entries
 // expire after the window, survive a restart of the process, and are
@@ -23,18 +23,40 @@ const maxDeliveryBytes = 64 << 20
 type Deliveries struct{ kv jetstream.KeyValue }
 
 // Deliveries opens (creating it if needed) the delivery log with the given
-// window.
+// window, bounded at MaxDeliveryBytes.
 func (q *Queue) Deliveries(ctx context.Context, window time.Duration) (*Deliveries, error) {
+	return q.DeliveriesBounded(ctx, window, MaxDeliveryBytes)
+}
+
+// DeliveriesBounded is Deliveries with the bucket bounded at maxBytes. A
+// full bucket drops its oldest entries, not the new one: the log is
+// shared by every tenant, and a key-value bucket refuses writes once full
+// (DiscardNew), so one tenant's stream of signed pushes (its own secret,
+// within its rate) filled it and every tenant's deliveries were answered
+// 503 until entries expired, up to the whole window. Dropping the oldest
+// keeps the newest deliveries refused as replays, as the in-memory log
+// does (MemDeliveries); a replay of a forgotten one cannot move HEAD back.
+func (q *Queue) DeliveriesBounded(ctx context.Context, window time.Duration, maxBytes int64) (*Deliveries, error) {
 	kv, err := q.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      DeliveriesBucket,
 		Description: "webhook deliveries already taken (replay protection)",
 		History:     1,
 		TTL:         window,
-		MaxBytes:    maxDeliveryBytes,
+		MaxBytes:    maxBytes,
 		Storage:     jetstream.FileStorage,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("delivery log: %w", err)
+	}
+	st, err := q.js.Stream(ctx, "KV_"+DeliveriesBucket)
+	if err != nil {
+		return nil, fmt.Errorf("delivery log: %w", err)
+	}
+	if cfg := st.CachedInfo().Config; cfg.Discard != jetstream.DiscardOld {
+		cfg.Discard = jetstream.DiscardOld
+		if _, err := q.js.UpdateStream(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("delivery log: drop the oldest deliveries when full: %w", err)
+		}
 	}
 	return &Deliveries{kv: kv}, nil
 }
