@@ -26,6 +26,36 @@ type KeyStore interface {
 	Lookup(key string) (keys.Key, bool)
 }
 
+// keyErrer is a KeyStore that can hold no key for a reason (keys.File:
+// its file does not parse or is gone).
+type keyErrer interface{ Err() error }
+
+// keyStoreErr returns why the key store holds no key (nil: it is usable)
+// and logs each new reason once, and the recovery, for the operator.
+func (s *Server) keyStoreErr() error {
+	e, ok := s.KeyStore.(keyErrer)
+	if !ok {
+		return nil
+	}
+	err := e.Err()
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	s.keyErrMu.Lock()
+	old := s.keyErr
+	s.keyErr = msg
+	s.keyErrMu.Unlock()
+	switch {
+	case msg == old:
+	case err != nil:
+		s.Log.Error("API key file unusable: every key is refused until it is mended", "error", err)
+	default:
+		s.Log.Info("API key file usable again")
+	}
+	return err
+}
+
 // HashKey is the form a key is listed under in Keys.
 func HashKey(key string) string {
 	h := sha256.Sum256([]byte(key))
@@ -102,6 +132,7 @@ func (s *Server) keyOwner(r *http.Request) (k keys.Key, known, sent bool) {
 		if k, ok := s.KeyStore.Lookup(tok); ok {
 			return k, true, true
 		}
+		s.keyStoreErr()
 	}
 	if owner, ok := s.Keys.lookup(tok); ok {
 		sc := keys.Index

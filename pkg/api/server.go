@@ -145,6 +145,9 @@ type Server struct {
 	// and its DELETE one at a time (lockRepo).
 	repoBusy   tenantLocks
 	repoCounts sync.Map // tenant -> repoCount: at its bound, for refusals without a listing
+
+	keyErrMu sync.Mutex
+	keyErr   string // the key store's last reason for holding no key, logged once
 }
 
 // init fills in the defaults, once.
@@ -262,6 +265,16 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		_, err := s.Store.Exists(ctx, "readyz/probe")
 		return err
 	}}}, s.Checks...)
+	if _, ok := s.KeyStore.(keyErrer); ok {
+		checks = append(checks, Check{Name: "api keys", Fn: func(context.Context) error {
+			if s.keyStoreErr() != nil {
+				// The reason (it names the file) is in the log: /readyz
+				// answers anyone.
+				return errors.New("the key file cannot be read or does not parse: every key is refused (see the log)")
+			}
+			return nil
+		}})
+	}
 	errs := make([]error, len(checks))
 	var wg sync.WaitGroup
 	for i, c := range checks {

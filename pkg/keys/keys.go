@@ -138,10 +138,16 @@ func cmpString(a, b string) int {
 }
 
 // File is a key file that is re-read whenever it changes on disk.
+//
+// While the file cannot be read or does not parse (a hand edit left a
+// stray comma, the file was deleted), no key is valid: the keys read
+// before are not kept, because an edit that removed a key must not leave
+// it working. Err says why, for the server's log and /readyz.
 type File struct {
 	Path string
 
 	mu      sync.Mutex
+	loaded  bool // mod and size are those of the last read, good or bad
 	mod     time.Time
 	size    int64
 	byHash  map[string]Key
@@ -158,41 +164,45 @@ func Open(path string) (*File, error) {
 }
 
 // refresh re-reads the file when its modification time or size changed.
-// On a read or parse error the keys read before stay in force.
+// On a read or parse error it holds no key until the file is mended.
 func (f *File) refresh() error {
 	st, err := os.Stat(f.Path)
-	if err != nil {
-		return fmt.Errorf("keys: %w", err)
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.byHash != nil && st.ModTime().Equal(f.mod) && st.Size() == f.size {
+	if err != nil {
+		f.byHash, f.loaded, f.loadErr = nil, false, fmt.Errorf("keys: %w", err)
 		return f.loadErr
 	}
+	if f.loaded && st.ModTime().Equal(f.mod) && st.Size() == f.size {
+		return f.loadErr
+	}
+	f.loaded, f.mod, f.size = true, st.ModTime(), st.Size()
 	data, err := os.ReadFile(f.Path)
 	if err != nil {
-		return fmt.Errorf("keys: %w", err)
+		f.byHash, f.loaded, f.loadErr = nil, false, fmt.Errorf("keys: %w", err)
+		return f.loadErr
 	}
 	ks, err := Parse(data)
 	if err != nil {
-		f.loadErr = fmt.Errorf("keys %s: %w", f.Path, err)
-		if f.byHash == nil {
-			return f.loadErr
-		}
+		f.byHash, f.loadErr = nil, fmt.Errorf("keys %s: %w", f.Path, err)
 		return f.loadErr
 	}
 	m := make(map[string]Key, len(ks))
 	for _, k := range ks {
 		m[k.Hash] = k
 	}
-	f.byHash, f.mod, f.size, f.loadErr = m, st.ModTime(), st.Size(), nil
+	f.byHash, f.loadErr = m, nil
 	return nil
 }
 
+// Err re-reads the file if it changed and reports why it holds no key:
+// nil when it was read and parsed.
+func (f *File) Err() error { return f.refresh() }
+
 // Lookup returns the entry of a key, re-reading the file if it changed.
-// The key's hash is compared with every stored hash in constant time.
+// No key is found while the file cannot be read or parsed.
 func (f *File) Lookup(key string) (Key, bool) {
-	_ = f.refresh() // a broken edit keeps the keys read before
+	_ = f.refresh() // Err tells why
 	sum := sha256.Sum256([]byte(key))
 	f.mu.Lock()
 	defer f.mu.Unlock()

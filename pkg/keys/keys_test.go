@@ -106,3 +106,57 @@ func TestBootstrap(t *testing.T) {
 		t.Errorf("second Bootstrap = %v, %v; want nothing done", made, err)
 	}
 }
+
+// A key file that stops parsing, or goes, holds no key until it is
+// mended: a hand edit that removed a key must not leave the keys read
+// before in force. Err says why.
+func TestBrokenFileHoldsNoKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys.json")
+	secret, _, err := keys.Create(path, "acme", keys.Query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := keys.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, _ := os.ReadFile(path)
+	set := func(data []byte, at int) {
+		t.Helper()
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		when := time.Unix(1700000000+int64(at), 0)
+		if err := os.Chtimes(path, when, when); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		what  string
+		data  []byte // nil: the file is deleted
+		valid bool
+	}{
+		{"a stray comma", append(append([]byte{}, good[:len(good)-2]...), []byte(",}\n")...), false},
+		{"mended", good, true},
+		{"empty", []byte{}, false},
+		{"mended again", good, true},
+		{"deleted", nil, false},
+	}
+	for i, st := range steps {
+		if st.data == nil {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			set(st.data, i)
+		}
+		for range 2 { // the second look takes the cached answer
+			if _, ok := f.Lookup(secret); ok != st.valid {
+				t.Errorf("%s: Lookup found the key = %v, want %v", st.what, ok, st.valid)
+			}
+			if err := f.Err(); (err == nil) != st.valid {
+				t.Errorf("%s: Err() = %v", st.what, err)
+			}
+		}
+	}
+}
