@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,7 +16,11 @@ import (
 	"codectx/pkg/blob"
 	"codectx/pkg/pipeline"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
@@ -141,18 +147,24 @@ func TestOrgIndexStopsPromptly(t *testing.T) {
 // orgWorker runs OrgWorkflow, RepoWorkflow and the tenant lease on ts with
 // snapshot as the SnapshotWorkflow, and the stop timeout of the roles.
 func orgWorker(ts *temporaltest.TestServer, snapshot func(workflow.Context, SnapshotInput) (SnapshotResult, error)) worker.Worker {
-	return ts.NewWorkerWithOptions(TaskQueue, func(r worker.Registry) {
-		r.RegisterWorkflow(RepoWorkflow)
-		r.RegisterWorkflow(TenantLeaseWorkflow)
-		r.RegisterWorkflow(OrgWorkflow)
-		r.RegisterWorkflowWithOptions(snapshot, workflow.RegisterOptions{Name: "SnapshotWorkflow"})
-		r.RegisterActivity(&Activities{PollInterval: 50 * time.Millisecond})
-	}, worker.Options{WorkerStopTimeout: 10 * time.Second})
+	return ts.NewWorkerWithOptions(TaskQueue, func(r worker.Registry) { orgRegister(r, snapshot) },
+		worker.Options{WorkerStopTimeout: 10 * time.Second})
+}
+
+// orgRegister registers what orgWorker runs on r.
+func orgRegister(r worker.Registry, snapshot func(workflow.Context, SnapshotInput) (SnapshotResult, error)) {
+	r.RegisterWorkflow(RepoWorkflow)
+	r.RegisterWorkflow(TenantLeaseWorkflow)
+	r.RegisterWorkflow(OrgWorkflow)
+	r.RegisterWorkflowWithOptions(snapshot, workflow.RegisterOptions{Name: "SnapshotWorkflow"})
+	r.RegisterActivity(&Activities{PollInterval: 50 * time.Millisecond})
 }
 
 // A repository whose every snapshot fails is tried indexRepoTries times by
 // OrgWorkflow, not orgAttempts (the bound left for stops), and the org
-// index fails naming it.
+// index fails naming it. Each snapshot takes a moment, so each attempt
+// heartbeats before its failure and the SDK holds back the heartbeat that
+// counts the failure: the count still reaches the next attempt.
 func TestOrgIndexGivesUpAfterTries(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Temporal server")
@@ -164,6 +176,9 @@ func TestOrgIndexGivesUpAfterTries(t *testing.T) {
 	orgWorker(ts, func(ctx workflow.Context, in SnapshotInput) (SnapshotResult, error) {
 		if !workflow.IsReplaying(ctx) {
 			snapshots.Add(1)
+		}
+		if err := workflow.Sleep(ctx, 300*time.Millisecond); err != nil {
+			return SnapshotResult{}, err
 		}
 		return SnapshotResult{}, temporal.NewNonRetryableApplicationError("parse: the store is full", "Infra", nil)
 	})
@@ -178,5 +193,250 @@ func TestOrgIndexGivesUpAfterTries(t *testing.T) {
 	}
 	if n := snapshots.Load(); n != indexRepoTries {
 		t.Errorf("%d snapshots of %s, want %d", n, loc, indexRepoTries)
+	}
+}
+
+// Attempts of IndexRepo its worker's stops cut short do not count toward
+// indexRepoTries: after two stops, a failed snapshot is retried and the
+// org index succeeds (before, the third attempt's failure was final).
+func TestOrgIndexRetriesAfterStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ts, c := temporalTest(t)
+	var snapshots atomic.Int32
+	start := func() worker.Worker {
+		return orgWorker(ts, func(ctx workflow.Context, in SnapshotInput) (SnapshotResult, error) {
+			// The first snapshot fails once the test releases it; the
+			// side effect keeps the choice on replay on the next worker.
+			var first bool
+			if err := workflow.SideEffect(ctx, func(workflow.Context) any { return snapshots.Add(1) == 1 }).Get(&first); err != nil {
+				return SnapshotResult{}, err
+			}
+			if !first {
+				return SnapshotResult{Commit: "c-" + in.Repo}, nil
+			}
+			workflow.GetSignalChannel(ctx, "release").Receive(ctx, nil)
+			return SnapshotResult{}, temporal.NewNonRetryableApplicationError("parse: the store is full", "Infra", nil)
+		})
+	}
+	w := start()
+	const loc = "loc/stopped"
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: TaskQueue}, OrgWorkflow, OrgInput{Tenant: "t", Locations: []string{loc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for attempt := int32(1); attempt <= 2; attempt++ {
+		waitIndexAttempt(ctx, t, c, run.GetID(), attempt)
+		w.Stop()
+		w = start()
+	}
+	waitIndexAttempt(ctx, t, c, run.GetID(), 3)
+	st, err := Status(ctx, c, "t", pipeline.RepoName(loc))
+	if err != nil || st.Child == "" {
+		t.Fatalf("no snapshot running: %+v, %v", st, err)
+	}
+	if err := c.SignalWorkflow(ctx, st.Child, "", "release", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Get(ctx, nil); err != nil {
+		t.Fatalf("org index after two stops and one failed snapshot: %v", err)
+	}
+	if n := snapshots.Load(); n != 2 {
+		t.Errorf("%d snapshots of %s, want 2 (the failed one, then its retry)", n, loc)
+	}
+}
+
+// waitIndexAttempt waits until attempt of the IndexRepo of the org
+// workflow id runs on a worker and a push count is recorded in its
+// heartbeat (by it or an earlier attempt).
+func waitIndexAttempt(ctx context.Context, t *testing.T, c client.Client, id string, attempt int32) {
+	t.Helper()
+	for {
+		d, err := c.DescribeWorkflowExecution(ctx, id, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pa := range d.GetPendingActivities() {
+			var want int
+			if pa.GetAttempt() == attempt && pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED && pa.GetHeartbeatDetails() != nil &&
+				converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &want) == nil && want > 0 {
+				time.Sleep(200 * time.Millisecond) // into its wait
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("attempt %d of IndexRepo never ran: %+v", attempt, d.GetPendingActivities())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// An attempt of IndexRepo whose first status read failed records the
+// push count once it knows it, in its first heartbeat: the SDK sends an
+// attempt's first heartbeat at once and holds later ones back for 80% of
+// the heartbeat timeout (48 s), so a count recorded after an unknown one
+// reached the server only if the SDK's flush on the worker's stop beat
+// the attempt's end (about half the runs), and never if the worker died.
+// After the stop the server holds the count and the next attempt waits
+// for the same push: one snapshot (two, before, when the count was lost).
+func TestIndexRepoStatusFailsThenStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ts, c := temporalTest(t)
+	var snapshots atomic.Int32
+	snapshot := func(ctx workflow.Context, in SnapshotInput) (SnapshotResult, error) {
+		if !workflow.IsReplaying(ctx) {
+			snapshots.Add(1)
+		}
+		if err := workflow.Sleep(ctx, 3*time.Second); err != nil {
+			return SnapshotResult{}, err
+		}
+		return SnapshotResult{Commit: "c-" + in.Repo}, nil
+	}
+	// The first attempt's first status read fails (its push is sent).
+	fails := &failQueries{}
+	fails.n.Store(1)
+	spy := &beatSpy{}
+	w := worker.New(ts.NewClientWithOptions(client.Options{Interceptors: []interceptor.ClientInterceptor{fails}}), TaskQueue,
+		worker.Options{WorkerStopTimeout: 10 * time.Second, Interceptors: []interceptor.WorkerInterceptor{spy}})
+	orgRegister(w, snapshot)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	const loc = "loc/unknown"
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: TaskQueue}, OrgWorkflow, OrgInput{Tenant: "t", Locations: []string{loc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Stop once the attempt knows the push count (not once the server
+	// holds it: that is what this test is about).
+	for !slices.ContainsFunc(spy.list(), func(n int) bool { return n > 0 }) {
+		if ctx.Err() != nil {
+			t.Fatalf("IndexRepo never knew its push count: heartbeats %v", spy.list())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	w.Stop()
+	// Describe shows the heartbeat details the server holds.
+	if d, err := c.DescribeWorkflowExecution(ctx, run.GetID(), ""); err == nil {
+		for _, pa := range d.GetPendingActivities() {
+			var want int
+			if err := converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &want); err != nil || want <= 0 {
+				t.Errorf("after the stop the server holds push count %d (%v) for attempt %d, want the known count", want, err, pa.GetAttempt())
+			}
+		}
+	}
+	beats := spy.list()
+	if len(beats) == 0 || beats[0] <= 0 {
+		t.Errorf("heartbeats of the first attempt %v, want the first a push count", beats)
+	}
+	orgWorker(ts, snapshot)
+	if err := run.Get(ctx, nil); err != nil {
+		t.Fatalf("org index after the stop: %v", err)
+	}
+	if n := snapshots.Load(); n != 1 {
+		t.Errorf("%d snapshots of %s, want 1", n, loc)
+	}
+}
+
+// beatSpy is a worker interceptor that lists its activities' heartbeats
+// (the first value of each).
+type beatSpy struct {
+	interceptor.WorkerInterceptorBase
+	mu    sync.Mutex
+	beats []int
+}
+
+func (s *beatSpy) list() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.beats)
+}
+
+func (s *beatSpy) InterceptActivity(ctx context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
+	return &spyInbound{ActivityInboundInterceptorBase: interceptor.ActivityInboundInterceptorBase{Next: next}, spy: s}
+}
+
+type spyInbound struct {
+	interceptor.ActivityInboundInterceptorBase
+	spy *beatSpy
+}
+
+func (i *spyInbound) Init(out interceptor.ActivityOutboundInterceptor) error {
+	return i.Next.Init(&spyOutbound{ActivityOutboundInterceptorBase: interceptor.ActivityOutboundInterceptorBase{Next: out}, spy: i.spy})
+}
+
+type spyOutbound struct {
+	interceptor.ActivityOutboundInterceptorBase
+	spy *beatSpy
+}
+
+func (o *spyOutbound) RecordHeartbeat(ctx context.Context, details ...any) {
+	if len(details) > 0 {
+		if n, ok := details[0].(int); ok {
+			o.spy.mu.Lock()
+			o.spy.beats = append(o.spy.beats, n)
+			o.spy.mu.Unlock()
+		}
+	}
+	o.Next.RecordHeartbeat(ctx, details...)
+}
+
+// failQueries is a client interceptor failing the first n queries.
+type failQueries struct {
+	interceptor.ClientInterceptorBase
+	n atomic.Int32
+}
+
+func (f *failQueries) InterceptClient(next interceptor.ClientOutboundInterceptor) interceptor.ClientOutboundInterceptor {
+	return &failQueriesOut{ClientOutboundInterceptorBase: interceptor.ClientOutboundInterceptorBase{Next: next}, f: f}
+}
+
+type failQueriesOut struct {
+	interceptor.ClientOutboundInterceptorBase
+	f *failQueries
+}
+
+func (o *failQueriesOut) QueryWorkflow(ctx context.Context, in *interceptor.ClientQueryWorkflowInput) (converter.EncodedValue, error) {
+	if o.f.n.Add(-1) >= 0 {
+		return nil, errors.New("query failed (test)")
+	}
+	return o.Next.QueryWorkflow(ctx, in)
+}
+
+// lastBeat reads the heartbeat of an earlier IndexRepo worker, the push
+// count alone, as that count and no failures.
+func TestLastBeatReadsOldForm(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	read := func(ctx context.Context) ([]int, error) {
+		b := lastBeat(ctx)
+		return []int{b.want, b.failed}, nil
+	}
+	for _, tc := range []struct {
+		details any
+		want    []int
+	}{{nil, []int{0, 0}}, {7, []int{7, 0}}} {
+		env := suite.NewTestActivityEnvironment()
+		env.RegisterActivityWithOptions(read, activity.RegisterOptions{Name: "read"})
+		if tc.details != nil {
+			env.SetHeartbeatDetails(tc.details)
+		}
+		v, err := env.ExecuteActivity("read")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		if err := v.Get(&got); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("heartbeat %v read as (want, failed) %v, want %v", tc.details, got, tc.want)
+		}
 	}
 }

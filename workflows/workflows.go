@@ -608,10 +608,11 @@ func restoreVectors(ctx workflow.Context, plan SnapshotPlan, prog *SnapshotProgr
 }
 
 // orgAttempts bounds the attempts of one repository's IndexRepo in
-// OrgWorkflow: IndexRepo itself gives up after indexRepoTries failures;
-// the rest are attempts its worker's stops cut short. (Options of an
-// activity are not part of a workflow's history checks: runs begun with
-// the earlier bound of 3 replay.)
+// OrgWorkflow: IndexRepo itself gives up after indexRepoTries failures,
+// which it counts in its heartbeat; attempts its worker's stops cut short
+// (or that timed out, their worker gone) are not failures, and this bounds
+// them. (Options of an activity are not part of a workflow's history
+// checks: runs begun with the earlier bound of 3 replay.)
 const orgAttempts = 20
 
 // OrgInput lists the repositories of a tenant to index.
