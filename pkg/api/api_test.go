@@ -393,3 +393,41 @@ func TestIndexMissingPath(t *testing.T) {
 		})
 	}
 }
+
+// With keys, /readyz says which check fails to anyone (probes need the
+// status alone) but why only to an operator's key: a dependency's error
+// can name internal addresses.
+func TestReadyzDetailForOperators(t *testing.T) {
+	const why = "dial tcp 10.0.3.5:7233: connect: connection refused"
+	s := &Server{
+		Store:  blob.NewMem(),
+		Keys:   Keys{HashKey("tenant-key"): "acme", HashKey("operator-key"): AllTenants},
+		Checks: []Check{{Name: "temporal", Fn: func(context.Context) error { return errors.New(why) }}},
+	}
+	ts, _ := newServer(t, s)
+	for _, c := range []struct {
+		key    string
+		detail bool
+	}{{"", false}, {"wrong-key", false}, {"tenant-key", false}, {"operator-key", true}} {
+		req, _ := http.NewRequest("GET", ts.URL+"/readyz", nil)
+		if c.key != "" {
+			req.Header.Set("Authorization", "Bearer "+c.key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var r Readiness
+		if err := json.Unmarshal(body, &r); err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 503 || r.Ready || r.Checks["temporal"] == "" || r.Checks["temporal"] == "ok" {
+			t.Errorf("key %q: /readyz = %d %s, want 503 with temporal failing", c.key, resp.StatusCode, body)
+		}
+		if got := strings.Contains(string(body), "10.0.3.5"); got != c.detail {
+			t.Errorf("key %q: /readyz shows the error = %v, want %v: %s", c.key, got, c.detail, body)
+		}
+	}
+}
