@@ -50,7 +50,8 @@ func runKey(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, keyUsage)
 		return fmt.Errorf("key: unknown subcommand %q (create, list, revoke)", sub)
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	pos, err := parseInterspersed(fs, args[1:])
+	if err != nil {
 		return err
 	}
 	path := *file
@@ -59,8 +60,8 @@ func runKey(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	switch sub {
 	case "create":
-		if fs.NArg() > 0 {
-			return fmt.Errorf("key create: unexpected arguments %q", fs.Args())
+		if len(pos) > 0 {
+			return fmt.Errorf("key create: unexpected arguments %q", pos)
 		}
 		if *tenant == "" {
 			return fmt.Errorf("key create: --tenant is required")
@@ -76,8 +77,8 @@ func runKey(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "created key %s for tenant %s, scope %s, in %s; it is shown only this once\n", k.ID, k.Tenant, k.Scope, path)
 		return nil
 	case "list":
-		if fs.NArg() > 0 {
-			return fmt.Errorf("key list: unexpected arguments %q", fs.Args())
+		if len(pos) > 0 {
+			return fmt.Errorf("key list: unexpected arguments %q", pos)
 		}
 		ks, err := keys.List(path)
 		if err != nil {
@@ -103,12 +104,34 @@ func runKey(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		return fmt.Errorf("key revoke: want one key id (codectx key list shows them)")
 	}
-	if err := keys.Revoke(path, fs.Arg(0)); err != nil {
+	if err := keys.Revoke(path, pos[0]); err != nil {
 		return fmt.Errorf("key revoke: %w", err)
 	}
-	fmt.Fprintf(stderr, "revoked %s\n", fs.Arg(0))
+	fmt.Fprintf(stderr, "revoked %s\n", pos[0])
 	return nil
+}
+
+// parseInterspersed parses args with fs, flags before or after the
+// positional arguments (key revoke ID --data DIR as well as key revoke
+// --data DIR ID), and returns the positional ones; "--" ends the flags.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		// Parse stops at the first positional argument, or after "--".
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+	return pos, nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"flag"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -59,7 +61,7 @@ func TestKeyCommandsLive(t *testing.T) {
 			id = f[0]
 		}
 	}
-	if _, err := runCLI(t, "key", "revoke", "--data", data, id); err != nil {
+	if _, err := runCLI(t, "key", "revoke", id, "--data", data); err != nil { // flags after the id too
 		t.Fatal(err)
 	}
 	if code := list(key); code != 401 {
@@ -67,5 +69,32 @@ func TestKeyCommandsLive(t *testing.T) {
 	}
 	if _, err := runCLI(t, "key", "create", "--data", data, "--tenant", "acme", "--scope", "root"); err == nil {
 		t.Error("an unknown scope was accepted")
+	}
+}
+
+func TestParseInterspersed(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		pos  string
+		data string
+	}{
+		{[]string{"--data", "d", "id"}, "id", "d"},
+		{[]string{"id", "--data", "d"}, "id", "d"},
+		{[]string{"a", "--data=d", "b"}, "a b", "d"},
+		{[]string{"--data", "d", "--", "-odd", "--data"}, "-odd --data", "d"},
+		{nil, "", ""},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		data := fs.String("data", "", "")
+		pos, err := parseInterspersed(fs, c.args)
+		if err != nil || strings.Join(pos, " ") != c.pos || *data != c.data {
+			t.Errorf("%q: %q, data %q, %v; want %q, data %q", c.args, pos, *data, err, c.pos, c.data)
+		}
+	}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if _, err := parseInterspersed(fs, []string{"id", "--nope"}); err == nil {
+		t.Error("an unknown flag after the id was accepted")
 	}
 }
