@@ -409,16 +409,7 @@ func TestReadyzDetailForOperators(t *testing.T) {
 		key    string
 		detail bool
 	}{{"", false}, {"wrong-key", false}, {"tenant-key", false}, {"operator-key", true}} {
-		req, _ := http.NewRequest("GET", ts.URL+"/readyz", nil)
-		if c.key != "" {
-			req.Header.Set("Authorization", "Bearer "+c.key)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, body := keyed(t, "GET", ts.URL+"/readyz", c.key, "")
 		var r Readiness
 		if err := json.Unmarshal(body, &r); err != nil {
 			t.Fatal(err)
@@ -430,4 +421,30 @@ func TestReadyzDetailForOperators(t *testing.T) {
 			t.Errorf("key %q: /readyz shows the error = %v, want %v: %s", c.key, got, c.detail, body)
 		}
 	}
+}
+
+// keyed sends a request with key ("": none) and body (JSON when not
+// empty), and returns the answer and its body.
+func keyed(t *testing.T, method, url, key, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
 }

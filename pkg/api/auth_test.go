@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -126,17 +125,7 @@ func TestUnauthorizedAnswersAlike(t *testing.T) {
 			{"", `Bearer realm="codectx"`, "an API key is required"},
 			{"not-a-key", `Bearer realm="codectx", error="invalid_token"`, "unknown API key"},
 		} {
-			req, _ := http.NewRequest(route.method, ts.URL+route.path, strings.NewReader(route.body))
-			req.Header.Set("Content-Type", "application/json")
-			if c.key != "" {
-				req.Header.Set("Authorization", "Bearer "+c.key)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			resp, body := keyed(t, route.method, ts.URL+route.path, c.key, route.body)
 			if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != c.challenge || !strings.Contains(string(body), c.msg) {
 				t.Errorf("%s %s with key %q: %d, challenge %q, body %s; want 401, %q, %q",
 					route.method, route.path, c.key, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body, c.challenge, c.msg)
