@@ -125,10 +125,14 @@ func TestUnauthorizedAnswersAlike(t *testing.T) {
 			{"", `Bearer realm="codectx"`, "an API key is required"},
 			{"not-a-key", `Bearer realm="codectx", error="invalid_token"`, "unknown API key"},
 		} {
-			resp, body := keyed(t, route.method, ts.URL+route.path, c.key, route.body)
-			if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != c.challenge || !strings.Contains(string(body), c.msg) {
+			hdr := map[string]string{}
+			if c.key != "" {
+				hdr["Authorization"] = "Bearer " + c.key
+			}
+			code, h, body := do(t, route.method, ts.URL+route.path, "application/json", route.body, hdr)
+			if code != http.StatusUnauthorized || h.Get("WWW-Authenticate") != c.challenge || !strings.Contains(body, c.msg) {
 				t.Errorf("%s %s with key %q: %d, challenge %q, body %s; want 401, %q, %q",
-					route.method, route.path, c.key, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body, c.challenge, c.msg)
+					route.method, route.path, c.key, code, h.Get("WWW-Authenticate"), body, c.challenge, c.msg)
 			}
 		}
 	}
