@@ -115,7 +115,7 @@ func (s *Server) listRepos(w http.ResponseWriter, r *http.Request) {
 	// Each repository of the page costs a HEAD read, a segment load and
 	// (with an orchestrator) a status query: a page pays what a query
 	// over its repositories does (search), the request the first.
-	s.chargeRepos(tenant, len(names))
+	s.chargeRepos(s.payerOf(r, tenant), len(names))
 	page.Repos = make([]RepoInfo, len(names))
 	err = forEach(len(names), func(i int) error {
 		info, err := s.repoInfo(ctx, tenant, names[i])

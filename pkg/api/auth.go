@@ -88,7 +88,27 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, tenant string
 		writeError(w, http.StatusForbidden, fmt.Errorf("this API key has scope %s; this needs %s", k.Scope, need))
 		return false
 	}
-	return s.allow(w, r, tenant)
+	return s.allow(w, r, payer(k, tenant))
+}
+
+// payer is the tenant whose rate and slots a request of key k for tenant
+// pays with: an operator's on the default tenant, as its MCP calls are
+// (principal), so that what it does for a tenant does not spend that
+// tenant's rate; anyone else's on the tenant.
+func payer(k keys.Key, tenant string) string {
+	if k.Tenant == AllTenants {
+		return index.DefaultTenant
+	}
+	return tenant
+}
+
+// payerOf is payer for the request's key (the tenant on an open API).
+func (s *Server) payerOf(r *http.Request, tenant string) string {
+	if !s.keysOn() {
+		return tenant
+	}
+	k, _, _ := s.keyOwner(r)
+	return payer(k, tenant)
 }
 
 // operator reports whether the request may act beyond one tenant: always

@@ -52,3 +52,30 @@ func TestMCPOperatorChargeNotOnTenant(t *testing.T) {
 		}
 	}
 }
+
+// An operator's REST request for a tenant is let in on the operator's
+// rate and charged there for the repositories it reads, as its MCP calls
+// are: the tenant's own requests go on being answered.
+func TestRESTOperatorChargeNotOnTenant(t *testing.T) {
+	store := manyRepos(t, "acme", 1+3*reposPerToken, "package a\n\n// ParseToken parses.\nfunc ParseToken() {}\n")
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/v1/query", `{"tenant":"acme","repos":["*"],"query":"ParseToken"}`},
+		{"GET", "/v1/repos?tenant=acme&limit=500", ""},
+		{"POST", "/v1/references", `{"tenant":"acme","name":"ParseToken"}`},
+	} {
+		ts, _ := newServer(t, &Server{Store: store, Routes: AllRoutes, Keys: Keys{HashKey("op-key"): AllTenants, HashKey("acme-key"): "acme"}, Limits: Limits{Rate: 0.05, Burst: 4}})
+		op := map[string]string{"Authorization": "Bearer op-key"}
+		if code, _, body := do(t, c.method, ts.URL+c.path, "application/json", c.body, op); code != 200 {
+			t.Fatalf("operator's %s %s = %d %s", c.method, c.path, code, body)
+		}
+		acme := map[string]string{"Authorization": "Bearer acme-key"}
+		for i := range 2 {
+			if code, _, body := do(t, "POST", ts.URL+"/v1/query", "application/json", `{"tenant":"acme","repo":"r00","query":"ParseToken"}`, acme); code != 200 {
+				t.Errorf("acme's request %d (burst 4) after an operator's %s %s = %d %s, want 200: the operator's request is not acme's", i+1, c.method, c.path, code, body)
+			}
+		}
+		if code, _, _ := do(t, c.method, ts.URL+c.path, "application/json", c.body, op); code != http.StatusTooManyRequests {
+			t.Errorf("operator's second %s %s over 13 repositories within a burst of 4 = %d, want 429", c.method, c.path, code)
+		}
+	}
+}

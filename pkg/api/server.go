@@ -377,7 +377,7 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, errors.New("the dense arm needs an embedder, and this server has none configured"))
 		return
 	}
-	resp, err := s.search(r.Context(), Search{Tenant: req.Tenant, Repos: repos, Query: req.Query, Budget: req.Budget, Arms: req.Arms, NoRoute: req.NoRoute, Languages: req.Languages, Session: req.Session})
+	resp, err := s.search(r.Context(), Search{Tenant: req.Tenant, Repos: repos, Query: req.Query, Budget: req.Budget, Arms: req.Arms, NoRoute: req.NoRoute, Languages: req.Languages, Session: req.Session, Payer: s.payerOf(r, req.Tenant)})
 	if err != nil {
 		code := searchCode(err)
 		if code >= 500 && r.Context().Err() == nil {

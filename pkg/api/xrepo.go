@@ -218,7 +218,13 @@ func graphRoute[In, Out any](s *Server, tool func(*Server, context.Context, Prin
 		if !s.authorize(w, r, *t, keys.Query) {
 			return
 		}
-		out, err := tool(s, r.Context(), Principal{Tenant: *t}, in)
+		// The tool charges the principal's tenant for the repositories it
+		// reads: an operator's own, as on MCP.
+		p := Principal{Tenant: *t}
+		if pay := s.payerOf(r, *t); pay != *t {
+			p = Principal{Tenant: pay, Operator: true}
+		}
+		out, err := tool(s, r.Context(), p, in)
 		if err != nil {
 			writeError(w, searchCode(err), err)
 			return
