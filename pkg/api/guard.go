@@ -20,19 +20,25 @@ import (
 // is authenticated. Zero fields take the defaults below; docs/security.md
 // lists them.
 type Limits struct {
-	QueryBody   int64         // bytes of a POST /v1/query body; default 64 KiB (413 beyond)
-	IndexBody   int64         // bytes of a POST /v1/index body; default 16 KiB (413 beyond)
-	WebhookBody int64         // bytes of a webhook delivery; default 25 MiB, GitHub's cap (413 beyond)
-	MCPBody     int64         // bytes of a /v1/mcp request; default 1 MiB
-	Query       int           // bytes of QueryRequest.Query; default 8 KiB (400 beyond)
-	Webhooks    int           // deliveries read and verified at once; default 4 (503 beyond)
-	WebhookRead time.Duration // time a delivery's body may take once it holds a slot; default 10 s, GitHub's delivery timeout (cut beyond: 408)
-	// WebhookRate is the pace a delivery's body must keep once it holds a
-	// slot: after WebhookGrace, at least this many bytes a second on
-	// average, so that a sender who trickles is cut in about WebhookGrace
-	// instead of holding the slot for WebhookRead. Default 128 KiB/s after
-	// 1 s: a push's JSON (kilobytes) comes whole within the grace, and the
-	// largest delivery WebhookRead lets through needs 2.5 MB/s anyway.
+	QueryBody   int64 // bytes of a POST /v1/query body; default 64 KiB (413 beyond)
+	IndexBody   int64 // bytes of a POST /v1/index body; default 16 KiB (413 beyond)
+	WebhookBody int64 // bytes of a webhook delivery; default 25 MiB, GitHub's cap (413 beyond)
+	MCPBody     int64 // bytes of a /v1/mcp request; default 1 MiB
+	Query       int   // bytes of QueryRequest.Query; default 8 KiB (400 beyond)
+	// WebhookBytes bounds the memory of the webhook bodies being read
+	// (before their signature is checked): a budget of bytes, reserved as
+	// each body arrives, a chunk at a time (bodybudget.go); a delivery
+	// that finds none free waits up to 2 s, then gets 503. Default: four
+	// bodies of WebhookBody (100 MiB); at least one (and 64 KiB).
+	WebhookBytes int64
+	WebhookRead  time.Duration // time a delivery's body may take; default 10 s, GitHub's delivery timeout (cut beyond: 408)
+	// WebhookRate is the pace a delivery's body must keep: after
+	// WebhookGrace, at least this many bytes a second on average, so that
+	// a sender who trickles is cut in about WebhookGrace instead of
+	// holding its share of WebhookBytes for WebhookRead. Default 128 KiB/s
+	// after 1 s: a push's JSON (kilobytes) comes whole within the grace,
+	// and the largest delivery WebhookRead lets through needs 2.5 MB/s
+	// anyway.
 	WebhookRate  int64
 	WebhookGrace time.Duration
 	Rate         float64 // requests per second per tenant; default 50; negative = unlimited (429 beyond)
@@ -58,7 +64,7 @@ const (
 	DefaultWebhookBody  = 25 << 20
 	DefaultMCPBody      = 1 << 20
 	DefaultQuery        = 8 << 10
-	DefaultWebhooks     = 4
+	DefaultWebhookBytes = 4 * DefaultWebhookBody
 	DefaultWebhookRead  = 10 * time.Second
 	DefaultWebhookRate  = 128 << 10
 	DefaultWebhookGrace = time.Second
@@ -78,9 +84,11 @@ func (l Limits) withDefaults() Limits {
 	if l.Query <= 0 {
 		l.Query = DefaultQuery
 	}
-	if l.Webhooks <= 0 {
-		l.Webhooks = DefaultWebhooks
+	if l.WebhookBytes <= 0 {
+		l.WebhookBytes = 4 * l.WebhookBody
 	}
+	// A body the limit lets through must fit in the budget.
+	l.WebhookBytes = max(l.WebhookBytes, l.WebhookBody)
 	if l.WebhookRead <= 0 {
 		l.WebhookRead = DefaultWebhookRead
 	}

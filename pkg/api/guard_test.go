@@ -287,45 +287,47 @@ func TestMemDeliveries(t *testing.T) {
 	}
 }
 
-// The webhook route reads at most Limits.Webhooks deliveries at once and
-// refuses one over its body limit before reading it.
+// The webhook route reads at most Limits.WebhookBytes of bodies at once
+// and refuses one over its body limit before reading it.
 func TestWebhookLimits(t *testing.T) {
-	ts, _ := newServer(t, &Server{Store: blob.NewMem(), Indexer: &fakeIndexer{}, Routes: AllRoutes,
-		// A grace longer than the test: the first delivery holds its slot.
-		Limits:   Limits{Webhooks: 1, WebhookBody: 1000, WebhookGrace: time.Minute},
-		Webhooks: WebhookConfig{Secrets: map[string]string{"acme": "a-secret"}}})
+	srv := &Server{Store: blob.NewMem(), Indexer: &fakeIndexer{}, Routes: AllRoutes,
+		// A grace longer than the test: the first deliveries hold their
+		// chunks. The budget is its least, 64 KiB: 16 first chunks.
+		Limits:   Limits{WebhookBytes: 1, WebhookBody: 1000, WebhookGrace: time.Minute},
+		Webhooks: WebhookConfig{Secrets: map[string]string{"acme": "a-secret"}}}
+	ts, _ := newServer(t, srv)
 	url := ts.URL + "/v1/webhooks/github/acme"
-	pr, pw := io.Pipe()
-	defer pw.Close()
-	held := make(chan int, 1)
-	go func() {
-		req, _ := http.NewRequest("POST", url, pr)
-		req.Header.Set("X-Hub-Signature-256", signed("a-secret", "x"))
-		req.Header.Set("X-GitHub-Event", "push")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			held <- 0
-			return
-		}
-		resp.Body.Close()
-		held <- resp.StatusCode
-	}()
-	pw.Write([]byte("{")) // the first delivery is being read
-	deadline := time.Now().Add(5 * time.Second)
-	var code int
-	var hdr http.Header
-	for time.Now().Before(deadline) {
-		code, hdr, _ = do(t, "POST", url, "application/json", "{}", map[string]string{"X-Hub-Signature-256": signed("a-secret", "{}"), "X-GitHub-Event": "push"})
-		if code == http.StatusServiceUnavailable {
-			break
-		}
+	var pws []*io.PipeWriter
+	held := make(chan int, 16)
+	for range 16 {
+		pr, pw := io.Pipe()
+		defer pw.Close()
+		pws = append(pws, pw)
+		go func() {
+			req, _ := http.NewRequest("POST", url, pr)
+			req.Header.Set("X-Hub-Signature-256", signed("a-secret", "x"))
+			req.Header.Set("X-GitHub-Event", "push")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				held <- 0
+				return
+			}
+			resp.Body.Close()
+			held <- resp.StatusCode
+		}()
+		pw.Write([]byte("{")) // the delivery is being read: it holds 4 KiB
+	}
+	for deadline := time.Now().Add(5 * time.Second); lent(srv) < srv.webhooks.size && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
+	code, hdr, _ := do(t, "POST", url, "application/json", "{}", map[string]string{"X-Hub-Signature-256": signed("a-secret", "{}"), "X-GitHub-Event": "push"})
 	if code != http.StatusServiceUnavailable || hdr.Get("Retry-After") == "" {
-		t.Errorf("a delivery while another is read = %d (Retry-After %q), want 503 with Retry-After", code, hdr.Get("Retry-After"))
+		t.Errorf("a delivery while %d bytes of bodies are read = %d (Retry-After %q), want 503 with Retry-After", lent(srv), code, hdr.Get("Retry-After"))
 	}
-	pw.CloseWithError(io.ErrUnexpectedEOF)
-	<-held
+	for _, pw := range pws {
+		pw.CloseWithError(io.ErrUnexpectedEOF)
+		<-held
+	}
 	big := strings.Repeat("x", 2000)
 	if code, _, _ := do(t, "POST", url, "application/json", big, map[string]string{"X-Hub-Signature-256": signed("a-secret", big), "X-GitHub-Event": "push"}); code != http.StatusRequestEntityTooLarge {
 		t.Errorf("oversized delivery = %d, want 413", code)
@@ -338,4 +340,11 @@ func TestWebhookLimits(t *testing.T) {
 			t.Errorf("%s delivery without token or signature = %d, want 401", h, code)
 		}
 	}
+}
+
+// lent is the webhook budget s has lent out.
+func lent(s *Server) int64 {
+	s.webhooks.mu.Lock()
+	defer s.webhooks.mu.Unlock()
+	return s.webhooks.held
 }

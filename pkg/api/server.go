@@ -134,7 +134,7 @@ type Server struct {
 	limits   Limits
 	rate     *rateLimiter
 	busy     *inflight
-	webhooks *bodyPool        // the buffers deliveries are read into
+	webhooks *bodyBudget      // the memory delivery bodies are read into
 	noSecret string           // random: the webhook secret of a tenant without one, which nothing verifies against
 	heads    sync.Map         // tenant\x00repo -> index.Head last read, served while the store is down
 	xrepo    xrepoCache       // per tenant: the cross-repository import graph
@@ -177,7 +177,7 @@ func (s *Server) init() {
 		if s.limits.TenantRepos == 0 && s.keysOn() {
 			s.limits.TenantRepos = DefaultTenantRepos
 		}
-		s.webhooks = newBodyPool(s.limits.Webhooks)
+		s.webhooks = newBodyBudget(s.limits.WebhookBytes)
 		s.noSecret = rand.Text()
 		if s.Deliveries == nil {
 			s.Deliveries = NewMemDeliveries(DefaultDeliveryWindow, 0)

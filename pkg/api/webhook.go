@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"sync"
 	"time"
 
 	"codectx/pkg/index"
@@ -37,89 +35,9 @@ type WebhookResponse struct {
 	Ignored string `json:"ignored,omitempty"`
 }
 
-// webhookWait is how long a delivery waits for one of the Limits.Webhooks
-// slots before 503.
+// webhookWait is how long a delivery's body waits for a chunk of the
+// Limits.WebhookBytes budget before 503.
 const webhookWait = 2 * time.Second
-
-// errBusy is bodyPool.get's answer when no buffer was free in time.
-var errBusy = errors.New("api: every delivery buffer is in use")
-
-// keepBuffer is the capacity an idle delivery buffer may keep.
-const keepBuffer = 64 << 10
-
-// bodyPool lends the buffers webhook deliveries are read into: n of them,
-// so at most n bodies are read at once and a burst of big forged
-// deliveries reuses the same n buffers instead of allocating one each
-// (the heap they cost is n bodies whatever the collector's timing). When
-// the last lent buffer comes back, every buffer is cut back to
-// keepBuffer, so an attack's bodies are not kept once it is over.
-type bodyPool struct {
-	free chan *bytes.Buffer
-	mu   sync.Mutex
-	lent int
-}
-
-func newBodyPool(n int) *bodyPool {
-	p := &bodyPool{free: make(chan *bytes.Buffer, n)}
-	for range n {
-		p.free <- new(bytes.Buffer)
-	}
-	return p
-}
-
-func (p *bodyPool) size() int { return cap(p.free) }
-
-// get waits up to wait for a free buffer; errBusy when none came, ctx's
-// error when the request ended first.
-func (p *bodyPool) get(ctx context.Context, wait time.Duration) (*bytes.Buffer, error) {
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case b := <-p.free:
-		p.mu.Lock()
-		p.lent++
-		p.mu.Unlock()
-		return b, nil
-	case <-t.C:
-		return nil, errBusy
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// put returns a buffer got from p.
-func (p *bodyPool) put(b *bytes.Buffer) {
-	b.Reset()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.lent--
-	if p.lent > 0 {
-		p.free <- b // a waiting delivery takes it as it is
-		return
-	}
-	// Nothing is lent: cut back the buffers that are free (one taken
-	// meanwhile by a get that has not counted itself yet is left alone).
-	idle := []*bytes.Buffer{trim(b)}
-	for len(idle) < cap(p.free) {
-		select {
-		case f := <-p.free:
-			idle = append(idle, trim(f))
-			continue
-		default:
-		}
-		break
-	}
-	for _, f := range idle {
-		p.free <- f
-	}
-}
-
-func trim(b *bytes.Buffer) *bytes.Buffer {
-	if b.Cap() > keepBuffer {
-		return new(bytes.Buffer)
-	}
-	return b
-}
 
 // paced reads a delivery's body while moving the connection's read
 // deadline with what has arrived: the sender has WebhookGrace, then must
@@ -149,6 +67,15 @@ func (p *paced) deadline() time.Time {
 	return d
 }
 
+// pause moves the pace on by d, a time the server kept the sender
+// waiting, and the read deadline with it; the bound in all stays.
+func (p *paced) pause(d time.Duration) {
+	if d > 0 {
+		p.start = p.start.Add(d)
+		p.rc.SetReadDeadline(p.deadline())
+	}
+}
+
 func (p *paced) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
 	if n > 0 {
@@ -165,11 +92,12 @@ func (p *paced) Read(b []byte) (int, error) {
 // the host does not retry.
 //
 // Cost before authentication is bounded: what the headers decide is
-// refused before the body is read, at most Limits.Webhooks deliveries are
-// read at once (others wait up to webhookWait, then get 503 with
-// Retry-After), each at most
-// Limits.WebhookBody bytes (413), and the signature is checked as the body
-// streams in.
+// refused before the body is read, each body is at most
+// Limits.WebhookBody bytes (413), the bodies being read share a budget of
+// Limits.WebhookBytes reserved as they arrive (bodybudget.go; a delivery
+// that finds none free waits up to webhookWait, then gets 503 with
+// Retry-After), a sender must keep pace (408), and the signature is
+// checked as the body streams in.
 func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	host, tenant := r.PathValue("host"), r.PathValue("tenant")
 	if !index.ValidTenant(tenant) {
@@ -189,28 +117,18 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("delivery of %d bytes is larger than the %d-byte limit", r.ContentLength, limit))
 		return
 	}
-	// Wait a little for a slot (legitimate deliveries are small and read
-	// in moments), then refuse: git hosts do not all retry.
-	buf, err := s.webhooks.get(r.Context(), webhookWait)
-	switch {
-	case errors.Is(err, errBusy):
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("%d deliveries are being read: retry", s.webhooks.size()))
-		return
-	case err != nil:
-		return // the sender went away
-	}
-	// A slot is held while the body comes: a sender must keep pace
-	// (Limits.WebhookRate after WebhookGrace) and finish within
-	// WebhookRead, not the server's read timeout, so a few slow
-	// connections cannot keep every tenant's deliveries out for long.
-	body, err := webhook.ReadBuffer(buf, host, r.Header, s.paced(w, http.MaxBytesReader(w, r.Body, limit)), r.ContentLength, secret, limit)
-	// A verified delivery is copied out of the lent buffer (it is small:
-	// a push's JSON), so the slot is free while it is decoded and signalled.
-	body = bytes.Clone(body)
-	s.webhooks.put(buf)
+	body, err := s.readDelivery(w, r, host, secret, limit)
 	var tooBig *http.MaxBytesError
 	switch {
+	case errors.Is(err, errBusy):
+		// Legitimate deliveries are small and read in moments; git hosts
+		// do not all retry, but a busy server must refuse rather than
+		// hold more than its budget.
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("the deliveries being read hold the %d-byte budget: retry", s.webhooks.size))
+		return
+	case errors.Is(err, context.Canceled):
+		return // the sender went away
 	case errors.Is(err, webhook.ErrTooLarge) || errors.As(err, &tooBig):
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("delivery larger than the %d-byte limit", limit))
 		return
@@ -283,6 +201,36 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	}
 	s.Log.Info("webhook push", "host", host, "tenant", tenant, "repo", push.Repo, "branch", push.Branch, "commit", push.Commit)
 	writeJSON(w, http.StatusAccepted, WebhookResponse{Tenant: tenant, Repo: push.Repo, Commit: push.Commit, RunID: run})
+}
+
+// readDelivery reads and verifies a delivery's body against the budget.
+// The body is read while the connection's read deadline follows the pace
+// (Limits.WebhookRate after WebhookGrace, WebhookRead in all), not the
+// server's read timeout, so that slow senders are cut in about the grace.
+// A verified body is copied out of the budget's chunks (it is small: a
+// push's JSON), so the budget is free while it is decoded and signalled;
+// a refused one is never copied.
+func (s *Server) readDelivery(w http.ResponseWriter, r *http.Request, host, secret string, limit int64) ([]byte, error) {
+	v, err := webhook.NewVerifier(host, r.Header, secret)
+	if err != nil {
+		return nil, err
+	}
+	d := s.webhooks.start()
+	defer d.release()
+	p := s.paced(w, http.MaxBytesReader(w, r.Body, limit))
+	if err := d.readFrom(r.Context(), p, v, p, webhookWait); err != nil {
+		if errors.Is(err, errBusy) || errors.Is(err, context.Canceled) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("webhook: read delivery: %w", err)
+	}
+	if d.n > limit {
+		return nil, fmt.Errorf("%w: more than %d bytes", webhook.ErrTooLarge, limit)
+	}
+	if err := v.Verify(); err != nil {
+		return nil, err
+	}
+	return d.bytes(), nil
 }
 
 // remember records a verified delivery under its host's delivery id and

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"strings"
@@ -93,10 +94,41 @@ func Read(host string, h http.Header, r io.Reader, size int64, secret string, li
 // bytes, valid until buf is used again.
 func ReadBuffer(buf *bytes.Buffer, host string, h http.Header, r io.Reader, size int64, secret string, limit int64) ([]byte, error) {
 	buf.Reset()
+	v, err := NewVerifier(host, h, secret)
+	if err != nil {
+		return nil, err
+	}
+	if size > 0 && size <= limit {
+		buf.Grow(int(size) + bytes.MinRead) // ReadFrom wants MinRead spare to see EOF
+	}
+	n, err := io.Copy(io.MultiWriter(buf, v), io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("webhook: read delivery: %w", err)
+	}
+	if n > limit {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
+	}
+	if err := v.Verify(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Verifier checks a delivery's signature as its body streams through
+// Write, for a reader that keeps the body itself (ReadBuffer is one).
+type Verifier struct {
+	mac hash.Hash // nil: the headers alone verified the delivery (GitLab's token)
+	sig []byte
+}
+
+// NewVerifier checks what the headers alone decide: an unknown host
+// (ErrUnknownHost), no or a malformed signature, a wrong GitLab token, no
+// secret (ErrUnauthorized). The body is then written to the Verifier and
+// Verify says whether its HMAC is the signature.
+func NewVerifier(host string, h http.Header, secret string) (*Verifier, error) {
 	if secret == "" {
 		return nil, fmt.Errorf("%w: no secret configured", ErrUnauthorized)
 	}
-	var sig []byte
 	switch host {
 	case GitHub, Gitea:
 		hdr := h.Get("X-Hub-Signature-256")
@@ -111,36 +143,36 @@ func ReadBuffer(buf *bytes.Buffer, host string, h http.Header, r io.Reader, size
 		if !ok || s == "" {
 			return nil, fmt.Errorf("%w: no sha256 signature", ErrUnauthorized)
 		}
-		var err error
-		if sig, err = hex.DecodeString(s); err != nil {
+		sig, err := hex.DecodeString(s)
+		if err != nil {
 			return nil, fmt.Errorf("%w: signature is not hex", ErrUnauthorized)
 		}
+		return &Verifier{mac: hmac.New(sha256.New, []byte(secret)), sig: sig}, nil
 	case GitLab:
 		if subtle.ConstantTimeCompare([]byte(h.Get("X-Gitlab-Token")), []byte(secret)) != 1 {
 			return nil, ErrUnauthorized
 		}
+		return &Verifier{}, nil
 	default:
 		return nil, fmt.Errorf("%w %q (want %s, %s or %s)", ErrUnknownHost, host, GitHub, GitLab, Gitea)
 	}
-	if size > 0 && size <= limit {
-		buf.Grow(int(size) + bytes.MinRead) // ReadFrom wants MinRead spare to see EOF
+}
+
+// Write adds the next bytes of the body.
+func (v *Verifier) Write(p []byte) (int, error) {
+	if v.mac != nil {
+		v.mac.Write(p)
 	}
-	w := io.Writer(buf)
-	mac := hmac.New(sha256.New, []byte(secret))
-	if sig != nil {
-		w = io.MultiWriter(buf, mac)
+	return len(p), nil
+}
+
+// Verify reports whether the body written so far is the one signed
+// (ErrUnauthorized if not).
+func (v *Verifier) Verify() error {
+	if v.mac != nil && !hmac.Equal(v.sig, v.mac.Sum(nil)) {
+		return ErrUnauthorized
 	}
-	n, err := io.Copy(w, io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("webhook: read delivery: %w", err)
-	}
-	if n > limit {
-		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
-	}
-	if sig != nil && !hmac.Equal(sig, mac.Sum(nil)) {
-		return nil, ErrUnauthorized
-	}
-	return buf.Bytes(), nil
+	return nil
 }
 
 // DeliveryID is the id the host gives a delivery (kept by its retries and

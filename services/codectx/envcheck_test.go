@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"codectx/pkg/api"
 )
 
 // A variable that sets a number, duration or boolean flag is checked as
@@ -27,6 +29,8 @@ func TestEnvChecked(t *testing.T) {
 		{env: envReadTimeout, val: "30s", check: func(l *limitFlags, _ int) bool { return l.readTimeout == 30*time.Second }},
 		{env: envMetricsOpen, val: "yes", err: "$" + envMetricsOpen},
 		{env: envMetricsOpen, val: "true", check: func(l *limitFlags, _ int) bool { return l.publicMetrics }},
+		{env: envWebhookRead, val: "lots", err: "$" + envWebhookRead},
+		{env: envWebhookRead, val: "200MiB", check: func(l *limitFlags, _ int) bool { return l.webhookBytes == 200<<20 }},
 	} {
 		t.Run(tt.env+"="+tt.val, func(t *testing.T) {
 			t.Setenv(tt.env, tt.val)
@@ -46,5 +50,33 @@ func TestEnvChecked(t *testing.T) {
 				t.Errorf("the variable's value is not in force: %+v, tenant-repos %d", l, repos)
 			}
 		})
+	}
+}
+
+// The webhook read budget is a size; the count of deliveries it replaced
+// is still read, as that many bodies of the 25 MiB limit, unless the size
+// is given.
+func TestWebhookReadBytes(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want int64
+	}{
+		{nil, 0}, // the server's default: four bodies
+		{[]string{"-webhook-read-bytes", "64MiB"}, 64 << 20},
+		{[]string{"-webhook-concurrency", "2"}, 2 * api.DefaultWebhookBody},
+		{[]string{"-webhook-concurrency", "2", "-webhook-read-bytes", "10MiB"}, 10 << 20},
+	} {
+		fs := flag.NewFlagSet("up", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		var l limitFlags
+		l.register(fs)
+		if err := parseFlags(fs, tt.args); err != nil {
+			t.Fatal(err)
+		}
+		var srv api.Server
+		l.apply(&srv, "127.0.0.1:0")
+		if srv.Limits.WebhookBytes != tt.want {
+			t.Errorf("%q: WebhookBytes = %d, want %d", tt.args, srv.Limits.WebhookBytes, tt.want)
+		}
 	}
 }

@@ -13,6 +13,10 @@ import (
 const (
 	envRate        = "CODECTX_RATE_LIMIT"
 	envBurst       = "CODECTX_RATE_BURST"
+	envWebhookRead = "CODECTX_WEBHOOK_READ_BYTES"
+	// envWebhooksMax is the count of deliveries read at once that the
+	// budget of bytes replaced: still read, as that many bodies of the
+	// 25 MiB limit, so that a deployment that set it keeps its bound.
 	envWebhooksMax = "CODECTX_WEBHOOK_CONCURRENCY"
 	envReadTimeout = "CODECTX_HTTP_READ_TIMEOUT"
 	envAPIHosts    = "CODECTX_API_HOSTS"
@@ -23,13 +27,14 @@ const (
 
 // limitFlags are the request limits of the roles serving the API.
 type limitFlags struct {
-	rate        float64
-	burst       int
-	webhooks    int
-	webhookRate int64
-	tenantBusy  int
-	readTimeout time.Duration
-	hosts       string
+	rate         float64
+	burst        int
+	webhookBytes int64
+	webhooks     int // deprecated: --webhook-read-bytes in bodies of the 25 MiB limit
+	webhookRate  int64
+	tenantBusy   int
+	readTimeout  time.Duration
+	hosts        string
 	// publicMetrics serves /metrics without an operator's key when keys are on.
 	publicMetrics bool
 }
@@ -38,8 +43,9 @@ func (l *limitFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&l.rate, "rate-limit", envFloat(envRate, api.DefaultRate), "requests per second per tenant before 429; a query over several repositories counts one more per 4 past the first (negative: no limit) ($"+envRate+")")
 	fs.IntVar(&l.tenantBusy, "tenant-concurrency", envInt(envTenantBusy, 0), "requests of one tenant worked on at once; past it a request waits up to 1 s for its tenant's turn, then 429 (default: with API keys half the CPUs, at least 1, so one tenant's costly queries leave the others cores; without keys no bound; negative: no bound) ($"+envTenantBusy+")")
 	fs.IntVar(&l.burst, "rate-burst", envInt(envBurst, 0), "requests a tenant may send at once (default: twice the rate) ($"+envBurst+")")
-	fs.IntVar(&l.webhooks, "webhook-concurrency", envInt(envWebhooksMax, api.DefaultWebhooks), "webhook deliveries read at once before 503 ($"+envWebhooksMax+")")
-	bytesVar(fs, &l.webhookRate, "webhook-min-rate", envWebhookPace, api.DefaultWebhookRate, "`bytes` a second a webhook delivery's body must keep after its first second once it is being read (a unit may follow: 128KiB); a slower sender is cut with 408, so that trickling senders cannot hold the read slots ($"+envWebhookPace+")")
+	bytesVar(fs, &l.webhookBytes, "webhook-read-bytes", envWebhookRead, 0, "`bytes` of webhook delivery bodies read at once, before their signature is checked (a unit may follow: 100MiB); each delivery reserves its share as its body arrives, and one that finds none free waits up to 2 s, then 503 (default: four 25 MiB bodies, 100 MiB) ($"+envWebhookRead+")")
+	fs.IntVar(&l.webhooks, "webhook-concurrency", envInt(envWebhooksMax, 0), "deprecated: sets --webhook-read-bytes to this many 25 MiB bodies, unless it is given ($"+envWebhooksMax+")")
+	bytesVar(fs, &l.webhookRate, "webhook-min-rate", envWebhookPace, api.DefaultWebhookRate, "`bytes` a second a webhook delivery's body must keep after its first second (a unit may follow: 128KiB); a slower sender is cut with 408, so that trickling senders cannot hold the webhook read budget ($"+envWebhookPace+")")
 	fs.StringVar(&l.hosts, "api-hosts", env(envAPIHosts, ""), "comma-separated host names an API without keys answers to when it does not listen on loopback (besides IP addresses and localhost; others get 421, so that a web page cannot rebind its name to the server) ($"+envAPIHosts+")")
 	fs.BoolVar(&l.publicMetrics, "metrics-public", envBool(envMetricsOpen, false), "with API keys, serve /metrics without a key; by default it then needs an operator's key (tenant \"*\"), as its counters add up every tenant's activity ($"+envMetricsOpen+")")
 	fs.DurationVar(&l.readTimeout, "http-read-timeout", envDuration(envReadTimeout, defaultReadTimeout), "time to read a whole request, body included ($"+envReadTimeout+")")
@@ -48,7 +54,11 @@ func (l *limitFlags) register(fs *flag.FlagSet) {
 // apply sets the limits and the loopback Host check on srv, which will
 // listen on listen.
 func (l *limitFlags) apply(srv *api.Server, listen string) {
-	srv.Limits.Rate, srv.Limits.Burst, srv.Limits.Webhooks, srv.Limits.WebhookRate = l.rate, l.burst, l.webhooks, l.webhookRate
+	srv.Limits.Rate, srv.Limits.Burst, srv.Limits.WebhookRate = l.rate, l.burst, l.webhookRate
+	srv.Limits.WebhookBytes = l.webhookBytes
+	if l.webhookBytes <= 0 && l.webhooks > 0 {
+		srv.Limits.WebhookBytes = int64(l.webhooks) * api.DefaultWebhookBody
+	}
 	srv.Limits.TenantConcurrency = l.tenantBusy
 	if l.rate < 0 {
 		srv.Limits.Rate = -1
