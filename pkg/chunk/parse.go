@@ -159,11 +159,53 @@ func parseCode(ctx context.Context, sp *spec, p string, src string, opt Options)
 		healthy = true
 		return out, codectx.DegradedParseError
 	}
+	if len(src) > maxTreeDepth && tooDeep(root, maxTreeDepth) {
+		// The query below would take minutes, past the parse timeout,
+		// which bounds only the parse.
+		healthy = true
+		return out, codectx.DegradedParseTimeout
+	}
 	sp.walk(x, root)
 	x.layout()
 	x.capture(w.qc, q, kinds, root)
 	healthy = true
 	return parsed{pkg: x.pkg, imports: x.imports.list, chunks: x.build()}, ""
+}
+
+// maxTreeDepth bounds the nesting of a syntax tree the chunker queries.
+// Tree-sitter's query cursor takes time quadratic in a tree's depth once it
+// passes about 32,000 levels: 300 KB of nested generics, calls or
+// subscripts (A<A<...>>, g(g(...)), A[A[...]]) took 28 s to over 2
+// minutes of CPU in one call the parse timeout does not reach. Code nests
+// a few dozen levels (a call or a generic is two or three levels of the
+// tree); a file no longer than the bound is not walked, as a tree that
+// deep is far too small to cost.
+const maxTreeDepth = 4096
+
+// tooDeep reports whether the tree under root is more than limit levels
+// deep. A node nests about as many levels as it spans bytes (a unit chain
+// repeats a span a few times), so only nodes spanning at least an eighth
+// of the levels still allowed are entered: in code, the top few levels.
+func tooDeep(root *sitter.Node, limit int) bool {
+	c := sitter.NewTreeCursor(root)
+	defer c.Close()
+	depth := 0
+	for {
+		if depth > limit {
+			return true
+		}
+		n := c.CurrentNode()
+		if int(n.EndByte()-n.StartByte())*8 >= limit-depth && c.GoToFirstChild() {
+			depth++
+			continue
+		}
+		for !c.GoToNextSibling() {
+			if !c.GoToParent() {
+				return false
+			}
+			depth--
+		}
+	}
 }
 
 // sym is a chunk under construction.

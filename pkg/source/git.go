@@ -524,6 +524,16 @@ func (g *gitReader) history(ctx context.Context, limit int, base *HistoryBase) (
 			parent = p // nil past a shallow boundary
 		}
 		files, err := g.changed(ctx, c, parent, &left)
+		if parent != nil && errors.Is(err, plumbing.ErrObjectNotFound) {
+			// The parent's trees are not here (a treeless partial
+			// clone, git clone --filter=tree:0, has only HEAD's): a
+			// boundary, as past a shallow one.
+			parent = nil
+			files, err = g.changed(ctx, c, nil, &left)
+		}
+		if errors.Is(err, plumbing.ErrObjectNotFound) && c != g.commit {
+			break // nor are this commit's: the history ends before it
+		}
 		if errors.Is(err, errHistoryFull) {
 			break // the history ends before the commit that spends the budget
 		}

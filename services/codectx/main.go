@@ -26,10 +26,17 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.As(err, new(reported)) {
-			fmt.Fprintln(os.Stderr, "codectx:", err)
+			printError(os.Stderr, err)
 		}
 		os.Exit(1)
 	}
+}
+
+// printError writes err for a terminal: its message can hold a
+// repository's file names and a server's last error, so control
+// characters are shown escaped (termSafe), as in query's text output.
+func printError(w io.Writer, err error) {
+	fmt.Fprintln(w, "codectx:", termSafe(err.Error(), true))
 }
 
 // command is one subcommand: its synopsis line, a one-line description

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -123,5 +124,38 @@ func TestSecurityQueryTextEscapes(t *testing.T) {
 	var v map[string]any
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatalf("--json output is not JSON: %v", err)
+	}
+}
+
+// TestSecurityErrorTextEscapes: an error can name a tree entry of the
+// repository (a subtree whose object is missing fails the listing with
+// "tree NAME: object not found"), and main printed it raw to stderr: an
+// escape sequence in the name reached the terminal of whoever indexed. It
+// is shown escaped now.
+func TestSecurityErrorTextEscapes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "missing.git")
+	repo, err := git.PlainInit(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := repo.Storer
+	b := putBlob(t, st, "package p\n")
+	tree := putRawTree(t, st, []object.TreeEntry{
+		{Name: "\x1b]0;pwned\x07\x1b[2K\rindexed 1 file", Mode: filemode.Dir, Hash: plumbing.NewHash("0123456789abcdef0123456789abcdef01234567")},
+		{Name: "a.go", Mode: filemode.Regular, Hash: b},
+	})
+	sig := object.Signature{Name: "t", Email: "t@example.com"}
+	c := putObject(t, st, &object.Commit{Author: sig, Committer: sig, Message: "x\n", TreeHash: tree})
+	if err := st.SetReference(plumbing.NewHashReference("refs/heads/master", c)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = runCLI(t, "index", "--data", t.TempDir(), "--name", "acme/missing", dir)
+	if err == nil {
+		t.Fatal("indexed a tree with a missing subtree")
+	}
+	var out bytes.Buffer
+	printError(&out, err)
+	if s := out.String(); strings.ContainsAny(strings.TrimSuffix(s, "\n"), "\x1b\x07\r\n") || !strings.Contains(s, `\x1b]0;pwned\x07`) {
+		t.Fatalf("error printed as %q", s)
 	}
 }
