@@ -57,7 +57,7 @@ func TestTornCacheEntry(t *testing.T) {
 	ctx := context.Background()
 	src := []byte("package a\n\n// F does f.\nfunc F() int { return G() }\n\nfunc G() int { return 1 }\n")
 	f := source.File{Path: "a/a.go", Blob: gitBlob(src), Size: int64(len(src))}
-	key := index.ParseKey("t", codectx.Go, f.Blob)
+	key := index.ParseKey("t", f.Path, f.Blob)
 	content := index.ContentKey(f.Blob)
 	reads := 0
 	read := func() ([]byte, error) { reads++; return src, nil }
@@ -175,4 +175,34 @@ func TestTornCacheEntry(t *testing.T) {
 			t.Fatalf("the torn entry is still there: %v", err)
 		}
 	})
+}
+
+// A parse result depends on the file's path, not only its content: the
+// same text as lib/app.min.js (skipped, generated) and as lib/app.js (a
+// source file), or as src/a.rs and src/b.rs (modules a and b). Keyed by
+// content alone, the first path's result was served for the second.
+func TestParseCacheKeysPath(t *testing.T) {
+	ctx := context.Background()
+	store := blob.NewMem()
+	parse := func(path string, src []byte) index.Parsed {
+		t.Helper()
+		f := source.File{Path: path, Blob: gitBlob(src), Size: int64(len(src))}
+		p, err := index.ParseFile(ctx, store, "t", f, func() ([]byte, error) { return src, nil }, chunk.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	js := []byte("export function add(a, b) {\n  return a + b\n}\n")
+	if p := parse("lib/app.min.js", js); p.Result.Skip != codectx.SkipGenerated {
+		t.Fatalf("lib/app.min.js: skip %q, want %q", p.Result.Skip, codectx.SkipGenerated)
+	}
+	if p := parse("lib/app.js", js); p.Result.Skip != "" || len(p.Result.Chunks) == 0 {
+		t.Errorf("lib/app.js after an identical lib/app.min.js: skip %q, %d chunks; want it parsed", p.Result.Skip, len(p.Result.Chunks))
+	}
+	rs := []byte("pub fn run() -> u32 {\n    1\n}\n")
+	a, b := parse("src/a.rs", rs), parse("src/b.rs", rs)
+	if a.Result.Package != "crate::a" || b.Result.Package != "crate::b" {
+		t.Errorf("src/a.rs and src/b.rs, the same text: modules %q and %q, want crate::a and crate::b", a.Result.Package, b.Result.Package)
+	}
 }

@@ -8,6 +8,8 @@ package index
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,14 +83,21 @@ type Summary struct {
 
 // Keys of the blob store layout. Every key names the tenant.
 
-// ParseKey is where the parse result of a blob is cached for tenant. The
-// cache is per tenant: a result is reused only within the tenant that
-// parsed it, so reuse counts (and timings) never tell one tenant that a
-// file exists in another's code. Tenant names hold no "/" and no "@", so
-// "@"+tenant is one unambiguous element (the library build's empty tenant
-// is "@").
-func ParseKey(tenant string, lang codectx.Language, blobHash string) string {
-	return "parse/v" + chunk.Version + "/@" + tenant + "/" + string(lang) + "/" + blobHash[:2] + "/" + blobHash
+// ParseKey is where the parse result of the blob at path is cached for
+// tenant. The cache is per tenant: a result is reused only within the
+// tenant that parsed it, so reuse counts (and timings) never tell one
+// tenant that a file exists in another's code. Tenant names hold no "/"
+// and no "@", so "@"+tenant is one unambiguous element (the library
+// build's empty tenant is "@").
+//
+// The key holds the path (hashed) besides the content: a result depends on
+// it (a Rust module's name, a non-code chunk's name, a name that marks a
+// file generated), and keyed by content alone one path's result was
+// served for another's (an app.js skipped as another path's minified
+// copy). A renamed or copied file is parsed again.
+func ParseKey(tenant, path, blobHash string) string {
+	sum := sha256.Sum256([]byte(path))
+	return "parse/v" + chunk.Version + "/@" + tenant + "/" + string(chunk.Detect(path, nil)) + "/" + blobHash[:2] + "/" + blobHash + "." + hex.EncodeToString(sum[:8])
 }
 
 // ContentKey is where the text of a parsed file was kept, by its git blob
@@ -108,7 +117,7 @@ func ReadContent(ctx context.Context, store *blob.Bucket, tenant, path, blobHash
 	if len(blobHash) < 3 {
 		return nil, fmt.Errorf("index: bad blob hash %q", blobHash)
 	}
-	data, err := store.Get(ctx, ParseKey(tenant, chunk.Detect(path, nil), blobHash))
+	data, err := store.Get(ctx, ParseKey(tenant, path, blobHash))
 	if err == nil {
 		if text, ok := entryText(data); ok {
 			return text, nil
@@ -570,7 +579,7 @@ func LoadParsedFiles(ctx context.Context, store *blob.Bucket, tenant string, fil
 			out[i] = Parsed{Result: chunk.Result{Language: chunk.Detect(f.Path, nil), Skip: codectx.SkipTooLarge}}
 			continue
 		}
-		key := ParseKey(tenant, chunk.Detect(f.Path, nil), f.Blob)
+		key := ParseKey(tenant, f.Path, f.Blob)
 		data, err := store.Get(ctx, key)
 		if err != nil {
 			return nil, fmt.Errorf("index: parse result of %s: %w", f.Path, err)
@@ -717,7 +726,7 @@ func ParseFile(ctx context.Context, store *blob.Bucket, tenant string, f source.
 		// Not read at all: the size from the tree is enough.
 		return Parsed{Result: chunk.Result{Language: lang, Skip: codectx.SkipTooLarge}}, nil
 	}
-	key := ParseKey(tenant, lang, f.Blob)
+	key := ParseKey(tenant, f.Path, f.Blob)
 	if data, err := store.Get(ctx, key); err == nil {
 		var p Parsed
 		if decodeParsed(data, &p.Result) == nil {

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"codectx/pkg/blob"
-	"codectx/pkg/chunk"
 	"codectx/pkg/dense"
 	"codectx/pkg/index"
 	"codectx/pkg/segment"
@@ -60,7 +59,7 @@ func CollectParseCache(ctx context.Context, store *blob.Bucket, opt GCOptions) (
 	st.Cached = len(cached)
 	live := map[string]bool{}
 	mark := func(tenant, path, blobHash string) {
-		live[index.ParseKey(tenant, chunk.Detect(path, nil), blobHash)] = true
+		live[index.ParseKey(tenant, path, blobHash)] = true
 		if len(blobHash) > 2 {
 			live[index.ContentKey(blobHash)] = true
 		}

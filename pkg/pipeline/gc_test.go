@@ -103,11 +103,13 @@ func TestCollectParseCacheKeepsManifestFiles(t *testing.T) {
 	if err := store.Put(ctx, pipeline.ManifestKey("t", "r", "c1"), []byte(m)); err != nil {
 		t.Fatal(err)
 	}
-	live := index.ParseKey("t", "go", "0123456789abcdef0123456789abcdef01234567")
+	live := index.ParseKey("t", "a/b.go", "0123456789abcdef0123456789abcdef01234567")
 	dead := []string{
-		index.ParseKey("t", "go", "ffff456789abcdef0123456789abcdef01234567"),
+		index.ParseKey("t", "a/b.go", "ffff456789abcdef0123456789abcdef01234567"),
+		// The same content at another path: no root lists it there.
+		index.ParseKey("t", "a/c.go", "0123456789abcdef0123456789abcdef01234567"),
 		// The same file in another tenant's cache: no root of that tenant lists it.
-		index.ParseKey("u", "go", "0123456789abcdef0123456789abcdef01234567"),
+		index.ParseKey("u", "a/b.go", "0123456789abcdef0123456789abcdef01234567"),
 	}
 	for _, k := range append([]string{live}, dead...) {
 		if err := store.Put(ctx, k, []byte("{}")); err != nil {
@@ -118,8 +120,8 @@ func TestCollectParseCacheKeepsManifestFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Kept != 1 || st.Deleted != 2 {
-		t.Errorf("stats = %+v, want 1 kept, 2 deleted", st)
+	if st.Kept != 1 || st.Deleted != 3 {
+		t.Errorf("stats = %+v, want 1 kept, 3 deleted", st)
 	}
 	if ok, _ := store.Exists(ctx, live); !ok {
 		t.Error("deleted the result the manifest's tenant references")

@@ -20,7 +20,6 @@ import (
 	"sync"
 
 	"codectx/pkg/blob"
-	"codectx/pkg/chunk"
 	"codectx/pkg/graph"
 	"codectx/pkg/index"
 	"codectx/pkg/queue"
@@ -105,7 +104,7 @@ func NeedsParse(f source.File) bool { return f.Size <= MaxFileSize }
 
 // ResultKey is the parse-cache key of f in tenant's cache.
 func ResultKey(tenant string, f source.File) string {
-	return index.ParseKey(tenant, chunk.Detect(f.Path, nil), f.Blob)
+	return index.ParseKey(tenant, f.Path, f.Blob)
 }
 
 // worktreePrefix names snapshots of plain directories, which have no
