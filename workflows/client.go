@@ -180,12 +180,27 @@ func (a *Activities) indexRepo(ctx context.Context, in IndexRepoInput, b *indexB
 	// that the attempt does not time out, and the count that follows is
 	// held back as before.
 	unknownBeat := time.Now().Add(halfBeat(ctx))
+	// A status read in flight when the worker begins to stop is answered
+	// by no one (the pollers that would answer it are this worker's, and
+	// stopping) and held the stop for its whole timeout: the reads end
+	// with the stop too.
+	qctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if ch := stopping(ctx); ch != nil {
+		go func() {
+			select {
+			case <-ch:
+				cancel()
+			case <-qctx.Done():
+			}
+		}()
+	}
 	// Queries see every signal delivered before them, so the first answer's
 	// Received counts this push.
 	tick := time.NewTicker(a.poll())
 	defer tick.Stop()
 	for {
-		st, err := Status(ctx, c, tenant, repo)
+		st, err := Status(qctx, c, tenant, repo)
 		if err == nil {
 			if b.want == 0 {
 				b.want = st.Received

@@ -125,7 +125,15 @@ func TestOrgIndexStopsPromptly(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(300 * time.Millisecond) // IndexRepo polls the status
+	// Stop once the server holds the push count IndexRepo heartbeats
+	// (its first heartbeat is sent at once): the next attempt must wait
+	// for that push, not push again.
+	for !heldPushCount(ctx, t, c, run.GetID()) {
+		if ctx.Err() != nil {
+			t.Fatal("IndexRepo never heartbeated its push count")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	stopAt := time.Now()
 	w.Stop()
 	took := time.Since(stopAt)
@@ -142,6 +150,23 @@ func TestOrgIndexStopsPromptly(t *testing.T) {
 	if n := snapshots.Load(); n != 1 {
 		t.Errorf("%d snapshots of %s, want 1", n, loc)
 	}
+}
+
+// heldPushCount reports whether the server holds, for a pending activity
+// of the workflow (IndexRepo), heartbeat details with a known push count.
+func heldPushCount(ctx context.Context, t *testing.T, c client.Client, id string) bool {
+	t.Helper()
+	d, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return false
+	}
+	for _, pa := range d.GetPendingActivities() {
+		var want, failed int
+		if pa.GetHeartbeatDetails() != nil && converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &want, &failed) == nil && want > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // orgWorker runs OrgWorkflow, RepoWorkflow and the tenant lease on ts with
