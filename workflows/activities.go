@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"codectx/pkg/blob"
+	"codectx/pkg/chunk"
 	"codectx/pkg/embed"
 	"codectx/pkg/index"
 	"codectx/pkg/netguard"
@@ -70,6 +71,12 @@ type Activities struct {
 	// snapshot's batches wait behind at most that much. 0: DefaultWindow;
 	// negative: every batch at once.
 	Window int
+	// SourceMaxBytes bounds the source bytes of one snapshot (the sizes
+	// of the files it would parse, index.SourceBytes): a larger snapshot
+	// fails at planning, before anything is parsed, with
+	// index.ErrSourceTooLarge. 0: index.DefaultMaxSourceBytes; negative:
+	// no bound.
+	SourceMaxBytes int64
 }
 
 // DefaultWindow is the default of Activities.Window: enough batches to
@@ -86,6 +93,17 @@ func (a *Activities) window(total int) int {
 		return min(DefaultWindow, total)
 	}
 	return min(a.Window, total)
+}
+
+// sourceMaxBytes is the bound of a.SourceMaxBytes (0: none).
+func (a *Activities) sourceMaxBytes() int64 {
+	switch {
+	case a.SourceMaxBytes < 0:
+		return 0
+	case a.SourceMaxBytes == 0:
+		return index.DefaultMaxSourceBytes
+	}
+	return a.SourceMaxBytes
 }
 
 func (a *Activities) localWait() time.Duration {
@@ -172,6 +190,12 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (p Snapshot
 		return SnapshotPlan{}, classify(oerr)
 	}
 	defer snap.Close()
+	// The listing says what the snapshot would parse: one blob named under
+	// many paths is parsed once per path, so the bound is checked here,
+	// before the manifest is written or a batch planned.
+	if err := index.CheckSourceBytes(snap.Files, chunk.Options{}, a.sourceMaxBytes()); err != nil {
+		return SnapshotPlan{}, classify(fmt.Errorf("snapshot %s: %w", snap.Commit, err))
+	}
 	p = SnapshotPlan{
 		Tenant: in.Tenant, Repo: in.Repo, Location: in.Location, Commit: snap.Commit,
 		ManifestKey: pipeline.ManifestKey(in.Tenant, in.Repo, snap.Commit),

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"codectx/pkg/blob"
+	"codectx/pkg/index"
 	"codectx/pkg/location"
 	"codectx/pkg/netguard"
 	"codectx/pkg/source"
@@ -21,6 +22,7 @@ const (
 	errRejected = "PublishRejected"
 	errTooLarge = "RepositoryTooLarge"
 	errTooMany  = "TooManyEntries"
+	errSource   = "SourceTooLarge"
 )
 
 // public messages by error type: all a tenant learns of a failed snapshot.
@@ -32,6 +34,7 @@ var public = map[string]string{
 	errRejected: "the index could not be published under this repository name",
 	errTooLarge: "the repository is larger than the server's clone limit",
 	errTooMany:  "the repository's tree has more entries than the server lists",
+	errSource:   "the repository's files are larger in all than the server's source limit",
 }
 
 // classify turns an activity's error into an application error whose
@@ -56,6 +59,8 @@ func classify(err error) error {
 		typ = errTooLarge
 	case errors.Is(err, source.ErrTooManyEntries):
 		typ = errTooMany
+	case errors.Is(err, index.ErrSourceTooLarge):
+		typ = errSource
 	default:
 		return err
 	}

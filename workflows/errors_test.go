@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"codectx/pkg/index"
 	"codectx/pkg/netguard"
 	"codectx/pkg/source"
 
@@ -21,6 +22,7 @@ func TestClassify(t *testing.T) {
 	}{
 		{fmt.Errorf("clone x: %w", source.ErrTooLarge), errTooLarge, "larger than the server's clone limit"},
 		{fmt.Errorf("list: %w", source.ErrTooManyEntries), errTooMany, "more entries than the server lists"},
+		{fmt.Errorf("snapshot x: %w", index.ErrSourceTooLarge), errSource, "larger in all than the server's source limit"},
 		{fmt.Errorf("dial: %w", netguard.ErrRefused), errRefused, "location refused"},
 		{fmt.Errorf("open: %w", source.ErrEmptyRepo), errEmpty, "no commits"},
 	} {

@@ -48,7 +48,12 @@ type Options struct {
 	// ShardBytes is the source size of a shard (default DefaultShardBytes);
 	// negative builds one segment instead of shards.
 	ShardBytes int64
-	Progress   func(Progress)
+	// MaxSourceBytes bounds the source bytes of the snapshot
+	// (SourceBytes): past it the build fails with ErrSourceTooLarge
+	// before anything is parsed. 0: DefaultMaxSourceBytes; negative: no
+	// bound.
+	MaxSourceBytes int64
+	Progress       func(Progress)
 }
 
 // Progress is reported while files are parsed.
@@ -233,6 +238,9 @@ func Build(ctx context.Context, store *blob.Bucket, location string, opt Options
 	if snap.Commit == "" {
 		// A plain directory has no commit: name the snapshot by its content.
 		snap.Commit = snap.ContentName()
+	}
+	if err := CheckSourceBytes(snap.Files, opt.Chunk, opt.maxSourceBytes()); err != nil {
+		return nil, fmt.Errorf("index: %s: %w", name, err)
 	}
 	commit := snap.Commit
 	var st *Summary
@@ -454,6 +462,9 @@ func BuildSegment(ctx context.Context, store *blob.Bucket, snap *source.Snapshot
 	if opt.Tenant == "" {
 		opt.Tenant = DefaultTenant
 	}
+	if err := CheckSourceBytes(snap.Files, opt.Chunk, opt.maxSourceBytes()); err != nil {
+		return nil, nil, fmt.Errorf("index: %s: %w", name, err)
+	}
 	m, err := ReadManifest(ctx, snap, opt.Tenant, name, opt.HistoryLimit)
 	if err != nil {
 		return nil, nil, err
@@ -463,6 +474,9 @@ func BuildSegment(ctx context.Context, store *blob.Bucket, snap *source.Snapshot
 	results, err := p.parse(ctx, snap.Files)
 	if err != nil {
 		return nil, nil, err
+	}
+	if err := CheckChunks(results); err != nil {
+		return nil, nil, fmt.Errorf("index: %s: %w", name, err)
 	}
 	seg, st := Assemble(m, results)
 	st.Seconds = time.Since(start).Seconds()

@@ -753,6 +753,11 @@ func BuildShardsFrom(ctx context.Context, store *blob.Bucket, m *Manifest, prevI
 		list.Shards = append(list.Shards, segment.ShardRef{Key: key, First: g.first, Digest: digest, Files: sh.Stats.Files, Chunks: sh.Stats.Chunks, Bytes: size})
 		add(sh, base)
 		st.SegmentBytes += size
+		// Checked as shards are added: the build holds past a bound at
+		// most one shard's chunks.
+		if err := checkChunks(st.Chunks); err != nil {
+			return nil, nil, ss, fmt.Errorf("index: %s: %w", m.Repo, err)
+		}
 	}
 	ss.Shards = len(list.Shards)
 	names = nil
@@ -924,6 +929,9 @@ func BuildShardedSegment(ctx context.Context, store, shardStore *blob.Bucket, sn
 	start := time.Now()
 	if opt.Tenant == "" {
 		opt.Tenant = DefaultTenant
+	}
+	if err := CheckSourceBytes(snap.Files, opt.Chunk, opt.maxSourceBytes()); err != nil {
+		return nil, nil, fmt.Errorf("index: %s: %w", name, err)
 	}
 	m, err := ReadManifest(ctx, snap, opt.Tenant, name, opt.HistoryLimit)
 	if err != nil {

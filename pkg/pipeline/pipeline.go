@@ -302,6 +302,9 @@ func buildSegment(ctx context.Context, store *blob.Bucket, job GraphJob, read fu
 		if err != nil {
 			return "", err
 		}
+		if err := index.CheckChunks(parsed); err != nil {
+			return "", queue.Permanent(err) // the same on every delivery
+		}
 		seg, _ := index.Assemble(m, parsed)
 		if data, err = seg.MarshalBinary(); err != nil {
 			return "", fmt.Errorf("encode segment %s: %w", key, err)
@@ -311,6 +314,9 @@ func buildSegment(ctx context.Context, store *blob.Bucket, job GraphJob, read fu
 			return index.LoadParsedFiles(ctx, store, m.Tenant, files)
 		}
 		list, _, _, err := index.BuildShardsFrom(ctx, store, m, previous(ctx, store, job.Tenant, job.Repo, load), job.ShardBytes, load, nil)
+		if errors.Is(err, index.ErrTooManyChunks) {
+			return "", queue.Permanent(err) // the same on every delivery
+		}
 		if err != nil {
 			return "", err
 		}

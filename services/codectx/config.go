@@ -56,6 +56,8 @@ const (
 	envCloneMaxBytes = "CODECTX_CLONE_CACHE_MAX_BYTES"
 	envCloneBytes    = "CODECTX_CLONE_MAX_BYTES"
 	envCloneMaxAge   = "CODECTX_CLONE_CACHE_MAX_AGE"
+	// The bound of what one snapshot may parse.
+	envSourceBytes = "CODECTX_SOURCE_MAX_BYTES"
 )
 
 // The PEM files of the TLS of the connections to Temporal and NATS.
@@ -149,6 +151,8 @@ type config struct {
 	allowPrivate bool
 	cloneBytes   int64
 	clones       pipeline.CloneLimits
+	// sourceBytes bounds the source bytes of one snapshot (0: no bound).
+	sourceBytes int64
 	// tenantBatches bounds one tenant's batches in the parse and embed
 	// queues (--tenant-batches; 0: the default, see tenantSnapshots).
 	tenantBatches int
@@ -177,6 +181,8 @@ func (c *config) netFlags(fs *flag.FlagSet) {
 		"let clones connect to loopback, private and link-local addresses (refused by default) ($"+envAllowPrivate+")")
 	bytesVar(fs, &c.cloneBytes, "clone-max-bytes", envCloneBytes, defaultCloneBytes,
 		"bound of what one clone or fetch of a remote repository may write to DATA/clones, in `bytes` (a unit may follow: 4GiB): a tenant names what is cloned, and a larger repository fails its snapshot (\"larger than the server's clone limit\") instead of filling the disk; local repositories are not bounded; 0 = no bound ($"+envCloneBytes+")")
+	bytesVar(fs, &c.sourceBytes, "source-max-bytes", envSourceBytes, index.DefaultMaxSourceBytes,
+		"bound of the source one snapshot may parse, in `bytes` (a unit may follow: 1GiB): the sizes of its files under the file size cap, a blob named under several paths counted once per path (a tenant's tree may name one blob thousands of times); a larger snapshot fails before it is parsed (\"larger in all than the server's source limit\"); 0 = no bound ($"+envSourceBytes+")")
 	bytesVar(fs, &c.clones.MaxBytes, "clone-cache-max-bytes", envCloneMaxBytes, pipeline.DefaultCloneMaxBytes,
 		"bound of the clone cache in DATA/clones, in `bytes` (a unit may follow: 20GiB): least recently used clones not in use are removed above it; 0 = no bound ($"+envCloneMaxBytes+")")
 	fs.DurationVar(&c.clones.MaxAge, "clone-cache-max-age", envDuration(envCloneMaxAge, pipeline.DefaultCloneMaxAge),
@@ -186,6 +192,14 @@ func (c *config) netFlags(fs *flag.FlagSet) {
 // keepClones bounds the clone cache of the data directory until ctx ends.
 func (c *config) keepClones(ctx context.Context, log *slog.Logger) {
 	go pipeline.KeepClones(ctx, filepath.Join(c.data, "clones"), c.clones, cloneGCEvery, log)
+}
+
+// sourceLimit is workflows.Activities.SourceMaxBytes of --source-max-bytes.
+func (c *config) sourceLimit() int64 {
+	if c.sourceBytes <= 0 {
+		return -1 // no bound
+	}
+	return c.sourceBytes
 }
 
 // netPolicy is the network policy of clones the flags describe.

@@ -377,7 +377,7 @@ func orchestratorRole() role {
 		body: func(ctx context.Context, e *roleEnv) error {
 			e.cfg.keepClones(ctx, e.log)
 			shareQueue(e.deps.queue.Load(), perTenant(e.cfg.tenantBatches, true, defaultTenantBatches))
-			w := newSDKWorker(e.deps.client(), e.deps.queue.Load(), e.store, e.cfg.data, e.cfg.netPolicy(), 0, perTenant(e.cfg.tenantSnapshots, true, defaultTenantSnapshots), e.cfg.queueWindow, e.dense)
+			w := newSDKWorker(e.deps.client(), e.deps.queue.Load(), e.store, e.cfg.data, e.cfg.netPolicy(), e.cfg.sourceLimit(), 0, perTenant(e.cfg.tenantSnapshots, true, defaultTenantSnapshots), e.cfg.queueWindow, e.dense)
 			if err := w.Start(); err != nil {
 				return fmt.Errorf("start temporal worker: %w", err)
 			}
@@ -401,7 +401,7 @@ var queueBackoff []time.Duration
 // waiting activities look for stage results (0: the workflows default);
 // tenantSnaps bounds a tenant's snapshots in progress (0 or less: no bound);
 // window bounds a snapshot's batches in a queue (0: the default).
-func newSDKWorker(c client.Client, q *natsq.Queue, store *blob.Bucket, data string, net *netguard.Policy, poll time.Duration, tenantSnaps, window int, kit *denseKit) worker.Worker {
+func newSDKWorker(c client.Client, q *natsq.Queue, store *blob.Bucket, data string, net *netguard.Policy, sourceBytes int64, poll time.Duration, tenantSnaps, window int, kit *denseKit) worker.Worker {
 	w := worker.New(c, workflows.TaskQueue, worker.Options{
 		WorkerStopTimeout: 10 * time.Second,
 		// Heartbeats carry the parse progress that status reports: send
@@ -409,7 +409,7 @@ func newSDKWorker(c client.Client, q *natsq.Queue, store *blob.Bucket, data stri
 		// timeout, 16 s for WaitParse).
 		MaxHeartbeatThrottleInterval: 2 * time.Second,
 	})
-	a := &workflows.Activities{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), Net: net, PollInterval: poll, InfraRetry: infraRetry, TenantSnapshots: tenantSnaps, Window: window}
+	a := &workflows.Activities{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), Net: net, SourceMaxBytes: sourceBytes, PollInterval: poll, InfraRetry: infraRetry, TenantSnapshots: tenantSnaps, Window: window}
 	if kit != nil && kit.emb != nil {
 		a.Embedder, a.Vectors = kit.emb, kit.store
 	}

@@ -260,7 +260,7 @@ Stop with SIGINT or SIGTERM.`)
 	go m.WatchLag(wctx, 5*time.Second, q.Pending, stages...)
 	// Stage results land in a local store: polling it often is cheap and
 	// shortens push-to-queryable time.
-	sdk := newSDKWorker(tc, q, store, data, c.netPolicy(), embeddedPoll, perTenant(c.tenantSnapshots, *keysFile != "", defaultTenantSnapshots), c.queueWindow, kit)
+	sdk := newSDKWorker(tc, q, store, data, c.netPolicy(), c.sourceLimit(), embeddedPoll, perTenant(c.tenantSnapshots, *keysFile != "", defaultTenantSnapshots), c.queueWindow, kit)
 	if err := sdk.Start(); err != nil {
 		stopWork()
 		workers.wait()

@@ -1,0 +1,117 @@
+package index_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/index"
+	"codectx/pkg/source"
+)
+
+// bombRepo makes a bare repository whose tree names one blob of size bytes
+// of tiny Go functions under paths paths: git stores the blob once, and
+// every path is parsed.
+func bombRepo(t *testing.T, size, paths int) string {
+	t.Helper()
+	dir := t.TempDir()
+	git := func(stdin io.Reader, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Stdin = dir, stdin
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git(nil, "init", "-q", "--bare", ".")
+	var b strings.Builder
+	b.WriteString("package p\n")
+	for i := 0; b.Len() < size; i++ {
+		fmt.Fprintf(&b, "func a%d(){}\n", i)
+	}
+	h := git(strings.NewReader(b.String()[:size]), "hash-object", "-w", "--stdin")
+	var tree strings.Builder
+	for i := range paths {
+		fmt.Fprintf(&tree, "100644 blob %s\tf%03d.go\n", h, i)
+	}
+	commit := git(nil, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit-tree", git(strings.NewReader(tree.String()), "mktree"), "-m", "bomb")
+	git(nil, "update-ref", "refs/heads/master", commit)
+	return dir
+}
+
+// TestSecurityNamedBlobBomb: a tree may name one blob under many paths,
+// and each path is parsed and chunked (the parse cache is keyed by path):
+// one 1 MiB blob of `func a1(){}` under 50 paths (168 KiB of objects) made
+// 3.1 M chunks, 1.5 GB of peak memory and 25 s of work. The sum of the
+// sizes of the files to parse is bounded (Options.MaxSourceBytes), and a
+// snapshot over it fails before anything is parsed; one under it indexes.
+func TestSecurityNamedBlobBomb(t *testing.T) {
+	ctx := context.Background()
+	dir := bombRepo(t, 16<<10, 50) // 800 KiB to parse
+	for _, shard := range []int64{0, -1} {
+		store := blob.NewMem()
+		sum, err := index.Build(ctx, store, dir, index.Options{Name: "t/bomb", MaxSourceBytes: 256 << 10, ShardBytes: shard})
+		if !errors.Is(err, index.ErrSourceTooLarge) {
+			t.Fatalf("shard bytes %d: Build = %+v, %v, want ErrSourceTooLarge", shard, sum, err)
+		}
+		if !strings.Contains(err.Error(), "source limit") || !strings.Contains(err.Error(), "819200 bytes in 50 files") {
+			t.Errorf("error %q does not name the limit and the size", err)
+		}
+		if keys, _ := store.List(ctx, "parse/"); len(keys) != 0 {
+			t.Errorf("shard bytes %d: %d files parsed before the bound was checked", shard, len(keys))
+		}
+	}
+	snap, err := source.Open(ctx, dir, source.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	if _, _, err := index.BuildSegment(ctx, blob.NewMem(), snap, "bomb", index.Options{MaxSourceBytes: 256 << 10}); !errors.Is(err, index.ErrSourceTooLarge) {
+		t.Fatalf("BuildSegment (codectx eval) = %v, want ErrSourceTooLarge", err)
+	}
+	// Under the limit (and with no limit), the same repository indexes.
+	for _, max := range []int64{1 << 20, -1} {
+		sum, err := index.Build(ctx, blob.NewMem(), dir, index.Options{Name: "t/bomb", MaxSourceBytes: max})
+		if err != nil {
+			t.Fatalf("limit %d: %v", max, err)
+		}
+		if sum.Files != 50 || sum.Chunks == 0 {
+			t.Errorf("limit %d: indexed %d files, %d chunks, want 50 files", max, sum.Files, sum.Chunks)
+		}
+	}
+	// Files over the file size cap are skipped unread: they do not count.
+	if n := index.SourceBytes(snap.Files, chunkOptions(8<<10)); n != 0 {
+		t.Errorf("SourceBytes under an 8 KiB file cap = %d, want 0", n)
+	}
+}
+
+// TestSecurityChunkBomb: tiny functions make some 63,000 chunks per MiB of
+// source, where real code makes about 750, and the segment build holds
+// every chunk. A snapshot making more than MaxChunks fails, sharded or
+// not; one under it indexes.
+func TestSecurityChunkBomb(t *testing.T) {
+	ctx := context.Background()
+	dir := bombRepo(t, 16<<10, 20) // about 1,300 chunks a path
+	defer index.SetMaxChunks(10000)()
+	for _, shard := range []int64{0, 64 << 10, -1} {
+		_, err := index.Build(ctx, blob.NewMem(), dir, index.Options{Name: "t/bomb", ShardBytes: shard})
+		if !errors.Is(err, index.ErrTooManyChunks) || !strings.Contains(err.Error(), "more chunks than the server indexes") {
+			t.Fatalf("shard bytes %d: Build = %v, want ErrTooManyChunks", shard, err)
+		}
+	}
+	defer index.SetMaxChunks(100000)()
+	sum, err := index.Build(ctx, blob.NewMem(), dir, index.Options{Name: "t/bomb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Chunks <= 10000 {
+		t.Errorf("%d chunks, want more than the lower bound above", sum.Chunks)
+	}
+}
