@@ -20,16 +20,7 @@ import (
 // either.
 func TestSecurityGoModBomb(t *testing.T) {
 	dir := t.TempDir()
-	git := func(stdin io.Reader, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir, cmd.Stdin = dir, stdin
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("git %s: %v", strings.Join(args, " "), err)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	git := gitIn(t, dir)
 	git(nil, "init", "-q", "--bare", ".")
 	big := git(io.LimitReader(spaces{}, 128<<20), "hash-object", "-w", "--stdin")
 	small := git(strings.NewReader("package main\n\nfunc main() {}\n"), "hash-object", "-w", "--stdin")
@@ -58,4 +49,19 @@ type spaces struct{}
 func (spaces) Read(p []byte) (int, error) {
 	copy(p, bytes.Repeat([]byte{' '}, len(p)))
 	return len(p), nil
+}
+
+// gitIn returns a runner of git commands in dir, with stdin, that fails
+// the test on an error and returns the trimmed output.
+func gitIn(t *testing.T, dir string) func(stdin io.Reader, args ...string) string {
+	return func(stdin io.Reader, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Stdin = dir, stdin
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+		}
+		return strings.TrimSpace(string(out))
+	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -20,16 +18,7 @@ import (
 func bombRepo(t *testing.T, size, paths int) string {
 	t.Helper()
 	dir := t.TempDir()
-	git := func(stdin io.Reader, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir, cmd.Stdin = dir, stdin
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("git %s: %v", strings.Join(args, " "), err)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	git := gitIn(t, dir)
 	git(nil, "init", "-q", "--bare", ".")
 	var b strings.Builder
 	b.WriteString("package p\n")
