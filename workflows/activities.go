@@ -850,7 +850,7 @@ func (a *Activities) Graph(ctx context.Context, in GraphInput) (string, error) {
 				continue
 			}
 			if d.Poison() {
-				return "", temporal.NewNonRetryableApplicationError("graph job dead-lettered: "+firstLine(d.Reason), "GraphFailed", nil)
+				return "", graphPoison(d.Reason)
 			}
 			// An infrastructure failure: retry after a delay, or give up.
 			delete(ids, d.ID)

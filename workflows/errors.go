@@ -23,6 +23,7 @@ const (
 	errTooLarge = "RepositoryTooLarge"
 	errTooMany  = "TooManyEntries"
 	errSource   = "SourceTooLarge"
+	errChunks   = "TooManyChunks"
 )
 
 // public messages by error type: all a tenant learns of a failed snapshot.
@@ -35,6 +36,7 @@ var public = map[string]string{
 	errTooLarge: "the repository is larger than the server's clone limit",
 	errTooMany:  "the repository's tree has more entries than the server lists",
 	errSource:   "the repository's files are larger in all than the server's source limit",
+	errChunks:   "the repository's files make more chunks than the server indexes",
 }
 
 // classify turns an activity's error into an application error whose
@@ -65,6 +67,18 @@ func classify(err error) error {
 		return err
 	}
 	return temporal.NewNonRetryableApplicationError(public[typ], typ, err)
+}
+
+// graphPoison is the final error of a dead-lettered graph job. A bound a
+// tenant may be told of (index.ErrTooManyChunks) gets its public message;
+// a dead letter keeps only the job's error text, so the bound is known by
+// its sentinel's message. Anything else is GraphFailed, whose reason
+// stays in the log.
+func graphPoison(reason string) error {
+	if strings.Contains(reason, index.ErrTooManyChunks.Error()) {
+		return temporal.NewNonRetryableApplicationError(public[errChunks], errChunks, errors.New(firstLine(reason)))
+	}
+	return temporal.NewNonRetryableApplicationError("graph job dead-lettered: "+firstLine(reason), "GraphFailed", nil)
 }
 
 // stages name the steps of SnapshotWorkflow by the prefix of its errors.

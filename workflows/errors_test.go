@@ -36,6 +36,14 @@ func TestClassify(t *testing.T) {
 			t.Errorf("PublicError of %s = %q, want %q saying %q", tt.typ, got, public[tt.typ], tt.text)
 		}
 	}
+	// A dead-lettered graph job: past the chunk bound, the tenant is told
+	// why; otherwise only the step.
+	if got := PublicError(graphPoison("index: r: " + index.ErrTooManyChunks.Error() + " (over 5)\nmore")); got != public[errChunks] {
+		t.Errorf("PublicError of a graph job past the chunk bound = %q, want %q", got, public[errChunks])
+	}
+	if got := PublicError(graphPoison("decode: unexpected EOF")); got != "could not build the index (the server log has the details)" {
+		t.Errorf("PublicError of another dead-lettered graph job = %q", got)
+	}
 	infra := errors.New("store: connection reset")
 	if err := classify(infra); err != infra {
 		t.Errorf("classify(an infrastructure error) = %v, want it unchanged (retried)", err)
