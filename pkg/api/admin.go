@@ -85,7 +85,8 @@ func (s *Server) listRepos(w http.ResponseWriter, r *http.Request) {
 		limit = n
 	}
 	cursor := q.Get("cursor")
-	if !s.authorize(w, r, tenant, keys.Query) {
+	pay, ok := s.authorizePayer(w, r, tenant, keys.Query)
+	if !ok {
 		return
 	}
 	ctx := r.Context()
@@ -115,7 +116,7 @@ func (s *Server) listRepos(w http.ResponseWriter, r *http.Request) {
 	// Each repository of the page costs a HEAD read, a segment load and
 	// (with an orchestrator) a status query: a page pays what a query
 	// over its repositories does (search), the request the first.
-	s.chargeRepos(s.payerOf(r, tenant), len(names))
+	s.chargeRepos(pay, len(names))
 	page.Repos = make([]RepoInfo, len(names))
 	err = forEach(len(names), func(i int) error {
 		info, err := s.repoInfo(ctx, tenant, names[i])

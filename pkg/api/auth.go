@@ -71,24 +71,33 @@ func (s *Server) keysOn() bool { return len(s.Keys) > 0 || s.KeyStore != nil }
 // when the request may not proceed: 401 without a known key, 403 for a key
 // of another tenant or of a narrower scope.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, tenant string, need keys.Scope) bool {
+	_, ok := s.authorizePayer(w, r, tenant, need)
+	return ok
+}
+
+// authorizePayer is authorize, and returns the tenant whose rate let the
+// request in (payer), for the routes that charge more for work over many
+// repositories.
+func (s *Server) authorizePayer(w http.ResponseWriter, r *http.Request, tenant string, need keys.Scope) (string, bool) {
 	if !s.keysOn() {
-		return s.allow(w, r, tenant)
+		return tenant, s.allow(w, r, tenant)
 	}
 	k, known, sent := s.keyOwner(r)
 	switch {
 	case !known:
 		unauthorized(w, sent)
-		return false
+		return "", false
 	case k.Tenant != AllTenants && k.Tenant != tenant:
 		// Say no more than that the key does not reach this tenant: not
 		// whether the tenant or its repositories exist.
 		writeError(w, http.StatusForbidden, fmt.Errorf("this API key is not valid for tenant %q", tenant))
-		return false
+		return "", false
 	case !k.Scope.Allows(need):
 		writeError(w, http.StatusForbidden, fmt.Errorf("this API key has scope %s; this needs %s", k.Scope, need))
-		return false
+		return "", false
 	}
-	return s.allow(w, r, payer(k, tenant))
+	pay := payer(k, tenant)
+	return pay, s.allow(w, r, pay)
 }
 
 // payer is the tenant whose rate and slots a request of key k for tenant
@@ -100,15 +109,6 @@ func payer(k keys.Key, tenant string) string {
 		return index.DefaultTenant
 	}
 	return tenant
-}
-
-// payerOf is payer for the request's key (the tenant on an open API).
-func (s *Server) payerOf(r *http.Request, tenant string) string {
-	if !s.keysOn() {
-		return tenant
-	}
-	k, _, _ := s.keyOwner(r)
-	return payer(k, tenant)
 }
 
 // operator reports whether the request may act beyond one tenant: always

@@ -354,7 +354,8 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if !s.authorize(w, r, req.Tenant, keys.Query) {
+	pay, ok := s.authorizePayer(w, r, req.Tenant, keys.Query)
+	if !ok {
 		return
 	}
 	if strings.TrimSpace(req.Query) == "" {
@@ -377,7 +378,7 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, errors.New("the dense arm needs an embedder, and this server has none configured"))
 		return
 	}
-	resp, err := s.search(r.Context(), Search{Tenant: req.Tenant, Repos: repos, Query: req.Query, Budget: req.Budget, Arms: req.Arms, NoRoute: req.NoRoute, Languages: req.Languages, Session: req.Session, Payer: s.payerOf(r, req.Tenant)})
+	resp, err := s.search(r.Context(), Search{Tenant: req.Tenant, Repos: repos, Query: req.Query, Budget: req.Budget, Arms: req.Arms, NoRoute: req.NoRoute, Languages: req.Languages, Session: req.Session, Payer: pay})
 	if err != nil {
 		code := searchCode(err)
 		if code >= 500 && r.Context().Err() == nil {

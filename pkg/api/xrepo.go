@@ -215,13 +215,14 @@ func graphRoute[In, Out any](s *Server, tool func(*Server, context.Context, Prin
 			writeError(w, http.StatusBadRequest, fmt.Errorf("invalid tenant %q", *t))
 			return
 		}
-		if !s.authorize(w, r, *t, keys.Query) {
+		pay, ok := s.authorizePayer(w, r, *t, keys.Query)
+		if !ok {
 			return
 		}
 		// The tool charges the principal's tenant for the repositories it
 		// reads: an operator's own, as on MCP.
 		p := Principal{Tenant: *t}
-		if pay := s.payerOf(r, *t); pay != *t {
+		if pay != *t {
 			p = Principal{Tenant: pay, Operator: true}
 		}
 		out, err := tool(s, r.Context(), p, in)
