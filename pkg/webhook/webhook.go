@@ -10,7 +10,6 @@
 package webhook
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -19,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"io"
 	"net/http"
 	"strings"
 )
@@ -67,55 +65,25 @@ const zeroSHA = "0000000000000000000000000000000000000000"
 // secret configured on the host's webhook; an empty secret verifies
 // nothing and is refused.
 func Parse(host string, h http.Header, body []byte, secret string, opt Options) (*Push, error) {
-	if _, err := Read(host, h, bytes.NewReader(body), int64(len(body)), secret, int64(len(body))); err != nil {
+	v, err := NewVerifier(host, h, secret)
+	if err != nil {
+		return nil, err
+	}
+	v.Write(body)
+	if err := v.Verify(); err != nil {
 		return nil, err
 	}
 	return Decode(host, h, body, opt)
 }
 
-// ErrTooLarge is returned by Read for a body over its limit.
+// ErrTooLarge is returned (wrapped) for a delivery body over its limit.
 var ErrTooLarge = errors.New("webhook: delivery too large")
 
-// Read verifies a delivery from host while reading its body, at most
-// limit bytes. What the headers alone decide (an unknown host, no
-// signature, a wrong GitLab token) is refused before the body is read;
-// the HMAC of GitHub and Gitea is computed as the body streams in, so a
-// forged body is never held twice or parsed.
-//
-// size is the body's declared length (-1 if unknown): a body that says it
-// fits is read into one buffer of that size, never grown by doubling.
-func Read(host string, h http.Header, r io.Reader, size int64, secret string, limit int64) ([]byte, error) {
-	return ReadBuffer(new(bytes.Buffer), host, h, r, size, secret, limit)
-}
-
-// ReadBuffer is Read into buf, which it resets first: a server that lends
-// a fixed set of buffers to the deliveries it reads bounds their memory by
-// the set, whatever the collector's timing. The body returned is buf's
-// bytes, valid until buf is used again.
-func ReadBuffer(buf *bytes.Buffer, host string, h http.Header, r io.Reader, size int64, secret string, limit int64) ([]byte, error) {
-	buf.Reset()
-	v, err := NewVerifier(host, h, secret)
-	if err != nil {
-		return nil, err
-	}
-	if size > 0 && size <= limit {
-		buf.Grow(int(size) + bytes.MinRead) // ReadFrom wants MinRead spare to see EOF
-	}
-	n, err := io.Copy(io.MultiWriter(buf, v), io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("webhook: read delivery: %w", err)
-	}
-	if n > limit {
-		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
-	}
-	if err := v.Verify(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
 // Verifier checks a delivery's signature as its body streams through
-// Write, for a reader that keeps the body itself (ReadBuffer is one).
+// Write, for a reader that keeps the body itself: what the headers alone
+// decide is refused before the body is read (NewVerifier), and the HMAC
+// of GitHub and Gitea is computed as the body streams in, so a forged
+// body is never held twice or parsed.
 type Verifier struct {
 	mac hash.Hash // nil: the headers alone verified the delivery (GitLab's token)
 	sig []byte
@@ -195,7 +163,7 @@ func DeliveryID(host string, h http.Header) string {
 	return ""
 }
 
-// Decode decodes a delivery that Read verified.
+// Decode decodes a delivery that a Verifier verified.
 func Decode(host string, h http.Header, body []byte, opt Options) (*Push, error) {
 	var event string
 	switch host {
