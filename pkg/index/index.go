@@ -239,9 +239,6 @@ func Build(ctx context.Context, store *blob.Bucket, location string, opt Options
 		// A plain directory has no commit: name the snapshot by its content.
 		snap.Commit = snap.ContentName()
 	}
-	if err := CheckSourceBytes(snap.Files, opt.Chunk, opt.maxSourceBytes()); err != nil {
-		return nil, fmt.Errorf("index: %s: %w", name, err)
-	}
 	commit := snap.Commit
 	var st *Summary
 	var data []byte
@@ -256,6 +253,10 @@ func Build(ctx context.Context, store *blob.Bucket, location string, opt Options
 		st = sum
 		st.SegmentBytes = len(data)
 	} else {
+		// (BuildSegment checks its own.)
+		if err := CheckSourceBytes(snap.Files, opt.Chunk, opt.maxSourceBytes()); err != nil {
+			return nil, fmt.Errorf("index: %s: %w", name, err)
+		}
 		m, err := ReadManifest(ctx, snap, opt.Tenant, name, opt.HistoryLimit)
 		if err != nil {
 			return nil, err
