@@ -95,17 +95,6 @@ func (a *Activities) window(total int) int {
 	return min(a.Window, total)
 }
 
-// sourceMaxBytes is the bound of a.SourceMaxBytes (0: none).
-func (a *Activities) sourceMaxBytes() int64 {
-	switch {
-	case a.SourceMaxBytes < 0:
-		return 0
-	case a.SourceMaxBytes == 0:
-		return index.DefaultMaxSourceBytes
-	}
-	return a.SourceMaxBytes
-}
-
 func (a *Activities) localWait() time.Duration {
 	if a.LocalWait != 0 {
 		return a.LocalWait
@@ -193,7 +182,7 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (p Snapshot
 	// The listing says what the snapshot would parse: one blob named under
 	// many paths is parsed once per path, so the bound is checked here,
 	// before the manifest is written or a batch planned.
-	if err := index.CheckSourceBytes(snap.Files, chunk.Options{}, a.sourceMaxBytes()); err != nil {
+	if err := index.CheckSourceBytes(snap.Files, chunk.Options{}, index.SourceLimit(a.SourceMaxBytes)); err != nil {
 		return SnapshotPlan{}, classify(fmt.Errorf("snapshot %s: %w", snap.Commit, err))
 	}
 	p = SnapshotPlan{

@@ -50,17 +50,20 @@ func CheckSourceBytes(files []source.File, opt chunk.Options, max int64) error {
 	return nil
 }
 
-// maxSourceBytes is the bound of opt.MaxSourceBytes: 0 is the default,
-// negative no bound.
-func (opt Options) maxSourceBytes() int64 {
+// SourceLimit is the bound a configured source limit means, for
+// CheckSourceBytes: 0 is DefaultMaxSourceBytes, negative no bound (0).
+func SourceLimit(max int64) int64 {
 	switch {
-	case opt.MaxSourceBytes == 0:
+	case max == 0:
 		return DefaultMaxSourceBytes
-	case opt.MaxSourceBytes < 0:
+	case max < 0:
 		return 0
 	}
-	return opt.MaxSourceBytes
+	return max
 }
+
+// maxSourceBytes is the bound of opt.MaxSourceBytes.
+func (opt Options) maxSourceBytes() int64 { return SourceLimit(opt.MaxSourceBytes) }
 
 // MaxChunks bounds the chunks of one snapshot: the segment build holds
 // them all (about 470 bytes of heap each). Real code makes about 750
