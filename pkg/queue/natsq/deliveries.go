@@ -37,14 +37,23 @@ func (q *Queue) Deliveries(ctx context.Context, window time.Duration) (*Deliveri
 // keeps the newest deliveries refused as replays, as the in-memory log
 // does (MemDeliveries); a replay of a forgotten one cannot move HEAD back.
 func (q *Queue) DeliveriesBounded(ctx context.Context, window time.Duration, maxBytes int64) (*Deliveries, error) {
-	kv, err := q.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      DeliveriesBucket,
-		Description: "webhook deliveries already taken (replay protection)",
-		History:     1,
-		TTL:         window,
-		MaxBytes:    maxBytes,
-		Storage:     jetstream.FileStorage,
-	})
+	// Opened as it is, then set in one update: creating or updating it as
+	// a key-value bucket would set it back to refusing writes when full,
+	// for a moment, under every gateway sharing it.
+	kv, err := q.js.KeyValue(ctx, DeliveriesBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = q.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      DeliveriesBucket,
+			Description: "webhook deliveries already taken (replay protection)",
+			History:     1,
+			TTL:         window,
+			MaxBytes:    maxBytes,
+			Storage:     jetstream.FileStorage,
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) { // another gateway made it first
+			kv, err = q.js.KeyValue(ctx, DeliveriesBucket)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("delivery log: %w", err)
 	}
@@ -52,8 +61,8 @@ func (q *Queue) DeliveriesBounded(ctx context.Context, window time.Duration, max
 	if err != nil {
 		return nil, fmt.Errorf("delivery log: %w", err)
 	}
-	if cfg := st.CachedInfo().Config; cfg.Discard != jetstream.DiscardOld {
-		cfg.Discard = jetstream.DiscardOld
+	if cfg := st.CachedInfo().Config; cfg.Discard != jetstream.DiscardOld || cfg.MaxAge != window || cfg.MaxBytes != maxBytes {
+		cfg.Discard, cfg.MaxAge, cfg.MaxBytes = jetstream.DiscardOld, window, maxBytes
 		if _, err := q.js.UpdateStream(ctx, cfg); err != nil {
 			return nil, fmt.Errorf("delivery log: drop the oldest deliveries when full: %w", err)
 		}
