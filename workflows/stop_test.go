@@ -349,12 +349,17 @@ func TestIndexRepoStatusFailsThenStop(t *testing.T) {
 	}
 	w.Stop()
 	// Describe shows the heartbeat details the server holds.
-	if d, err := c.DescribeWorkflowExecution(ctx, run.GetID(), ""); err == nil {
-		for _, pa := range d.GetPendingActivities() {
-			var want int
-			if err := converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &want); err != nil || want <= 0 {
-				t.Errorf("after the stop the server holds push count %d (%v) for attempt %d, want the known count", want, err, pa.GetAttempt())
-			}
+	d, err := c.DescribeWorkflowExecution(ctx, run.GetID(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.GetPendingActivities()) == 0 {
+		t.Fatal("no pending IndexRepo after the stop")
+	}
+	for _, pa := range d.GetPendingActivities() {
+		var want int
+		if err := converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &want); err != nil || want <= 0 {
+			t.Errorf("after the stop the server holds push count %d (%v) for attempt %d, want the known count", want, err, pa.GetAttempt())
 		}
 	}
 	beats := spy.list()
