@@ -18,11 +18,7 @@ import (
 func TestHandBackSurvivesRestart(t *testing.T) {
 	const ackWait = 30 * time.Second
 	dir := t.TempDir()
-	s, err := natsq.StartEmbedded(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := connect(t, s)
+	s, q := startOn(t, dir)
 	cfg := queue.Config{Stage: "parse", AckWait: ackWait}
 	publish(t, q, "parse", "t1.a", "job", "job-1")
 	held := make(chan struct{})
@@ -50,11 +46,7 @@ func TestHandBackSurvivesRestart(t *testing.T) {
 func TestRetrySurvivesRestart(t *testing.T) {
 	const ackWait = 30 * time.Second
 	dir := t.TempDir()
-	s, err := natsq.StartEmbedded(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := connect(t, s)
+	s, q := startOn(t, dir)
 	// No Backoff: a failed message is retried at once. One worker: it
 	// takes t1's message, then t2's (the shares' turn order), and holds
 	// t2's until the restart, so nothing pulls t1's again before it.
@@ -96,12 +88,7 @@ func redeliveredAfterRestart(t *testing.T, dir string, s *natsq.Server, q *natsq
 	q.Close()
 	s.Shutdown()
 
-	s, err := natsq.StartEmbedded(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Shutdown)
-	q = connect(t, s)
+	_, q = startOn(t, dir)
 	start := time.Now()
 	got := make(chan int, 1)
 	consume(t, q, cfg, func(_ context.Context, m queue.Message) error {
@@ -123,4 +110,16 @@ func redeliveredAfterRestart(t *testing.T, dir string, s *natsq.Server, q *natsq
 	case <-time.After(cfg.AckWait + 10*time.Second):
 		t.Fatalf("%s not redelivered within %v of the restart", what, cfg.AckWait+10*time.Second)
 	}
+}
+
+// startOn starts the embedded server on dir and connects to it; both end
+// with the test (Shutdown may come earlier: it is idempotent).
+func startOn(t *testing.T, dir string) (*natsq.Server, *natsq.Queue) {
+	t.Helper()
+	s, err := natsq.StartEmbedded(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	return s, connect(t, s)
 }
