@@ -60,6 +60,11 @@ type Chunk struct {
 	Hash      string   `json:"hash"`              // content hash of Body (see HashText)
 }
 
+// Outlined reports whether Body outlines the chunk's span rather than
+// holding all of it: a container (class, interface, impl) whose members
+// are cut to their declarations (pkg/chunk).
+func (c *Chunk) Outlined() bool { return c.EndByte-c.StartByte != len(c.Body) }
+
 // HashText is the content hash used for chunks and for the embedding cache.
 func HashText(s string) string {
 	h := sha1.Sum([]byte(s))

@@ -142,7 +142,7 @@ func newShown(seg *segment.Segment, changed map[string][]int) *shown {
 	for p, ids := range by {
 		for _, i := range ids {
 			c := &seg.Chunks[i]
-			if c.EndByte-c.StartByte == len(c.Body) {
+			if !c.Outlined() {
 				continue
 			}
 			o := span{p, c.StartLine, c.EndLine}

@@ -128,7 +128,7 @@ func (e *Engine) chunkFeatures(q string, lists []fusion.Ranked, bm25 []float64, 
 		if k, ok := col["kind_"+string(c.Kind)]; ok {
 			x[k] = 1
 		}
-		if c.EndByte-c.StartByte != len(c.Body) {
+		if c.Outlined() {
 			x[col["outline"]] = 1
 		}
 		if c.Doc != "" {

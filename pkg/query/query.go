@@ -614,7 +614,7 @@ func PackAll(parts []Part, req Request, count func(string) int) *Response {
 				Repo: seg.Meta.Repo, Commit: seg.Meta.Commit, Path: c.Path,
 				StartLine: c.StartLine, EndLine: c.EndLine, Symbol: c.Name, Kind: string(c.Kind),
 				Signature: c.Signature, Doc: c.Doc, Body: c.Body, Score: s.Score, Signals: s.Arms,
-				Outline: c.EndByte-c.StartByte != len(c.Body),
+				Outline: c.Outlined(),
 			})
 			if count == nil {
 				all[len(all)-1].Prep = preps.get(seg, id, &all[len(all)-1])
