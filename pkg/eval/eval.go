@@ -439,7 +439,7 @@ func runTask(ctx context.Context, t Task, opt Options) (map[string]TaskResult, i
 	out := map[string]TaskResult{}
 	var base *baseline
 	var sh *shown // what each chunk of a changed file shows, for every configuration
-	if len(changed) > 0 && (len(opt.Budgets) > 0 || opt.ChunkFeatures != nil) {
+	if len(changed) > 0 {
 		sh = newShown(seg, changed)
 	}
 	for _, c := range opt.Configs {
