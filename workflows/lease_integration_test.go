@@ -307,6 +307,11 @@ func TestTenantLeaseReleasedAtContinueAsNew(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("eps/second indexed %v after first's snapshot ended", time.Since(start).Round(10*time.Millisecond))
+	// The run gave back its slot, waited for the delivery and continued
+	// as new, in that order (what TestReplay cannot check).
+	if seq := releaseSeq(History(ctx, t, c, RepoWorkflowID("eps", "first"), firstRun)); !slices.Equal(seq, wantReleaseSeq) {
+		t.Errorf("first's run holds %v, want %v", seq, wantReleaseSeq)
+	}
 	if *update {
 		RecordHistory(ctx, t, c, RepoWorkflowID("eps", "first"), firstRun, "testdata/repo_release_history.json")
 	}

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-
 	"codectx/pkg/blob"
 	"codectx/pkg/index"
 	"codectx/pkg/pipeline"
@@ -527,28 +525,8 @@ func TestReplay(t *testing.T) {
 		if err := (temporalproto.CustomJSONUnmarshalOptions{}).Unmarshal(data, h); err != nil {
 			t.Fatal(err)
 		}
-		var seq []string
-		for _, e := range h.Events {
-			switch e.EventType {
-			case enumspb.EVENT_TYPE_MARKER_RECORDED:
-				var id string
-				if p := e.GetMarkerRecordedEventAttributes().GetDetails()["change-id"]; p != nil && len(p.Payloads) > 0 {
-					_ = converter.GetDefaultDataConverter().FromPayload(p.Payloads[0], &id)
-				}
-				if id == releaseDeliveredVersion {
-					seq = append(seq, "marker")
-				}
-			case enumspb.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED:
-				seq = append(seq, "release sent")
-			case enumspb.EVENT_TYPE_EXTERNAL_WORKFLOW_EXECUTION_SIGNALED:
-				seq = append(seq, "release delivered")
-			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
-				seq = append(seq, "continued as new")
-			}
-		}
-		want := []string{"release sent", "marker", "release delivered", "continued as new"}
-		if !slices.Equal(seq, want) {
-			t.Errorf("history holds %v, want %v", seq, want)
+		if seq := releaseSeq(h); !slices.Equal(seq, wantReleaseSeq) {
+			t.Errorf("recorded history holds %v, want %v", seq, wantReleaseSeq)
 		}
 	})
 	for _, tc := range []struct {
