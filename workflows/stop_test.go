@@ -91,12 +91,7 @@ func TestWaitsEndWhenWorkerStops(t *testing.T) {
 // worker's stop timeout (10 s, as the roles and up set it); the org index
 // still completes on the next worker, with no second snapshot.
 func TestOrgIndexStopsPromptly(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal server")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	ts, c := temporalTest(t)
+	ctx, ts, c := orgTest(t)
 	var snapshots atomic.Int32
 	start := func() worker.Worker {
 		return orgWorker(ts, func(ctx workflow.Context, in SnapshotInput) (SnapshotResult, error) {
@@ -111,10 +106,7 @@ func TestOrgIndexStopsPromptly(t *testing.T) {
 	}
 	w := start()
 	const loc = "loc/one"
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: TaskQueue}, OrgWorkflow, OrgInput{Tenant: "t", Locations: []string{loc}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := startOrg(ctx, t, c, loc)
 	for {
 		st, err := Status(ctx, c, "t", pipeline.RepoName(loc))
 		if err == nil && st.State == StateIndexing {
@@ -169,6 +161,29 @@ func heldPushCount(ctx context.Context, t *testing.T, c client.Client, id string
 	return false
 }
 
+// orgTest starts a Temporal test server for an org-index test (skipped
+// under -short), with a context that ends within 2 minutes.
+func orgTest(t *testing.T) (context.Context, *temporaltest.TestServer, client.Client) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a Temporal server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	ts, c := temporalTest(t)
+	return ctx, ts, c
+}
+
+// startOrg starts OrgWorkflow indexing loc for tenant "t".
+func startOrg(ctx context.Context, t *testing.T, c client.Client, loc string) client.WorkflowRun {
+	t.Helper()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: TaskQueue}, OrgWorkflow, OrgInput{Tenant: "t", Locations: []string{loc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
 // orgWorker runs OrgWorkflow, RepoWorkflow and the tenant lease on ts with
 // snapshot as the SnapshotWorkflow, and the stop timeout of the roles.
 func orgWorker(ts *temporaltest.TestServer, snapshot func(workflow.Context, SnapshotInput) (SnapshotResult, error)) worker.Worker {
@@ -191,12 +206,7 @@ func orgRegister(r worker.Registry, snapshot func(workflow.Context, SnapshotInpu
 // heartbeats before its failure and the SDK holds back the heartbeat that
 // counts the failure: the count still reaches the next attempt.
 func TestOrgIndexGivesUpAfterTries(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal server")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	ts, c := temporalTest(t)
+	ctx, ts, c := orgTest(t)
 	var snapshots atomic.Int32
 	orgWorker(ts, func(ctx workflow.Context, in SnapshotInput) (SnapshotResult, error) {
 		if !workflow.IsReplaying(ctx) {
@@ -208,11 +218,8 @@ func TestOrgIndexGivesUpAfterTries(t *testing.T) {
 		return SnapshotResult{}, temporal.NewNonRetryableApplicationError("parse: the store is full", "Infra", nil)
 	})
 	const loc = "loc/broken"
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: TaskQueue}, OrgWorkflow, OrgInput{Tenant: "t", Locations: []string{loc}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = run.Get(ctx, nil)
+	run := startOrg(ctx, t, c, loc)
+	err := run.Get(ctx, nil)
 	if err == nil || !strings.Contains(err.Error(), loc) || !strings.Contains(err.Error(), "indexing failed") {
 		t.Fatalf("org index: %v, want it failed for %s with its snapshot's (redacted) error", err, loc)
 	}
@@ -225,12 +232,7 @@ func TestOrgIndexGivesUpAfterTries(t *testing.T) {
 // indexRepoTries: after two stops, a failed snapshot is retried and the
 // org index succeeds (before, the third attempt's failure was final).
 func TestOrgIndexRetriesAfterStops(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal server")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	ts, c := temporalTest(t)
+	ctx, ts, c := orgTest(t)
 	var snapshots atomic.Int32
 	start := func() worker.Worker {
 		return orgWorker(ts, func(ctx workflow.Context, in SnapshotInput) (SnapshotResult, error) {
@@ -249,10 +251,7 @@ func TestOrgIndexRetriesAfterStops(t *testing.T) {
 	}
 	w := start()
 	const loc = "loc/stopped"
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: TaskQueue}, OrgWorkflow, OrgInput{Tenant: "t", Locations: []string{loc}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := startOrg(ctx, t, c, loc)
 	for attempt := int32(1); attempt <= 2; attempt++ {
 		waitIndexAttempt(ctx, t, c, run.GetID(), attempt)
 		w.Stop()
@@ -308,12 +307,7 @@ func waitIndexAttempt(ctx context.Context, t *testing.T, c client.Client, id str
 // After the stop the server holds the count and the next attempt waits
 // for the same push: one snapshot (two, before, when the count was lost).
 func TestIndexRepoStatusFailsThenStop(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal server")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	ts, c := temporalTest(t)
+	ctx, ts, c := orgTest(t)
 	var snapshots atomic.Int32
 	snapshot := func(ctx workflow.Context, in SnapshotInput) (SnapshotResult, error) {
 		if !workflow.IsReplaying(ctx) {
@@ -335,10 +329,7 @@ func TestIndexRepoStatusFailsThenStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	const loc = "loc/unknown"
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: TaskQueue}, OrgWorkflow, OrgInput{Tenant: "t", Locations: []string{loc}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := startOrg(ctx, t, c, loc)
 	// Stop once the attempt knows the push count (not once the server
 	// holds it: that is what this test is about).
 	for !slices.ContainsFunc(spy.list(), func(n int) bool { return n > 0 }) {
