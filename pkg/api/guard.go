@@ -138,23 +138,30 @@ func (s *Server) guard(next http.Handler) http.Handler {
 // loopbackHost reports whether a Host header names this machine's loopback
 // interface: localhost, 127.0.0.1 or [::1], with or without a port.
 func loopbackHost(host string) bool {
-	h, _, err := net.SplitHostPort(host)
+	h, ok := hostName(host)
+	return ok && (strings.EqualFold(h, "localhost") || h == "127.0.0.1" || h == "::1")
+}
+
+// hostName is the name of a Host header without its port and brackets;
+// ok is false when the port is not a number ("localhost:evil.example").
+func hostName(host string) (name string, ok bool) {
+	h, port, err := net.SplitHostPort(host)
 	if err != nil {
 		h = host
+	} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return "", false
 	}
-	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
-	return strings.EqualFold(h, "localhost") || h == "127.0.0.1" || h == "::1"
+	return strings.TrimSuffix(strings.TrimPrefix(h, "["), "]"), true
 }
 
 // openHost reports whether an API without keys answers to a Host header:
 // an IP address, localhost, or a name of Server.Hosts (any port). A page
 // that rebinds a name of its own to this machine sends that name.
 func (s *Server) openHost(host string) bool {
-	h, _, err := net.SplitHostPort(host)
-	if err != nil {
-		h = host
+	h, ok := hostName(host)
+	if !ok {
+		return false
 	}
-	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
 	if net.ParseIP(h) != nil || strings.EqualFold(h, "localhost") {
 		return true
 	}

@@ -78,6 +78,8 @@ func TestGuard(t *testing.T) {
 		{"[::1]", "/v1/query", json, q, map[string]string{"Host": "[::1]:" + port}, 200},
 		{"rebound name", "/v1/query", json, q, map[string]string{"Host": "evil.example:" + port}, 421},
 		{"rebound name on GET", "/healthz", "", "", map[string]string{"Host": "evil.example"}, 421},
+		{"port not a number", "/v1/query", json, q, map[string]string{"Host": "localhost:evil.example"}, 421},
+		{"port out of range", "/v1/query", json, q, map[string]string{"Host": "127.0.0.1:70000"}, 421},
 		{"127.0.0.1.evil", "/v1/query", json, q, map[string]string{"Host": "127.0.0.1.evil.example"}, 421},
 		{"foreign origin", "/v1/index", json, idx, map[string]string{"Origin": "https://evil.example"}, 403},
 		{"null origin", "/v1/index", json, idx, map[string]string{"Origin": "null"}, 403},
