@@ -65,7 +65,8 @@ func SourceLimit(max int64) int64 {
 // maxSourceBytes is the bound of opt.MaxSourceBytes.
 func (opt Options) maxSourceBytes() int64 { return SourceLimit(opt.MaxSourceBytes) }
 
-// MaxChunks bounds the chunks of one snapshot: the segment build holds
+// MaxChunks is the default bound of the chunks of one snapshot
+// (Options.MaxChunks, --max-chunks): the segment build holds
 // them all (about 470 bytes of heap each). Real code makes about 750
 // chunks per MiB of source (this repository: 5,498 in 7.3 MiB), so the
 // bound holds 2.7 GiB of such code, past DefaultMaxSourceBytes; a file of
@@ -73,29 +74,40 @@ func (opt Options) maxSourceBytes() int64 { return SourceLimit(opt.MaxSourceByte
 // paths made 3.3 M chunks and 1.5 GB of peak memory.
 const MaxChunks = 1 << 21
 
-// maxChunks is MaxChunks; tests lower it.
-var maxChunks = MaxChunks
+// ChunkLimit is the bound a configured chunk limit means: 0 is MaxChunks,
+// negative no bound (0).
+func ChunkLimit(max int) int {
+	switch {
+	case max == 0:
+		return MaxChunks
+	case max < 0:
+		return 0
+	}
+	return max
+}
 
 // ErrTooManyChunks is returned (wrapped) when a snapshot's files make more
-// than MaxChunks chunks.
+// chunks than its bound (MaxChunks by default).
 var ErrTooManyChunks = errors.New("the repository's files make more chunks than the server indexes")
 
-// checkChunks fails with ErrTooManyChunks when n is over maxChunks.
-func checkChunks(n int) error {
-	if n > maxChunks {
-		return fmt.Errorf("%w (over %d)", ErrTooManyChunks, maxChunks)
+// checkChunks fails with ErrTooManyChunks when n is over limit (0: no
+// bound).
+func checkChunks(n, limit int) error {
+	if limit > 0 && n > limit {
+		return fmt.Errorf("%w (over %d)", ErrTooManyChunks, limit)
 	}
 	return nil
 }
 
 // CheckChunks fails with ErrTooManyChunks when the parse results make more
-// than MaxChunks chunks; run before Assemble.
-func CheckChunks(results []Parsed) error {
+// chunks than limit (ChunkLimit: 0 is MaxChunks, negative no bound); run
+// before Assemble.
+func CheckChunks(results []Parsed, limit int) error {
 	n := 0
 	for _, p := range results {
 		if p.Result.Skip == "" {
 			n += len(p.Result.Chunks)
 		}
 	}
-	return checkChunks(n)
+	return checkChunks(n, ChunkLimit(limit))
 }

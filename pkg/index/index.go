@@ -53,7 +53,16 @@ type Options struct {
 	// before anything is parsed. 0: DefaultMaxSourceBytes; negative: no
 	// bound.
 	MaxSourceBytes int64
-	Progress       func(Progress)
+	// MaxChunks bounds the chunks of the snapshot: past it the build
+	// fails with ErrTooManyChunks. 0: the constant MaxChunks; negative: no
+	// bound.
+	MaxChunks int
+	Progress  func(Progress)
+}
+
+// shards is how a sharded build of opt cuts and bounds the snapshot.
+func (opt Options) shards() ShardOptions {
+	return ShardOptions{Bytes: opt.ShardBytes, MaxChunks: opt.MaxChunks}
 }
 
 // Progress is reported while files are parsed.
@@ -264,7 +273,7 @@ func Build(ctx context.Context, store *blob.Bucket, location string, opt Options
 		p := newParser(store, snap, opt, start)
 		defer p.stop()
 		prev := PreviousShards(ctx, store, opt.Tenant, name)
-		list, sum, ss, err := BuildShards(ctx, store, m, prev, opt.ShardBytes, func(ctx context.Context, files []source.File) ([]Parsed, error) {
+		list, sum, ss, err := BuildShards(ctx, store, m, prev, opt.shards(), func(ctx context.Context, files []source.File) ([]Parsed, error) {
 			return p.parse(ctx, files)
 		}, p.skip)
 		if err != nil {
@@ -476,7 +485,7 @@ func BuildSegment(ctx context.Context, store *blob.Bucket, snap *source.Snapshot
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := CheckChunks(results); err != nil {
+	if err := CheckChunks(results, opt.MaxChunks); err != nil {
 		return nil, nil, fmt.Errorf("index: %s: %w", name, err)
 	}
 	seg, st := Assemble(m, results)

@@ -57,7 +57,7 @@ func TestGraphInputDropsSource(t *testing.T) {
 		return out, nil
 	}
 	m := &index.Manifest{Tenant: "t", Repo: "r", Commit: "c", Files: files}
-	_, st, ss, err := index.BuildShards(context.Background(), store, m, nil, 1<<20, parse, nil)
+	_, st, ss, err := index.BuildShards(context.Background(), store, m, nil, index.ShardOptions{Bytes: 1 << 20}, parse, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

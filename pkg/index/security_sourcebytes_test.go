@@ -88,19 +88,19 @@ func TestSecurityNamedBlobBomb(t *testing.T) {
 func TestSecurityChunkBomb(t *testing.T) {
 	ctx := context.Background()
 	dir := bombRepo(t, 16<<10, 20) // about 1,300 chunks a path
-	defer index.SetMaxChunks(10000)()
 	for _, shard := range []int64{0, 64 << 10, -1} {
-		_, err := index.Build(ctx, blob.NewMem(), dir, index.Options{Name: "t/bomb", ShardBytes: shard})
-		if !errors.Is(err, index.ErrTooManyChunks) || !strings.Contains(err.Error(), "more chunks than the server indexes") {
-			t.Fatalf("shard bytes %d: Build = %v, want ErrTooManyChunks", shard, err)
+		_, err := index.Build(ctx, blob.NewMem(), dir, index.Options{Name: "t/bomb", ShardBytes: shard, MaxChunks: 10000})
+		if !errors.Is(err, index.ErrTooManyChunks) || !strings.Contains(err.Error(), "more chunks than the server indexes (over 10000)") {
+			t.Fatalf("shard bytes %d: Build = %v, want ErrTooManyChunks over 10000", shard, err)
 		}
 	}
-	defer index.SetMaxChunks(100000)()
-	sum, err := index.Build(ctx, blob.NewMem(), dir, index.Options{Name: "t/bomb"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum.Chunks <= 10000 {
-		t.Errorf("%d chunks, want more than the lower bound above", sum.Chunks)
+	for _, max := range []int{100000, -1} {
+		sum, err := index.Build(ctx, blob.NewMem(), dir, index.Options{Name: "t/bomb", MaxChunks: max})
+		if err != nil {
+			t.Fatalf("MaxChunks %d: %v", max, err)
+		}
+		if sum.Chunks <= 10000 {
+			t.Errorf("MaxChunks %d: %d chunks, want more than the lower bound above", max, sum.Chunks)
+		}
 	}
 }

@@ -527,8 +527,18 @@ type ParseFunc func(ctx context.Context, files []source.File) ([]Parsed, error)
 // read. The returned list (with the graph) is not written: write it at the
 // segment key, then move HEAD (Publish). A shard that fails to write
 // fails the build, and nothing names the shards already written.
-func BuildShards(ctx context.Context, store *blob.Bucket, m *Manifest, prev []segment.ShardRef, target int64, parse ParseFunc, reused func([]source.File)) (*segment.ShardList, *Summary, ShardStats, error) {
-	return BuildShardsFrom(ctx, store, m, Previous{Shards: prev}, target, parse, reused)
+func BuildShards(ctx context.Context, store *blob.Bucket, m *Manifest, prev []segment.ShardRef, so ShardOptions, parse ParseFunc, reused func([]source.File)) (*segment.ShardList, *Summary, ShardStats, error) {
+	return BuildShardsFrom(ctx, store, m, Previous{Shards: prev}, so, parse, reused)
+}
+
+// ShardOptions is how BuildShards cuts a snapshot's index, and what it
+// bounds.
+type ShardOptions struct {
+	// Bytes is the source size of a shard; 0 or less: DefaultShardBytes.
+	Bytes int64
+	// MaxChunks bounds the chunks of the snapshot (ChunkLimit: 0 is
+	// MaxChunks, negative no bound).
+	MaxChunks int
 }
 
 // Previous is the index a build starts from: the shards of the list HEAD
@@ -620,12 +630,14 @@ func readShard(ctx context.Context, store *blob.Bucket, key string) ([]byte, fun
 // has its files (only the changed files' results are read and
 // tokenized), else built from all its files' parse results; either way
 // it is the same shard.
-func BuildShardsFrom(ctx context.Context, store *blob.Bucket, m *Manifest, prevIx Previous, target int64, parse ParseFunc, reused func([]source.File)) (*segment.ShardList, *Summary, ShardStats, error) {
+func BuildShardsFrom(ctx context.Context, store *blob.Bucket, m *Manifest, prevIx Previous, so ShardOptions, parse ParseFunc, reused func([]source.File)) (*segment.ShardList, *Summary, ShardStats, error) {
 	prev := prevIx.Shards
 	var ss ShardStats
+	target := so.Bytes
 	if target <= 0 {
 		target = DefaultShardBytes
 	}
+	maxChunks := ChunkLimit(so.MaxChunks)
 	st := &Summary{
 		Tenant: m.Tenant, Repo: m.Repo, Commit: m.Commit,
 		FilesByLanguage: map[string]int{}, ChunksByKind: map[string]int{},
@@ -755,7 +767,7 @@ func BuildShardsFrom(ctx context.Context, store *blob.Bucket, m *Manifest, prevI
 		st.SegmentBytes += size
 		// Checked as shards are added: the build holds past a bound at
 		// most one shard's chunks.
-		if err := checkChunks(st.Chunks); err != nil {
+		if err := checkChunks(st.Chunks, maxChunks); err != nil {
 			return nil, nil, ss, fmt.Errorf("index: %s: %w", m.Repo, err)
 		}
 	}
@@ -939,7 +951,7 @@ func BuildShardedSegment(ctx context.Context, store, shardStore *blob.Bucket, sn
 	}
 	p := newParser(store, snap, opt, start)
 	defer p.stop()
-	list, st, ss, err := BuildShards(ctx, shardStore, m, nil, opt.ShardBytes, p.parse, p.skip)
+	list, st, ss, err := BuildShards(ctx, shardStore, m, nil, opt.shards(), p.parse, p.skip)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -259,12 +259,13 @@ var ErrSnapshotGone = errors.New("the snapshot's manifest is gone (repository de
 // not, the job removes its segment and the repository's shards that no
 // stored list names, and returns ErrSnapshotGone.
 func BuildSegment(ctx context.Context, store *blob.Bucket, job GraphJob) (string, error) {
-	return buildSegment(ctx, store, job, nil)
+	return buildSegment(ctx, store, job, 0, nil)
 }
 
-// buildSegment is BuildSegment; read, when set, runs once the manifest is
-// read (a test hook).
-func buildSegment(ctx context.Context, store *blob.Bucket, job GraphJob, read func(GraphJob)) (string, error) {
+// buildSegment is BuildSegment under a bound of the snapshot's chunks
+// (index.ChunkLimit: 0 is index.MaxChunks, negative no bound); read, when
+// set, runs once the manifest is read (a test hook).
+func buildSegment(ctx context.Context, store *blob.Bucket, job GraphJob, maxChunks int, read func(GraphJob)) (string, error) {
 	key := job.SegmentKey()
 	if ok, err := store.Exists(ctx, key); err != nil {
 		return "", err
@@ -302,7 +303,7 @@ func buildSegment(ctx context.Context, store *blob.Bucket, job GraphJob, read fu
 		if err != nil {
 			return "", err
 		}
-		if err := index.CheckChunks(parsed); err != nil {
+		if err := index.CheckChunks(parsed, maxChunks); err != nil {
 			return "", queue.Permanent(err) // the same on every delivery
 		}
 		seg, _ := index.Assemble(m, parsed)
@@ -313,7 +314,7 @@ func buildSegment(ctx context.Context, store *blob.Bucket, job GraphJob, read fu
 		load := func(ctx context.Context, files []source.File) ([]index.Parsed, error) {
 			return index.LoadParsedFiles(ctx, store, m.Tenant, files)
 		}
-		list, _, _, err := index.BuildShardsFrom(ctx, store, m, previous(ctx, store, job.Tenant, job.Repo, load), job.ShardBytes, load, nil)
+		list, _, _, err := index.BuildShardsFrom(ctx, store, m, previous(ctx, store, job.Tenant, job.Repo, load), index.ShardOptions{Bytes: job.ShardBytes, MaxChunks: maxChunks}, load, nil)
 		if errors.Is(err, index.ErrTooManyChunks) {
 			return "", queue.Permanent(err) // the same on every delivery
 		}

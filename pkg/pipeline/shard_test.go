@@ -143,7 +143,7 @@ func TestGraphJobOfADeletedSnapshot(t *testing.T) {
 
 	store, commit, mk := parsed(t, dir, "t", "r")
 	job := GraphJob{Tenant: "t", Repo: "r", Commit: commit, ManifestKey: mk, ShardBytes: 256}
-	_, err := buildSegment(ctx, store, job, func(GraphJob) {
+	_, err := buildSegment(ctx, store, job, 0, func(GraphJob) {
 		if err := store.Delete(ctx, mk); err != nil { // the DELETE's sweep, done before the writes
 			t.Fatal(err)
 		}

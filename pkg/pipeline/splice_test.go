@@ -210,7 +210,7 @@ func spliceEqualsRebuild(t *testing.T, mapped bool) {
 		publish(splicedStore, j, key)
 
 		_, m := snapshot(rebuilt)
-		full, _, _, err := index.BuildShards(ctx, rebuilt, m, index.PreviousShards(ctx, rebuilt, "t", "r"), shardBytes, func(ctx context.Context, files []source.File) ([]index.Parsed, error) {
+		full, _, _, err := index.BuildShards(ctx, rebuilt, m, index.PreviousShards(ctx, rebuilt, "t", "r"), index.ShardOptions{Bytes: shardBytes}, func(ctx context.Context, files []source.File) ([]index.Parsed, error) {
 			return index.LoadParsedFiles(ctx, rebuilt, "t", files)
 		}, nil)
 		if err != nil {

@@ -46,6 +46,11 @@ type Workers struct {
 	// ShardBytes is the shard size of graph jobs that name none
 	// (GraphJob.ShardBytes; 0: index.DefaultShardBytes).
 	ShardBytes int64
+	// MaxChunks bounds the chunks of a snapshot a graph job builds, which
+	// its build holds in memory (index.ChunkLimit: 0 is index.MaxChunks,
+	// negative no bound). Past it the snapshot fails with
+	// index.ErrTooManyChunks.
+	MaxChunks int
 
 	snaps   snapCache
 	logOnce sync.Once
@@ -179,7 +184,7 @@ func (w *Workers) HandleGraph(ctx context.Context, m queue.Message) error {
 	if j.ShardBytes == 0 {
 		j.ShardBytes = w.ShardBytes
 	}
-	_, err := buildSegment(ctx, w.Store, j, w.GraphHook)
+	_, err := buildSegment(ctx, w.Store, j, w.MaxChunks, w.GraphHook)
 	if errors.Is(err, ErrSnapshotGone) {
 		// Nobody waits for it; what it wrote is removed.
 		if w.Log != nil {

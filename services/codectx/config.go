@@ -58,6 +58,8 @@ const (
 	envCloneMaxAge   = "CODECTX_CLONE_CACHE_MAX_AGE"
 	// The bound of what one snapshot may parse.
 	envSourceBytes = "CODECTX_SOURCE_MAX_BYTES"
+	// The bound of the chunks one snapshot's index build holds.
+	envMaxChunks = "CODECTX_MAX_CHUNKS"
 )
 
 // The PEM files of the TLS of the connections to Temporal and NATS.
@@ -133,6 +135,7 @@ func checkEnv(fs *flag.FlagSet) error {
 // config is what the role subcommands share.
 type config struct {
 	shardBytes int64 // source bytes per index shard (graph stage)
+	maxChunks  int   // chunks of one snapshot the graph stage builds (0: no bound)
 	data       string
 	listen     string
 	temporal   string
@@ -432,6 +435,22 @@ func memoryFlag(fs *flag.FlagSet, v *int64) {
 // graph stage cuts a snapshot into.
 func shardFlag(fs *flag.FlagSet, v *int64) {
 	bytesVar(fs, v, "shard-bytes", envShardBytes, index.DefaultShardBytes, "source `bytes` per index shard (a unit may follow: 16MiB): a push rewrites only the shards holding changed files; negative: one segment per snapshot ($"+envShardBytes+")")
+}
+
+// chunksFlag registers --max-chunks, the bound of the chunks of one
+// snapshot that the graph stage (or an index command) holds as it builds.
+func chunksFlag(fs *flag.FlagSet, v *int) {
+	fs.IntVar(v, "max-chunks", envInt(envMaxChunks, index.MaxChunks),
+		"bound of the chunks of one snapshot, which its index build holds in memory (about 470 bytes each); a snapshot making more fails (\"more chunks than the server indexes\"); 0 = no bound ($"+envMaxChunks+")")
+}
+
+// chunkLimit is index.Options.MaxChunks (and pipeline.Workers.MaxChunks)
+// of --max-chunks: 0 there is the default, no bound is negative.
+func chunkLimit(v int) int {
+	if v <= 0 {
+		return -1
+	}
+	return v
 }
 
 // defaultTenantSnapshots is the default bound of --tenant-snapshots: as

@@ -52,6 +52,8 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	maxSize := bytesFlag(fs, "max-file-size", 1<<20, "skip files larger than this many `bytes` (a unit may follow: 2MiB)")
 	sourceBytes := bytesFlag(fs, "source-max-bytes", index.DefaultMaxSourceBytes, "fail when the files to parse (those under --max-file-size, one per path) are larger in all than this many `bytes` (a unit may follow: 2GiB), before parsing any; 0: no bound")
+	var maxChunks int
+	chunksFlag(fs, &maxChunks)
 	workers := fs.Int("workers", 0, "parse goroutines (default: number of CPUs)")
 	shardBytes := bytesFlag(fs, "shard-bytes", index.DefaultShardBytes, "source `bytes` per index shard (a push rewrites only the shards it touches); negative: one segment")
 	server := fs.String("server", env(envServer, ""), "send the request to a running codectx up or gateway at this URL and wait ($"+envServer+")")
@@ -113,6 +115,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ShardBytes: *shardBytes,
 		// MaxSourceBytes 0 is the default: no bound is negative.
 		MaxSourceBytes: cmp.Or(*sourceBytes, -1),
+		MaxChunks:      chunkLimit(maxChunks),
 	}
 	if isTerminal(stderr) {
 		opt.Progress = index.WriteProgress(stderr)

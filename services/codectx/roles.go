@@ -143,6 +143,7 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if r.name == "graph-worker" {
 		shardFlag(fs, &c.shardBytes)
+		chunksFlag(fs, &c.maxChunks)
 	}
 	if r.name == "orchestrator" {
 		tenantSnapshotsFlag(fs, &c.tenantSnapshots, fmt.Sprint(defaultTenantSnapshots))
@@ -438,7 +439,7 @@ func graphWorkerRole() role {
 		use:     useNATS,
 		workers: 1,
 		body: func(ctx context.Context, e *roleEnv) error {
-			w := &pipeline.Workers{Store: e.store, Queue: e.deps.queue.Load(), CacheDir: filepath.Join(e.cfg.data, "clones"), Wrap: e.metrics.Wrap, Log: e.log, ShardBytes: e.cfg.shardBytes}
+			w := &pipeline.Workers{Store: e.store, Queue: e.deps.queue.Load(), CacheDir: filepath.Join(e.cfg.data, "clones"), Wrap: e.metrics.Wrap, Log: e.log, ShardBytes: e.cfg.shardBytes, MaxChunks: chunkLimit(e.cfg.maxChunks)}
 			return w.RunGraph(ctx, queue.Config{Workers: e.workers, Backoff: queueBackoff})
 		},
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"codectx/pkg/api"
+	"codectx/pkg/blob"
+	"codectx/pkg/index"
 )
 
 // TestSecuritySourceBoundOnUp: a tenant's repository names one file's
@@ -57,5 +59,50 @@ func TestSecuritySourceBoundOnUp(t *testing.T) {
 	// beta is untouched.
 	if code, body := s.do(t, "POST", "/v1/query", tenantB, `{"tenant":"beta","repo":"vault","query":"MasterToken"}`); code != http.StatusOK || !strings.Contains(body, betaSecret) {
 		t.Errorf("beta's query after acme's failed snapshot = %d %.200s", code, body)
+	}
+}
+
+// TestSecurityChunkBoundOnUp: a tenant's repository of tiny functions,
+// well under the source bound, makes more chunks than --max-chunks. On a
+// running up the graph stage refuses to build it: the snapshot fails with
+// the public reason, publishes nothing, and beta's queries are untouched.
+// The same repository under the default bound indexes (the bound is what
+// refused it).
+func TestSecurityChunkBoundOnUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts codectx up")
+	}
+	s := startSecureUp(t, "--max-chunks", "300")
+	var b strings.Builder
+	b.WriteString("package bomb\n")
+	for i := range 400 { // 400 functions: 401 chunks in 6 KiB
+		fmt.Fprintf(&b, "func a%d() {}\n", i)
+	}
+	bomb := commitTree(t, filepath.Join(t.TempDir(), "bomb"), map[string]string{"bomb.go": b.String()})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	op := s.client(api.AllTenants)
+	if _, err := op.Index(ctx, api.IndexRequest{Tenant: tenantA, Repo: "bomb", Location: bomb}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.client(tenantA).WaitIndexed(ctx, tenantA, "bomb", "")
+	if err == nil || st == nil || st.LastError != "the repository's files make more chunks than the server indexes" {
+		t.Fatalf("acme/bomb: %+v, %v; want it failed at the chunk bound", st, err)
+	}
+	if st.LastCommit != "" || st.Head != nil {
+		t.Errorf("acme/bomb published %s past the chunk bound", st.LastCommit)
+	}
+	if code, body := s.do(t, "POST", "/v1/query", tenantA, `{"tenant":"acme","repo":"bomb","query":"a1"}`); code != http.StatusNotFound {
+		t.Errorf("query of acme/bomb past the chunk bound = %d %.200s, want 404", code, body)
+	}
+	if code, body := s.do(t, "POST", "/v1/query", tenantB, `{"tenant":"beta","repo":"vault","query":"MasterToken"}`); code != http.StatusOK || !strings.Contains(body, betaSecret) {
+		t.Errorf("beta's query after acme's failed snapshot = %d %.200s", code, body)
+	}
+
+	// Under the default bound the same repository indexes.
+	sum, err := index.Build(ctx, blob.NewMem(), bomb, index.Options{Name: "bomb"})
+	if err != nil || sum.Chunks <= 300 {
+		t.Errorf("the repository under the default bound: %+v, %v; want it indexed with more than 300 chunks", sum, err)
 	}
 }

@@ -82,6 +82,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var shardCache shardCacheFlags
 	shardCache.register(fs)
 	shardFlag(fs, &c.shardBytes)
+	chunksFlag(fs, &c.maxChunks)
 	tenantSnapshotsFlag(fs, &c.tenantSnapshots, fmt.Sprintf("with API keys %d, without keys (one user) no bound", defaultTenantSnapshots))
 	queueWindowFlag(fs, &c.queueWindow)
 	tenantBatchesFlag(fs, &c.tenantBatches, fmt.Sprintf("with API keys %d, without keys (one user) no bound", defaultTenantBatches))
@@ -249,7 +250,7 @@ Stop with SIGINT or SIGTERM.`)
 	defer stopWork()
 	workers := newGroup()
 	c.keepClones(wctx, log)
-	pw := &pipeline.Workers{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), Net: c.netPolicy(), ParseHook: upParseHook, GraphHook: upGraphHook, Wrap: m.Wrap, Embedder: kit.emb, Log: log, ShardBytes: c.shardBytes}
+	pw := &pipeline.Workers{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), Net: c.netPolicy(), ParseHook: upParseHook, GraphHook: upGraphHook, Wrap: m.Wrap, Embedder: kit.emb, Log: log, ShardBytes: c.shardBytes, MaxChunks: chunkLimit(c.maxChunks)}
 	workers.goFunc("parse worker", func() error { return pw.RunParse(wctx, queue.Config{Workers: *parseWorkers, Backoff: queueBackoff}) })
 	workers.goFunc("graph worker", func() error { return pw.RunGraph(wctx, queue.Config{Workers: 1, Backoff: queueBackoff}) })
 	stages := []string{pipeline.StageParse, pipeline.StageGraph}
