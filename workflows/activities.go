@@ -174,7 +174,7 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (p Snapshot
 			prev = m
 		}
 	}
-	snap, oerr := pipeline.OpenSnapshotFrom(netguard.With(ctx, a.Net.For(in.Tenant)), in.Location, in.Commit, a.CacheDir, prev.Listing())
+	snap, oerr := pipeline.OpenSnapshotFrom(netguard.With(ctx, a.Net.For(in.Tenant)), in.Tenant, in.Location, in.Commit, a.CacheDir, prev.Listing())
 	if oerr != nil {
 		return SnapshotPlan{}, classify(oerr)
 	}

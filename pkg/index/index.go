@@ -232,7 +232,7 @@ func Build(ctx context.Context, store *blob.Bucket, location string, opt Options
 	if opt.Tenant == "" {
 		opt.Tenant = DefaultTenant
 	}
-	snap, err := source.Open(ctx, location, source.Options{CacheDir: opt.CacheDir, Rev: opt.Rev})
+	snap, err := source.Open(ctx, location, source.Options{CacheDir: opt.CacheDir, Tenant: opt.Tenant, Rev: opt.Rev})
 	if err != nil {
 		return nil, fmt.Errorf("index: open %s: %w", location, err)
 	}

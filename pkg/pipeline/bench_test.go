@@ -41,7 +41,7 @@ func BenchmarkGraphOneFile(b *testing.B) {
 	w := &Workers{Store: store}
 	// snapshot parses what changed in dir and returns its graph job.
 	snapshot := func() GraphJob {
-		snap, err := OpenSnapshot(ctx, dir, "", "")
+		snap, err := OpenSnapshot(ctx, "", dir, "", "")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"codectx/pkg/source"
 )
 
 // CloneLimits bound a clone cache directory: clones unused for longer than
@@ -99,9 +101,11 @@ func touch(dir string) {
 }
 
 // CollectClones applies lim to the clone cache in cacheDir (as
-// OpenSnapshot fills it): it removes the clones unused for longer than
-// MaxAge, then the least recently used ones while the cache is larger
-// than MaxBytes, skipping those in use in this process.
+// OpenSnapshot fills it): it removes the clones of the old layout, which
+// every tenant shared and nothing opens any more (source.SharedCacheName),
+// the clones unused for longer than MaxAge, then the least recently used
+// ones while the cache is larger than MaxBytes, skipping those in use in
+// this process.
 func CollectClones(cacheDir string, lim CloneLimits) (CloneGCResult, error) {
 	var res CloneGCResult
 	ents, err := os.ReadDir(cacheDir)
@@ -133,7 +137,7 @@ func CollectClones(cacheDir string, lim CloneLimits) (CloneGCResult, error) {
 	slices.SortFunc(cs, func(a, b clone) int { return a.used.Compare(b.used) })
 	now := time.Now()
 	for _, c := range cs {
-		old := lim.MaxAge > 0 && now.Sub(c.used) > lim.MaxAge
+		old := lim.MaxAge > 0 && now.Sub(c.used) > lim.MaxAge || source.SharedCacheName(filepath.Base(c.dir))
 		big := lim.MaxBytes > 0 && res.Bytes > lim.MaxBytes
 		if !old && !big {
 			res.Kept++

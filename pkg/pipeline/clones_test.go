@@ -27,13 +27,13 @@ func TestCollectClones(t *testing.T) {
 	}
 	open := func(name string) *source.Snapshot {
 		t.Helper()
-		s, err := OpenSnapshot(ctx, urls[name], "", cache)
+		s, err := OpenSnapshot(ctx, "", urls[name], "", cache)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
-	dir := func(name string) string { return source.CloneDir(cache, urls[name]) }
+	dir := func(name string) string { return source.CloneDir(cache, "", urls[name]) }
 	exists := func(name string) bool {
 		_, err := os.Stat(dir(name))
 		return err == nil
@@ -116,7 +116,7 @@ func TestCollectClonesConcurrentOpens(t *testing.T) {
 		}
 	}()
 	for i := 0; i < 20; i++ {
-		s, err := OpenSnapshot(ctx, url, "", cache)
+		s, err := OpenSnapshot(ctx, "", url, "", cache)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,4 +127,39 @@ func TestCollectClonesConcurrentOpens(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+}
+
+// Clones of the old layout, one per URL for every tenant, are never
+// opened again (each tenant clones into a directory of its own): the
+// first collection removes them, whatever their age, and keeps the
+// tenants' own.
+func TestCollectClonesDropsSharedLayout(t *testing.T) {
+	ctx := context.Background()
+	cache := t.TempDir()
+	r := testrepo.New(t)
+	r.Commit("first", map[string]string{"a.go": "package a\n"})
+	url := "file://" + filepath.ToSlash(r.Dir)
+	s, err := OpenSnapshot(ctx, "acme", url, "", cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	own := source.CloneDir(cache, "acme", url)
+	shared := filepath.Join(cache, "h.example_acme_lib-0123456789abcdef0123456789abcdef.git")
+	if err := os.MkdirAll(filepath.Join(shared, "objects"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	res, err := CollectClones(cache, CloneLimits{MaxAge: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(shared); err == nil || res.Removed != 1 {
+		t.Errorf("the shared clone was kept (%+v)", res)
+	}
+	if _, err := os.Stat(own); err != nil {
+		t.Errorf("acme's clone: %v", err)
+	}
+	if other := source.CloneDir(cache, "beta", url); other == own {
+		t.Errorf("acme and beta share the clone %s", own)
+	}
 }

@@ -37,7 +37,7 @@ func TestOpenStallHoldsOnlyItsLocation(t *testing.T) {
 	stallCtx, cancel := context.WithCancel(context.Background())
 	stalled := make(chan error, 1)
 	go func() {
-		_, err := OpenSnapshot(stallCtx, "git://"+ln.Addr().String()+"/x", "", cache)
+		_, err := OpenSnapshot(stallCtx, "", "git://"+ln.Addr().String()+"/x", "", cache)
 		stalled <- err
 	}()
 	select {
@@ -53,7 +53,7 @@ func TestOpenStallHoldsOnlyItsLocation(t *testing.T) {
 	}
 	opened := make(chan error, 1)
 	go func() {
-		s, err := OpenSnapshot(context.Background(), dir, "", cache)
+		s, err := OpenSnapshot(context.Background(), "", dir, "", cache)
 		if err == nil {
 			s.Close()
 		}

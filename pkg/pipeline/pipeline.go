@@ -156,44 +156,46 @@ func (k *keyedMutex) lock(key string) (unlock func()) {
 	}
 }
 
-// OpenSnapshot opens location at commit ("" = HEAD) through the clone
-// cache in cacheDir. A plain directory gets a content-derived commit name
-// (see IsWorktree); opening such a name reads the directory as it is now.
-func OpenSnapshot(ctx context.Context, location, commit, cacheDir string) (*source.Snapshot, error) {
-	return openSnapshot(ctx, location, commit, cacheDir, source.Options{})
+// OpenSnapshot opens location at commit ("" = HEAD) through tenant's
+// clone cache in cacheDir (each tenant clones and fetches a URL into a
+// directory of its own). A plain directory gets a content-derived commit
+// name (see IsWorktree); opening such a name reads the directory as it is
+// now.
+func OpenSnapshot(ctx context.Context, tenant, location, commit, cacheDir string) (*source.Snapshot, error) {
+	return openSnapshot(ctx, location, commit, source.Options{Tenant: tenant, CacheDir: cacheDir})
 }
 
 // OpenSnapshotFrom is OpenSnapshot listing the tree from base, the listing
 // of an earlier snapshot (source.Options.Base; nil: a full walk). The
 // listing is the same either way.
-func OpenSnapshotFrom(ctx context.Context, location, commit, cacheDir string, base *source.Listing) (*source.Snapshot, error) {
-	return openSnapshot(ctx, location, commit, cacheDir, source.Options{Base: base})
+func OpenSnapshotFrom(ctx context.Context, tenant, location, commit, cacheDir string, base *source.Listing) (*source.Snapshot, error) {
+	return openSnapshot(ctx, location, commit, source.Options{Tenant: tenant, CacheDir: cacheDir, Base: base})
 }
 
 // OpenReader is OpenSnapshot for reading the files of a snapshot listed
 // before: nothing is listed (source.Options.NoList), and a plain
 // directory's snapshot keeps the name commit.
-func OpenReader(ctx context.Context, location, commit, cacheDir string) (*source.Snapshot, error) {
-	s, err := openSnapshot(ctx, location, commit, cacheDir, source.Options{NoList: true})
+func OpenReader(ctx context.Context, tenant, location, commit, cacheDir string) (*source.Snapshot, error) {
+	s, err := openSnapshot(ctx, location, commit, source.Options{Tenant: tenant, CacheDir: cacheDir, NoList: true})
 	if err == nil && s.Commit == "" {
 		s.Commit = commit
 	}
 	return s, err
 }
 
-func openSnapshot(ctx context.Context, location, commit, cacheDir string, opt source.Options) (*source.Snapshot, error) {
-	opt.Rev, opt.CacheDir = commit, cacheDir
+func openSnapshot(ctx context.Context, location, commit string, opt source.Options) (*source.Snapshot, error) {
+	opt.Rev = commit
 	if IsWorktree(commit) {
 		opt.Rev = ""
 	}
 	unpin := func() {}
-	dir := source.CloneDir(cacheDir, location)
+	dir := source.CloneDir(opt.CacheDir, opt.Tenant, location)
 	if dir != "" {
 		// In use from before the open until the snapshot closes:
 		// CollectClones leaves it alone meanwhile.
 		unpin = clones.pin(dir)
 	}
-	unlock := opening.lock(cacheDir + "\x00" + location)
+	unlock := opening.lock(opt.CacheDir + "\x00" + opt.Tenant + "\x00" + location)
 	s, err := source.Open(ctx, location, opt)
 	unlock()
 	if err != nil {

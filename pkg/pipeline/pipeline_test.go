@@ -63,7 +63,7 @@ func TestParseThenGraph(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	snap, err := OpenSnapshot(ctx, dir, "", "")
+	snap, err := OpenSnapshot(ctx, "", dir, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestParseRejectsChangedWorktreeFile(t *testing.T) {
 	if err := os.WriteFile(p, []byte("x = 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := OpenSnapshot(ctx, dir, "", "")
+	snap, err := OpenSnapshot(ctx, "", dir, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,11 +149,11 @@ func TestSnapCacheSharesOpens(t *testing.T) {
 		t.Fatal(err)
 	}
 	var c snapCache
-	s1, rel1, err := c.get(ctx, dir, "", "")
+	s1, rel1, err := c.get(ctx, "", dir, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s2, rel2, err := c.get(ctx, dir, "", "")
+	s2, rel2, err := c.get(ctx, "", dir, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestSnapCacheSharesOpens(t *testing.T) {
 	if len(c.m) != 0 {
 		t.Errorf("%d snapshots left open", len(c.m))
 	}
-	if _, _, err := c.get(ctx, filepath.Join(dir, "missing"), "", ""); err == nil {
+	if _, _, err := c.get(ctx, "", filepath.Join(dir, "missing"), "", ""); err == nil {
 		t.Error("opened a missing directory")
 	}
 	if len(c.m) != 0 {

@@ -90,7 +90,7 @@ func TestGraphShards(t *testing.T) {
 func parsed(t *testing.T, dir, tenant, repo string) (*blob.Bucket, string, string) {
 	t.Helper()
 	ctx := context.Background()
-	snap, err := OpenSnapshot(ctx, dir, "", "")
+	snap, err := OpenSnapshot(ctx, "", dir, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -146,7 +146,7 @@ func spliceEqualsRebuild(t *testing.T, mapped bool) {
 	// snapshot parses the work tree's files into store and writes its
 	// manifest, returning the graph job.
 	snapshot := func(store *blob.Bucket) (GraphJob, *index.Manifest) {
-		snap, err := OpenSnapshot(ctx, r.Dir, "", "")
+		snap, err := OpenSnapshot(ctx, "", r.Dir, "", "")
 		if err != nil {
 			t.Fatal(err)
 		}

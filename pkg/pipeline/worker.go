@@ -132,7 +132,7 @@ func (w *Workers) HandleParse(ctx context.Context, m queue.Message) error {
 }
 
 func (w *Workers) handleParse(ctx context.Context, b ParseBatch) error {
-	snap, release, err := w.snaps.get(netguard.With(ctx, w.Net.For(b.Tenant)), b.Location, b.Commit, w.CacheDir)
+	snap, release, err := w.snaps.get(netguard.With(ctx, w.Net.For(b.Tenant)), b.Tenant, b.Location, b.Commit, w.CacheDir)
 	if err != nil {
 		return fmt.Errorf("parse batch %d of %s/%s@%s: %w", b.Batch, b.Tenant, b.Repo, b.Commit, err)
 	}
@@ -203,7 +203,8 @@ func (w *Workers) HandleGraph(ctx context.Context, m queue.Message) error {
 }
 
 // snapCache keeps recently opened snapshots, so that the batches of one
-// commit share one open (and a clone's fetch); they list nothing
+// tenant's commit share one open (and a clone's fetch; another tenant's
+// batches open the location through their own clone); they list nothing
 // (OpenReader): a batch names its files. Idle entries are closed after snapTTL.
 type snapCache struct {
 	mu sync.Mutex
@@ -223,8 +224,8 @@ const (
 	maxSnaps = 8
 )
 
-func (c *snapCache) get(ctx context.Context, location, commit, cacheDir string) (*source.Snapshot, func(), error) {
-	key := location + "\x00" + commit
+func (c *snapCache) get(ctx context.Context, tenant, location, commit, cacheDir string) (*source.Snapshot, func(), error) {
+	key := tenant + "\x00" + location + "\x00" + commit
 	c.mu.Lock()
 	if c.m == nil {
 		c.m = map[string]*snapEntry{}
@@ -238,7 +239,7 @@ func (c *snapCache) get(ctx context.Context, location, commit, cacheDir string) 
 	e.refs++
 	c.mu.Unlock()
 	if !ok {
-		e.snap, e.err = OpenReader(ctx, location, commit, cacheDir)
+		e.snap, e.err = OpenReader(ctx, tenant, location, commit, cacheDir)
 		close(e.ready)
 	} else {
 		select {

@@ -53,7 +53,7 @@ func TestFetchLimit(t *testing.T) {
 	if _, err := Open(small, url, Options{CacheDir: cache, Rev: second.String()}); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("fetch of 300 KB under a 64 KiB limit: %v, want ErrTooLarge", err)
 	}
-	clone := filepath.Join(cache, cacheName(url))
+	clone := filepath.Join(cache, cacheName("", url))
 	if tmps, _ := filepath.Glob(filepath.Join(clone, "objects", "pack", "tmp_*")); len(tmps) != 0 {
 		t.Errorf("the refused fetch left %d temporary files: %v", len(tmps), tmps)
 	}

@@ -48,7 +48,7 @@ func openURL(ctx context.Context, url string, loc location.Location, opt Options
 		// file transport cannot stop its git-upload-pack mid-pack.
 		opt.fetchBytes = fetchLimit(ctx)
 	}
-	dir := filepath.Join(opt.CacheDir, cacheName(url))
+	dir := filepath.Join(opt.CacheDir, cacheName(opt.Tenant, url))
 	repo, err := cached(ctx, dir, url, opt)
 	if err != nil {
 		return nil, err
@@ -202,12 +202,17 @@ func hasCommit(repo *git.Repository, rev string) bool {
 	return err == nil
 }
 
-// cacheName turns url into a directory name: readable, plus a hash of
-// 128 bits so that distinct URLs never share a directory (the readable
-// part folds many URLs into one, and a hash of 32 bits was found by brute
-// force for a URL of another tenant's). The user information of
-// the URL (user:token@) is never part of the readable name.
-func cacheName(url string) string {
+// cacheName turns tenant's url into a directory name: the tenant, "@",
+// the URL made readable, and a hash of 128 bits of both, so that distinct
+// URLs never share a directory (the readable part folds many URLs into
+// one, and a hash of 32 bits was found by brute force for a URL of
+// another tenant's) and neither do two tenants' clones of one URL (a
+// clone found there, or a fetch with nothing new to bring, would tell a
+// tenant by its time that another had fetched the URL). The user
+// information of the URL (user:token@) is never part of the readable name.
+// Names of the old layout, shared by every tenant, have no "@" (see
+// SharedCacheName).
+func cacheName(tenant, url string) string {
 	name := Redact(url)
 	if i := strings.Index(name, "://"); i >= 0 {
 		name = name[i+3:]
@@ -215,19 +220,33 @@ func cacheName(url string) string {
 		name = name[i+1:] // scp-like user@host:path
 	}
 	name = strings.TrimSuffix(strings.TrimRight(name, "/"), ".git")
-	b := []byte(name)
+	name = strings.Trim(fold(name), "_.")
+	if len(name) > 80 {
+		name = name[len(name)-80:]
+	}
+	t := fold(tenant)
+	if len(t) > 64 {
+		t = t[:64] // the hash tells tenants apart
+	}
+	sum := sha256.Sum256([]byte(tenant + "\x00" + url))
+	return t + "@" + name + "-" + hex.EncodeToString(sum[:16]) + ".git"
+}
+
+// fold turns every byte of s but letters, digits, '.' and '-' into '_'.
+func fold(s string) string {
+	b := []byte(s)
 	for i, c := range b {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-') {
 			b[i] = '_'
 		}
 	}
-	name = strings.Trim(string(b), "_.")
-	if len(name) > 80 {
-		name = name[len(name)-80:]
-	}
-	sum := sha256.Sum256([]byte(url))
-	return name + "-" + hex.EncodeToString(sum[:16]) + ".git"
+	return string(b)
 }
+
+// SharedCacheName reports whether name, an entry of a clone cache, is a
+// clone of the old layout, which every tenant shared: no clone is opened
+// there any more.
+func SharedCacheName(name string) bool { return !strings.Contains(name, "@") }
 
 // guardedHTTP is go-git's HTTP(S) transport for every clone of this
 // process: a fetch whose context carries a netguard.Policy dials through

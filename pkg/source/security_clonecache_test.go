@@ -59,12 +59,12 @@ func TestSecurityCloneCacheCollision(t *testing.T) {
 	seen := make(map[string]string, 1<<bits)
 	for i := range 1 << bits {
 		u := variant("file://"+acme, i, bits)
-		seen[cacheName(u)] = u
+		seen[cacheName("", u)] = u
 	}
 	var acmeURL, betaURL string
 	for j := range 1 << 19 {
 		u := variant("file://"+beta, j, 19)
-		if a, ok := seen[cacheName(u)]; ok {
+		if a, ok := seen[cacheName("", u)]; ok {
 			acmeURL, betaURL = a, u
 			break
 		}
@@ -72,7 +72,7 @@ func TestSecurityCloneCacheCollision(t *testing.T) {
 	if acmeURL == "" {
 		return // no two locations found sharing a directory
 	}
-	t.Errorf("%s and %s share the clone directory %s", acmeURL, betaURL, cacheName(betaURL))
+	t.Errorf("%s and %s share the clone directory %s", acmeURL, betaURL, cacheName("", betaURL))
 
 	cache := t.TempDir()
 	ctx := context.Background()

@@ -73,6 +73,7 @@ var ErrTooManyEntries = errors.New("the tree has more entries than the server li
 // Options tune Open.
 type Options struct {
 	CacheDir string    // where clone URLs are cloned/fetched (bare); required for URLs
+	Tenant   string    // whose clone: each tenant has its own clone of a URL in CacheDir
 	Rev      string    // revision: branch, tag, full or short hash, "HEAD~2"; "" = HEAD
 	Progress io.Writer // optional: clone and fetch progress
 	Name     string    // optional: Snapshot.Repo; derived from the location when empty
@@ -256,13 +257,14 @@ func (s *Snapshot) Close() error {
 	return err
 }
 
-// CloneDir is the directory of the cached clone of location in cacheDir,
-// "" when location is not a clone URL (a local path is read in place).
-func CloneDir(cacheDir, location string) string {
+// CloneDir is the directory of tenant's cached clone of location in
+// cacheDir, "" when location is not a clone URL (a local path is read in
+// place).
+func CloneDir(cacheDir, tenant, location string) string {
 	if !isURL(location) || cacheDir == "" {
 		return ""
 	}
-	return filepath.Join(cacheDir, cacheName(location))
+	return filepath.Join(cacheDir, cacheName(tenant, location))
 }
 
 // openPath opens a local directory: a git repository, a subdirectory of a

@@ -528,12 +528,19 @@ func TestNames(t *testing.T) {
 			t.Errorf("isURL(%q) = true", p)
 		}
 	}
-	a, b := cacheName("https://github.com/psf/requests"), cacheName("https://github.com/psf/requests.git")
-	if a == b || !strings.HasPrefix(a, "github.com_psf_requests-") || strings.ContainsAny(a, "/:@") {
+	a, b := cacheName("acme", "https://github.com/psf/requests"), cacheName("acme", "https://github.com/psf/requests.git")
+	if a == b || !strings.HasPrefix(a, "acme@github.com_psf_requests-") || strings.ContainsAny(a, "/:") || SharedCacheName(a) {
 		t.Errorf("cacheName = %q, %q", a, b)
 	}
-	if got := cacheName("git@github.com:psf/requests.git"); !strings.HasPrefix(got, "github.com_psf_requests-") {
+	if got := cacheName("acme", "git@github.com:psf/requests.git"); !strings.HasPrefix(got, "acme@github.com_psf_requests-") {
 		t.Errorf("cacheName(scp) = %q", got)
+	}
+	// Each tenant has its own clone of a URL.
+	if a, b := cacheName("a", "https://h.example/b-c"), cacheName("a-b", "https://h.example/c"); a == b {
+		t.Errorf("two tenants' URLs share %s", a)
+	}
+	if a, b := cacheName("acme", "https://h.example/x"), cacheName("beta", "https://h.example/x"); a == b {
+		t.Errorf("acme's and beta's clones of one URL share %s", a)
 	}
 }
 
@@ -595,7 +602,7 @@ func TestCacheNameRedacts(t *testing.T) {
 		"https://user:s3cr3t-token@github.com/acme/shop.git", "https://s3cr3t-token@github.com/acme/shop",
 		"https://user:s3cr3t-token@github.com:443/acme/shop", "ssh://git:s3cr3t-token@host.example/acme/shop",
 	} {
-		if got := cacheName(u); strings.Contains(got, "s3cr3t") || strings.Contains(got, "user") {
+		if got := cacheName("", u); strings.Contains(got, "s3cr3t") || strings.Contains(got, "user") {
 			t.Errorf("cacheName(%q) = %q", u, got)
 		}
 		if got := Redact(u); strings.Contains(got, "s3cr3t") {
@@ -606,7 +613,7 @@ func TestCacheNameRedacts(t *testing.T) {
 			t.Errorf("Open(%q) error = %v", u, err)
 		}
 	}
-	if a, b := cacheName("https://a:1@h.example/x"), cacheName("https://a:2@h.example/x"); a == b {
+	if a, b := cacheName("", "https://a:1@h.example/x"), cacheName("", "https://a:2@h.example/x"); a == b {
 		t.Errorf("two credentials share a cache directory %q", a)
 	}
 }
