@@ -36,6 +36,26 @@ const maxLanguages = 32
 // for one more request of its tenant's rate.
 const reposPerToken = 4
 
+// sessionBytesPerToken is how many bytes of a session past the first
+// that many its query writes for one more request of its tenant's rate.
+const sessionBytesPerToken = 64 << 10
+
+// maxSessionCharge bounds what a session's write is charged: a store
+// writes at most about 1 MiB (natskv trims to fit a value).
+const maxSessionCharge = 1 << 20
+
+// chargeSession charges payer's rate for writing sess: a session is
+// written whole at each query of it, so a session of long names and paths
+// (up to about 1 MiB) made each query of a few hundred bytes, one request
+// of the rate, write that much to the store that every tenant's sessions,
+// queues and delivery log share: about 690 KB a query, 34 MB/s within the
+// default rate, and the whole session bucket turned over in half a minute
+// (TestSecuritySessionWriteCharged).
+func (s *Server) chargeSession(payer string, sess *session.Session) {
+	n := min(sess.Bytes(), maxSessionCharge) - sessionBytesPerToken
+	s.rate.charge(payer, float64(n)/sessionBytesPerToken)
+}
+
 // chargeRepos charges payer's rate for work over n repositories, about
 // one query per repository: the request paid for the first, and each
 // reposPerToken more cost one more request.
@@ -315,6 +335,7 @@ func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) 
 		if err := s.Sessions.Save(ctx, skey, sess); err != nil {
 			return nil, err
 		}
+		s.chargeSession(payer, sess)
 	}
 	return resp, nil
 }

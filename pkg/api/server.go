@@ -148,6 +148,10 @@ type Server struct {
 
 	keyErrMu sync.Mutex
 	keyErr   string // the key store's last reason for holding no key, logged once
+
+	openapiOnce sync.Once
+	openapiDoc  []byte // the OpenAPI document, encoded once (Routes do not change)
+	openapiErr  error
 }
 
 // init fills in the defaults, once.

@@ -136,7 +136,16 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestTimeout, fmt.Errorf("delivery body too slow: it must come at %d bytes a second after %v, whole within %v", s.limits.WebhookRate, s.limits.WebhookGrace, s.limits.WebhookRead))
 		return
 	case errors.Is(err, webhook.ErrUnauthorized):
-		s.Log.Warn("webhook rejected", "host", host, "tenant", tenant, "secret_configured", configured, "error", err)
+		// Anyone may send these, as fast as they can: one line per host
+		// and tenant with a secret (the tenants without one, which the
+		// sender names at will, share one) and interval, with a count of
+		// the others, so a flood of forged deliveries does not write the
+		// server's log at the sender's rate.
+		key := "webhook\x00" + host + "\x00"
+		if configured {
+			key += tenant
+		}
+		s.fails.Warn(r.Context(), key, "webhook rejected", "host", host, "tenant", tenant, "secret_configured", configured, "error", err)
 		writeError(w, http.StatusUnauthorized, err)
 		return
 	case errors.Is(err, webhook.ErrUnknownHost):

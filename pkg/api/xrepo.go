@@ -18,11 +18,24 @@ import (
 	"codectx/pkg/xrepo"
 )
 
-// Bounds of the cross-repository graph's inputs.
+// Bounds of the cross-repository graph's inputs. The manifests are read
+// whole into the heap and kept with the tenant's graphs, outside the
+// segment cache's budget: 48 package.json files of 1 MiB (one blob, so a
+// small push, and a second name of the repository reuses every parse)
+// kept 96 MiB after one query over two names, and a tenant holds
+// thousands of names (TestSecurityCrossRepoManifestBytes).
 const (
 	maxManifests     = 200     // manifest files read per repository
 	maxManifestBytes = 1 << 20 // larger manifests are not read
 	maxXTenants      = 256     // tenants whose graphs are kept
+	// maxRepoManifestBytes bounds the manifest bytes read per repository,
+	// in the order of its files: a repository's real manifests weigh
+	// kilobytes each.
+	maxRepoManifestBytes = 4 << 20
+	// maxGraphManifestBytes bounds the manifest bytes one graph reads, and
+	// those a tenant's cache keeps: past it the graph is built from what
+	// was read, and kept for no later query.
+	maxGraphManifestBytes = 64 << 20
 )
 
 // xrepoCache keeps, per tenant, cross-repository import graphs
@@ -42,11 +55,13 @@ type xtenant struct {
 	mu     sync.Mutex              // one build at a time per tenant
 	graphs map[string]*xrepo.Graph // by the segments built from (a few)
 	repos  map[string]xrepoInput   // segment key -> its input
+	bytes  int64                   // of the manifests in repos
 }
 
 type xrepoInput struct {
-	repo xrepo.Repo
-	used bool // by the graph just built
+	repo  xrepo.Repo
+	bytes int64 // of its manifests
+	used  bool  // by the graph just built
 }
 
 // maxXGraphs bounds the graphs kept per tenant (one per distinct set of
@@ -105,27 +120,42 @@ func (s *Server) crossGraph(ctx context.Context, tenant string, segs []*segment.
 		return g
 	}
 	repos := make([]xrepo.Repo, len(mine))
+	sizes := make([]int64, len(mine))
 	whole := make([]bool, len(mine))
+	budget := &manifestBudget{left: maxGraphManifestBytes}
+	for i, seg := range mine {
+		if in, ok := t.repos[segKey(seg)]; ok {
+			budget.take(in.bytes) // kept inputs count as read
+			repos[i], sizes[i], whole[i] = in.repo, in.bytes, true
+		}
+	}
 	forEach(len(mine), func(i int) error {
-		if in, ok := t.repos[segKey(mine[i])]; ok {
-			repos[i], whole[i] = in.repo, true
-		} else {
-			repos[i], whole[i] = s.xrepoRepo(ctx, mine[i])
+		if !whole[i] {
+			repos[i], sizes[i], whole[i] = s.xrepoRepo(ctx, mine[i], budget)
 		}
 		return nil
 	})
 	g := xrepo.Build(repos)
-	if slices.Contains(whole, false) {
-		return g // a manifest could not be read: answer, but keep nothing
-	}
+	// Keep each input read whole, so that a repository past the budget
+	// does not make every later query read the others again; they count
+	// against the budget then, and what is past it is not read at all.
 	for i, seg := range mine {
-		t.repos[segKey(seg)] = xrepoInput{repo: repos[i], used: true}
+		if !whole[i] {
+			continue
+		}
+		k := segKey(seg)
+		t.bytes -= t.repos[k].bytes
+		t.repos[k] = xrepoInput{repo: repos[i], bytes: sizes[i], used: true}
+		t.bytes += sizes[i]
 	}
-	if len(t.graphs) >= maxXGraphs {
-		// Start over: drop the graphs and the inputs none of this build used.
+	partial := slices.Contains(whole, false) // a manifest not read, or past the budget: keep no graph
+	if len(t.graphs) >= maxXGraphs || t.bytes > maxGraphManifestBytes {
+		// Start over: drop the graphs and the inputs none of this build
+		// used (what it kept is within maxGraphManifestBytes).
 		t.graphs = map[string]*xrepo.Graph{}
 		for k, in := range t.repos {
 			if !in.used {
+				t.bytes -= in.bytes
 				delete(t.repos, k)
 			}
 		}
@@ -134,22 +164,50 @@ func (s *Server) crossGraph(ctx context.Context, tenant string, segs []*segment.
 		in.used = false
 		t.repos[k] = in
 	}
-	t.graphs[key] = g
+	if !partial {
+		t.graphs[key] = g
+	}
 	return g
+}
+
+// manifestBudget is what one graph may still read of manifests, shared
+// by the repositories read at once.
+type manifestBudget struct {
+	mu   sync.Mutex
+	left int64
+}
+
+// take reserves n bytes and reports whether they were left.
+func (b *manifestBudget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n > b.left {
+		return false
+	}
+	b.left -= n
+	return true
 }
 
 // xrepoRepo is what the resolver needs of a segment: each code file's
 // module chunk (its name and imports) and the text of its manifests, read
-// from the stored file texts by blob hash. A manifest whose text is not
-// stored is left out; whole is false when one could not be read (the
-// store failed, the request ended), so that the answer is not kept.
-func (s *Server) xrepoRepo(ctx context.Context, seg *segment.Segment) (r xrepo.Repo, whole bool) {
+// from the stored file texts by blob hash, at most maxRepoManifestBytes
+// of them, taken from the graph's budget. A manifest whose text is not
+// stored, or past the repository's bound, is left out; whole is false
+// when one could not be read (the store failed, the request ended) or
+// the graph's budget was spent, so that the answer is not kept. size is
+// the bytes of the manifests read.
+func (s *Server) xrepoRepo(ctx context.Context, seg *segment.Segment, budget *manifestBudget) (r xrepo.Repo, size int64, whole bool) {
 	r = xrepo.Repo{Name: seg.Meta.Repo, Manifests: map[string][]byte{}}
 	whole = true
 	read := 0
 	for _, f := range seg.Files {
-		if xrepo.IsManifest(f.Path) && read < maxManifests && f.Size <= maxManifestBytes {
+		if xrepo.IsManifest(f.Path) && read < maxManifests && f.Size <= maxManifestBytes && size+f.Size <= maxRepoManifestBytes {
+			if !budget.take(f.Size) {
+				whole = false
+				break
+			}
 			read++
+			size += f.Size
 			data, err := index.ReadContent(ctx, s.Store, seg.Meta.Tenant, f.Path, f.Blob)
 			switch {
 			case err == nil:
@@ -167,7 +225,7 @@ func (s *Server) xrepoRepo(ctx context.Context, seg *segment.Segment) (r xrepo.R
 		}
 		r.Files = append(r.Files, xrepo.File{Path: f.Path, Language: f.Language, Module: c.Name, Imports: c.Imports})
 	}
-	return r, whole
+	return r, size, whole
 }
 
 func codeLanguage(l codectx.Language) bool {

@@ -41,6 +41,20 @@ func (s *Session) Add(sent ...query.Sent) {
 	}
 }
 
+// entryBytes is about what an entry's encoding adds to its strings: the
+// field names, quotes and numbers.
+const entryBytes = 90
+
+// Bytes is about the size of a session's encoding, what a Store writes
+// for it.
+func (s *Session) Bytes() int {
+	n := 16
+	for _, c := range s.Sent {
+		n += entryBytes + len(c.Repo) + len(c.Commit) + len(c.Path) + len(c.Symbol)
+	}
+	return n
+}
+
 // Store keeps sessions by key. Load of an unknown or expired key returns
 // an empty session and no error.
 type Store interface {
