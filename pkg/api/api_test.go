@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -208,9 +209,10 @@ func TestHealthAndReady(t *testing.T) {
 	store := blob.NewMem()
 	var down error
 	s := &Server{
-		Store:  store,
-		Checks: []Check{{Name: "temporal", Fn: func(context.Context) error { return down }}},
-		Notes:  map[string]string{"embed": "disabled: no embedder configured"},
+		Store:    store,
+		Checks:   []Check{{Name: "temporal", Fn: func(context.Context) error { return down }}},
+		Notes:    map[string]string{"embed": "disabled: no embedder configured"},
+		readyFor: 100 * time.Millisecond,
 	}
 	ts, _ := newServer(t, s)
 	get := func(path string) (int, Readiness) {
@@ -231,6 +233,11 @@ func TestHealthAndReady(t *testing.T) {
 		t.Errorf("/readyz = %d %+v, want 200, ready, store and temporal ok, embed note", code, r)
 	}
 	down = errors.New("connection refused")
+	// The last round answers for readyFor, then the checks run again.
+	if code, r = get("/readyz"); code != 200 {
+		t.Errorf("/readyz within readyFor of a good round = %d %+v, want its 200", code, r)
+	}
+	time.Sleep(110 * time.Millisecond)
 	code, r = get("/readyz")
 	if code != 503 || r.Ready || r.Checks["temporal"] != "connection refused" {
 		t.Errorf("/readyz with temporal down = %d %+v, want 503 naming temporal", code, r)
@@ -391,6 +398,52 @@ func TestIndexMissingPath(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Anyone may ask /readyz: the requests of one second share one round of
+// the dependency checks, and those that come while it runs wait for it,
+// so a flood of them does not fan out onto the store, Temporal and NATS.
+func TestReadyzShared(t *testing.T) {
+	var calls atomic.Int32
+	release := make(chan struct{})
+	s := &Server{Store: blob.NewMem(), Checks: []Check{{Name: "temporal", Fn: func(context.Context) error {
+		calls.Add(1)
+		<-release
+		return nil
+	}}}}
+	ts, _ := newServer(t, s)
+	var wg sync.WaitGroup
+	codes := make([]int, 20)
+	for i := range codes {
+		wg.Go(func() {
+			resp, err := http.Get(ts.URL + "/readyz")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			codes[i] = resp.StatusCode
+		})
+	}
+	time.Sleep(100 * time.Millisecond) // the first round has begun, the others wait
+	close(release)
+	wg.Wait()
+	for range 20 {
+		resp, err := http.Get(ts.URL + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		codes = append(codes, resp.StatusCode)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("40 requests of /readyz within a second ran the temporal check %d times, want 1", n)
+	}
+	for _, c := range codes {
+		if c != 200 {
+			t.Fatalf("/readyz codes %v, want 200", codes)
+		}
 	}
 }
 

@@ -149,6 +149,11 @@ type Server struct {
 	keyErrMu sync.Mutex
 	keyErr   string // the key store's last reason for holding no key, logged once
 
+	// ready is the last round of /readyz's dependency checks, which the
+	// requests of the next readyFor share.
+	ready    readyRound
+	readyFor time.Duration // 0: defaultReadyFor; negative: every request checks
+
 	openapiOnce sync.Once
 	openapiDoc  []byte // the OpenAPI document, encoded once (Routes do not change)
 	openapiErr  error
@@ -262,23 +267,40 @@ type Readiness struct {
 // checkTimeout is the deadline of one readiness check without its own.
 const checkTimeout = 2 * time.Second
 
-// readyz runs the checks concurrently, each under its own deadline, so a
-// dependency that hangs fails only its own check.
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	checks := append([]Check{{Name: "store", Fn: func(ctx context.Context) error {
-		_, err := s.Store.Exists(ctx, "readyz/probe")
-		return err
-	}}}, s.Checks...)
-	if _, ok := s.KeyStore.(keyErrer); ok {
-		checks = append(checks, Check{Name: "api keys", Fn: func(context.Context) error {
-			if s.keyStoreErr() != nil {
-				// The reason (it names the file) is in the log: /readyz
-				// answers anyone.
-				return errors.New("the key file cannot be read or does not parse: every key is refused (see the log)")
-			}
-			return nil
-		}})
+// defaultReadyFor is how long a round of /readyz's dependency checks
+// answers later requests. Anyone may ask /readyz, and each round asks the
+// store, Temporal and NATS: 8 anonymous clients in a loop made about 740
+// rounds a second, each fanned out onto those services.
+const defaultReadyFor = time.Second
+
+// readyRound is the last round of the dependency checks of /readyz: the
+// requests that arrive while one runs wait for it, and those of the next
+// readyFor take its answer.
+type readyRound struct {
+	mu   sync.Mutex // held while a round runs
+	at   time.Time
+	errs []error
+}
+
+// run answers the errors of checks, from the last round if it ended
+// within d (0: defaultReadyFor; negative: never), else from a new one.
+// ctx must not end with one caller's request: the round is everyone's.
+func (rr *readyRound) run(ctx context.Context, checks []Check, d time.Duration) []error {
+	if d == 0 {
+		d = defaultReadyFor
 	}
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	if rr.errs != nil && time.Since(rr.at) < d {
+		return slices.Clone(rr.errs)
+	}
+	rr.errs, rr.at = checkAll(ctx, checks), time.Now()
+	return slices.Clone(rr.errs)
+}
+
+// checkAll runs checks concurrently, each under its own deadline, and
+// returns their errors in order.
+func checkAll(ctx context.Context, checks []Check) []error {
 	errs := make([]error, len(checks))
 	var wg sync.WaitGroup
 	for i, c := range checks {
@@ -287,7 +309,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			if d <= 0 {
 				d = checkTimeout
 			}
-			ctx, cancel := context.WithTimeout(r.Context(), d)
+			ctx, cancel := context.WithTimeout(ctx, d)
 			defer cancel()
 			done := make(chan error, 1)
 			go func() { done <- c.Fn(ctx) }()
@@ -299,6 +321,29 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	wg.Wait()
+	return errs
+}
+
+// readyz runs the checks concurrently, each under its own deadline, so a
+// dependency that hangs fails only its own check.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	deps := append([]Check{{Name: "store", Fn: func(ctx context.Context) error {
+		_, err := s.Store.Exists(ctx, "readyz/probe")
+		return err
+	}}}, s.Checks...)
+	errs := s.ready.run(context.WithoutCancel(r.Context()), deps, s.readyFor)
+	checks := deps
+	if _, ok := s.KeyStore.(keyErrer); ok {
+		checks = append(checks, Check{Name: "api keys", Fn: func(context.Context) error {
+			if s.keyStoreErr() != nil {
+				// The reason (it names the file) is in the log: /readyz
+				// answers anyone.
+				return errors.New("the key file cannot be read or does not parse: every key is refused (see the log)")
+			}
+			return nil
+		}})
+		errs = append(errs, checkAll(r.Context(), checks[len(deps):])...)
+	}
 	res := Readiness{Ready: true, Checks: map[string]string{}, Notes: s.Notes}
 	// A dependency's error can name internal addresses or paths, and
 	// /readyz answers anyone who reaches the port: with keys, only an
