@@ -21,4 +21,6 @@ if [ "${CODECTX_SKIP_MODEL:-}" = "" ]; then
   scripts/fetch-model.sh
 fi
 # MinIO is started around the run (scripts/with-minio.sh).
-scripts/with-minio.sh go test -count=1 ./...
+# The services package starts codectx up some hundred times: about 9
+# minutes alone, past go test's default 10-minute bound on a busy machine.
+scripts/with-minio.sh go test -count=1 -timeout 25m ./...

@@ -148,8 +148,8 @@ func hostName(host string) (name string, ok bool) {
 	h, port, err := net.SplitHostPort(host)
 	if err != nil {
 		h = host
-	} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return "", false
+	} else if _, err := strconv.ParseUint(port, 10, 16); err != nil && port != "" {
+		return "", false // an empty port is allowed (RFC 3986), a word is not
 	}
 	return strings.TrimSuffix(strings.TrimPrefix(h, "["), "]"), true
 }

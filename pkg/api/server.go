@@ -43,6 +43,10 @@ type Check struct {
 	Name    string
 	Fn      func(ctx context.Context) error
 	Timeout time.Duration // deadline of this check alone; default 2s
+	// Local says the check asks nothing outside the process (a state of
+	// its own): it runs for every request, outside the shared round of
+	// the dependency checks, so that it is seen at once.
+	Local bool
 }
 
 // RepoVectors removes a repository's vectors (vector.Store does).
@@ -327,14 +331,20 @@ func checkAll(ctx context.Context, checks []Check) []error {
 // readyz runs the checks concurrently, each under its own deadline, so a
 // dependency that hangs fails only its own check.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	deps := append([]Check{{Name: "store", Fn: func(ctx context.Context) error {
+	deps := []Check{{Name: "store", Fn: func(ctx context.Context) error {
 		_, err := s.Store.Exists(ctx, "readyz/probe")
 		return err
-	}}}, s.Checks...)
-	errs := s.ready.run(context.WithoutCancel(r.Context()), deps, s.readyFor)
-	checks := deps
+	}}}
+	var local []Check
+	for _, c := range s.Checks {
+		if c.Local {
+			local = append(local, c)
+		} else {
+			deps = append(deps, c)
+		}
+	}
 	if _, ok := s.KeyStore.(keyErrer); ok {
-		checks = append(checks, Check{Name: "api keys", Fn: func(context.Context) error {
+		local = append(local, Check{Name: "api keys", Local: true, Fn: func(context.Context) error {
 			if s.keyStoreErr() != nil {
 				// The reason (it names the file) is in the log: /readyz
 				// answers anyone.
@@ -342,8 +352,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			}
 			return nil
 		}})
-		errs = append(errs, checkAll(r.Context(), checks[len(deps):])...)
 	}
+	errs := append(s.ready.run(context.WithoutCancel(r.Context()), deps, s.readyFor), checkAll(r.Context(), local)...)
+	checks := slices.Concat(deps, local)
 	res := Readiness{Ready: true, Checks: map[string]string{}, Notes: s.Notes}
 	// A dependency's error can name internal addresses or paths, and
 	// /readyz answers anyone who reaches the port: with keys, only an

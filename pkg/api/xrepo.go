@@ -33,8 +33,9 @@ const (
 	// kilobytes each.
 	maxRepoManifestBytes = 4 << 20
 	// maxGraphManifestBytes bounds the manifest bytes one graph reads, and
-	// those a tenant's cache keeps: past it the graph is built from what
-	// was read, and kept for no later query.
+	// what a tenant's cache keeps of its inputs (their manifests, and
+	// their code files' paths, module names and imports): past it the
+	// graph is built from what was read, and kept for no later query.
 	maxGraphManifestBytes = 64 << 20
 )
 
@@ -55,12 +56,13 @@ type xtenant struct {
 	mu     sync.Mutex              // one build at a time per tenant
 	graphs map[string]*xrepo.Graph // by the segments built from (a few)
 	repos  map[string]xrepoInput   // segment key -> its input
-	bytes  int64                   // of the manifests in repos
+	bytes  int64                   // of the inputs in repos (xrepoInput.bytes)
+	builds int                     // graphs built since the cache started over, kept or not
 }
 
 type xrepoInput struct {
 	repo  xrepo.Repo
-	bytes int64 // of its manifests
+	bytes int64 // of its manifests, and its files' paths, names and imports
 	used  bool  // by the graph just built
 }
 
@@ -120,18 +122,17 @@ func (s *Server) crossGraph(ctx context.Context, tenant string, segs []*segment.
 		return g
 	}
 	repos := make([]xrepo.Repo, len(mine))
-	sizes := make([]int64, len(mine))
 	whole := make([]bool, len(mine))
 	budget := &manifestBudget{left: maxGraphManifestBytes}
 	for i, seg := range mine {
 		if in, ok := t.repos[segKey(seg)]; ok {
-			budget.take(in.bytes) // kept inputs count as read
-			repos[i], sizes[i], whole[i] = in.repo, in.bytes, true
+			budget.take(in.repo.ManifestBytes()) // kept inputs count as read
+			repos[i], whole[i] = in.repo, true
 		}
 	}
 	forEach(len(mine), func(i int) error {
 		if !whole[i] {
-			repos[i], sizes[i], whole[i] = s.xrepoRepo(ctx, mine[i], budget)
+			repos[i], whole[i] = s.xrepoRepo(ctx, mine[i], budget)
 		}
 		return nil
 	})
@@ -144,14 +145,19 @@ func (s *Server) crossGraph(ctx context.Context, tenant string, segs []*segment.
 			continue
 		}
 		k := segKey(seg)
+		n := inputBytes(repos[i])
 		t.bytes -= t.repos[k].bytes
-		t.repos[k] = xrepoInput{repo: repos[i], bytes: sizes[i], used: true}
-		t.bytes += sizes[i]
+		t.repos[k] = xrepoInput{repo: repos[i], bytes: n, used: true}
+		t.bytes += n
 	}
 	partial := slices.Contains(whole, false) // a manifest not read, or past the budget: keep no graph
-	if len(t.graphs) >= maxXGraphs || t.bytes > maxGraphManifestBytes {
+	t.builds++
+	if t.builds > maxXGraphs || t.bytes > maxGraphManifestBytes {
 		// Start over: drop the graphs and the inputs none of this build
-		// used (what it kept is within maxGraphManifestBytes).
+		// used. Every build counts, kept or not: builds past the budget
+		// keep no graph but keep their inputs, and a tenant's queries
+		// over ever new repositories would add inputs without end.
+		t.builds = 1
 		t.graphs = map[string]*xrepo.Graph{}
 		for k, in := range t.repos {
 			if !in.used {
@@ -194,26 +200,28 @@ func (b *manifestBudget) take(n int64) bool {
 // of them, taken from the graph's budget. A manifest whose text is not
 // stored, or past the repository's bound, is left out; whole is false
 // when one could not be read (the store failed, the request ended) or
-// the graph's budget was spent, so that the answer is not kept. size is
-// the bytes of the manifests read.
-func (s *Server) xrepoRepo(ctx context.Context, seg *segment.Segment, budget *manifestBudget) (r xrepo.Repo, size int64, whole bool) {
-	r = xrepo.Repo{Name: seg.Meta.Repo, Manifests: map[string][]byte{}}
+// the graph's budget was spent, so that the answer is not kept; the
+// code files are all there either way. Its strings are copies: a kept
+// input holds no segment's memory.
+func (s *Server) xrepoRepo(ctx context.Context, seg *segment.Segment, budget *manifestBudget) (r xrepo.Repo, whole bool) {
+	r = xrepo.Repo{Name: strings.Clone(seg.Meta.Repo), Manifests: map[string][]byte{}}
 	whole = true
 	read := 0
+	var size int64
 	for _, f := range seg.Files {
-		if xrepo.IsManifest(f.Path) && read < maxManifests && f.Size <= maxManifestBytes && size+f.Size <= maxRepoManifestBytes {
-			if !budget.take(f.Size) {
-				whole = false
-				break
-			}
-			read++
-			size += f.Size
-			data, err := index.ReadContent(ctx, s.Store, seg.Meta.Tenant, f.Path, f.Blob)
-			switch {
-			case err == nil:
-				r.Manifests[f.Path] = data
-			case !errors.Is(err, blob.ErrNotFound):
-				whole = false
+		if whole && xrepo.IsManifest(f.Path) && read < maxManifests && f.Size <= maxManifestBytes && size+f.Size <= maxRepoManifestBytes {
+			if budget.take(f.Size) {
+				read++
+				size += f.Size
+				data, err := index.ReadContent(ctx, s.Store, seg.Meta.Tenant, f.Path, f.Blob)
+				switch {
+				case err == nil:
+					r.Manifests[strings.Clone(f.Path)] = data
+				case !errors.Is(err, blob.ErrNotFound):
+					whole = false
+				}
+			} else {
+				whole = false // no more manifests; the code files still count
 			}
 		}
 		if !codeLanguage(f.Language) || len(f.Chunks) == 0 {
@@ -223,9 +231,26 @@ func (s *Server) xrepoRepo(ctx context.Context, seg *segment.Segment, budget *ma
 		if c.Kind != codectx.KindModule {
 			continue
 		}
-		r.Files = append(r.Files, xrepo.File{Path: f.Path, Language: f.Language, Module: c.Name, Imports: c.Imports})
+		imports := make([]string, len(c.Imports))
+		for i, im := range c.Imports {
+			imports[i] = strings.Clone(im)
+		}
+		r.Files = append(r.Files, xrepo.File{Path: strings.Clone(f.Path), Language: f.Language, Module: strings.Clone(c.Name), Imports: imports})
 	}
-	return r, size, whole
+	return r, whole
+}
+
+// inputBytes is about what a kept input holds: its manifests, and its code
+// files' paths, module names and imports.
+func inputBytes(r xrepo.Repo) int64 {
+	n := r.ManifestBytes()
+	for _, f := range r.Files {
+		n += int64(len(f.Path) + len(f.Module) + 16)
+		for _, im := range f.Imports {
+			n += int64(len(im) + 16)
+		}
+	}
+	return n
 }
 
 func codeLanguage(l codectx.Language) bool {

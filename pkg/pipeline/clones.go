@@ -136,6 +136,7 @@ func CollectClones(cacheDir string, lim CloneLimits) (CloneGCResult, error) {
 	}
 	slices.SortFunc(cs, func(a, b clone) int { return a.used.Compare(b.used) })
 	now := time.Now()
+	var errs []error
 	for _, c := range cs {
 		old := lim.MaxAge > 0 && now.Sub(c.used) > lim.MaxAge || source.SharedCacheName(filepath.Base(c.dir))
 		big := lim.MaxBytes > 0 && res.Bytes > lim.MaxBytes
@@ -151,13 +152,17 @@ func CollectClones(cacheDir string, lim CloneLimits) (CloneGCResult, error) {
 		err := os.RemoveAll(c.dir)
 		clones.done(c.dir)
 		if err != nil {
-			return res, err
+			// Go on with the others: one entry that cannot be removed
+			// must not leave the cache unbounded.
+			errs = append(errs, err)
+			res.Kept++
+			continue
 		}
 		res.Removed++
 		res.Bytes -= c.size
 		res.Freed += c.size
 	}
-	return res, nil
+	return res, errors.Join(errs...)
 }
 
 // dirSize is the total size of the regular files under dir.

@@ -146,15 +146,27 @@ func TestCollectClonesDropsSharedLayout(t *testing.T) {
 	s.Close()
 	own := source.CloneDir(cache, "acme", url)
 	shared := filepath.Join(cache, "h.example_acme_lib-0123456789abcdef0123456789abcdef.git")
-	if err := os.MkdirAll(filepath.Join(shared, "objects"), 0o700); err != nil {
-		t.Fatal(err)
+	older := filepath.Join(cache, "h.example_acme_app-01234567.git") // a 32-bit hash
+	// Not clones of the old layout: an operator's, or the file system's.
+	others := []string{filepath.Join(cache, "lost+found"), filepath.Join(cache, "backup"), filepath.Join(cache, "notes-0123.git")}
+	for _, d := range append([]string{shared, older}, others...) {
+		if err := os.MkdirAll(filepath.Join(d, "objects"), 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
 	res, err := CollectClones(cache, CloneLimits{MaxAge: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(shared); err == nil || res.Removed != 1 {
-		t.Errorf("the shared clone was kept (%+v)", res)
+	for _, d := range []string{shared, older} {
+		if _, err := os.Stat(d); err == nil || res.Removed != 2 {
+			t.Errorf("the shared clone %s was kept (%+v)", filepath.Base(d), res)
+		}
+	}
+	for _, d := range others {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s, not a clone, was removed: %v", filepath.Base(d), err)
+		}
 	}
 	if _, err := os.Stat(own); err != nil {
 		t.Errorf("acme's clone: %v", err)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"codectx/pkg/location"
@@ -245,8 +246,12 @@ func fold(s string) string {
 
 // SharedCacheName reports whether name, an entry of a clone cache, is a
 // clone of the old layout, which every tenant shared: no clone is opened
-// there any more.
-func SharedCacheName(name string) bool { return !strings.Contains(name, "@") }
+// there any more. It has that layout's shape exactly (a readable name
+// without "@", a hash of 128 bits, or of 32 in older versions, and
+// ".git"), so that nothing else an operator keeps there matches.
+func SharedCacheName(name string) bool { return sharedName.MatchString(name) }
+
+var sharedName = regexp.MustCompile(`^[A-Za-z0-9._-]*-([0-9a-f]{8}|[0-9a-f]{32})\.git$`)
 
 // guardedHTTP is go-git's HTTP(S) transport for every clone of this
 // process: a fetch whose context carries a netguard.Policy dials through

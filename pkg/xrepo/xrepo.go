@@ -53,6 +53,15 @@ type Repo struct {
 	Manifests map[string][]byte
 }
 
+// ManifestBytes is the size of r's manifests' texts.
+func (r Repo) ManifestBytes() int64 {
+	var n int64
+	for _, m := range r.Manifests {
+		n += int64(len(m))
+	}
+	return n
+}
+
 // Identity is a package a repository provides.
 type Identity struct {
 	Ecosystem string `json:"ecosystem"` // go, npm, python, maven, cargo

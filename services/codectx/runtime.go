@@ -43,7 +43,7 @@ func (d *deps) client() client.Client {
 
 // checks returns the readiness probes of the dependencies in use.
 func (d *deps) checks(use int) []api.Check {
-	cs := []api.Check{{Name: "process", Fn: func(context.Context) error {
+	cs := []api.Check{{Name: "process", Local: true, Fn: func(context.Context) error {
 		if d.stopping.Load() {
 			return errors.New("shutting down")
 		}

@@ -129,9 +129,11 @@ func TestAuditFairFloodPoison(t *testing.T) {
 		}
 	}
 	// acme's batches wait for a turn of each flooding tenant, not for
-	// their floods (0.14-0.31 s of 5.5-6.3 s).
-	if took > all/6 {
-		t.Errorf("acme's push took %v, more than a sixth of the %v the floods took", took, all)
+	// their floods (0.14-0.31 s of 5.5-6.3 s on an idle machine; 2.2 s of
+	// 13 s once with other builds running). Waiting for the floods would
+	// take about all of it.
+	if took > all/3 {
+		t.Errorf("acme's push took %v, more than a third of the %v the floods took", took, all)
 	}
 	t.Logf("3 tenants x %d repositories of %d files: acme's push queryable in %v; every snapshot done in %v; parse dead letters %d %v, embed %d (%d of them acme's); embedder %+v",
 		nrepos, nfiles, took.Round(time.Millisecond), all.Round(time.Millisecond), len(dls), causes, len(edls), acmeEmbed, srv.Stats())

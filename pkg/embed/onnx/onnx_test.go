@@ -314,7 +314,11 @@ func TestQuantizedNearFull(t *testing.T) {
 // TestAgainstLangChain4j compares passage vectors with the ones
 // LangChain4j's own implementation of the same models gives
 // (testdata/langchain4j.json, scripts/embed-fixture.sh): a tokenizer,
-// pooling, mask or normalisation slip moves them far below 0.999.
+// pooling or mask slip moves them far below 0.99. The models are
+// quantized, and ONNX Runtime's int8 kernels differ by CPU (AVX2 or
+// AVX-512): on a machine with AVX2 only, bge-small-en-v1.5-q gave a mean
+// cosine of 0.9991 and a least of 0.9975 to the fixture made on another,
+// so each text must be within 0.995 and their mean within 0.998.
 func TestAgainstLangChain4j(t *testing.T) {
 	data, err := os.ReadFile("testdata/langchain4j.json")
 	if err != nil {
@@ -345,15 +349,19 @@ func TestAgainstLangChain4j(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lo := 1.0
+			lo, sum := 1.0, 0.0
 			for i := range got {
 				c := embedtest.Cosine(got[i], want[i])
-				lo = min(lo, c)
-				if c < 0.999 {
+				lo, sum = min(lo, c), sum+c
+				if c < 0.995 {
 					t.Errorf("text %d: cosine %.5f to the reference", i, c)
 				}
 			}
-			t.Logf("%d texts, min cosine to the reference %.6f", len(got), lo)
+			mean := sum / float64(len(got))
+			if mean < 0.998 {
+				t.Errorf("mean cosine %.5f to the reference", mean)
+			}
+			t.Logf("%d texts, cosine to the reference: min %.6f, mean %.6f", len(got), lo, mean)
 		})
 	}
 }
