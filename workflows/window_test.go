@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -336,7 +337,10 @@ func TestPipelineTenantShare(t *testing.T) {
 // one-file push of the tenant is not left to its next poll while a big
 // snapshot of the same tenant takes every slot that frees (woken by its
 // own batches). Polls are 2 s here: the big snapshot's batches of the
-// stage take about 1 s; the small one is done before it.
+// stage take about 1 s; the small one's work of the stage comes before
+// the big one's last batch. The order of the batches is checked, not the
+// times the snapshots end: on a loaded machine the big snapshot can take
+// longer than a poll, and its end and the small one's come close.
 func TestPipelineTenantShareWakes(t *testing.T) {
 	for _, stage := range []string{pipeline.StageParse, pipeline.StageEmbed} {
 		t.Run(stage, func(t *testing.T) {
@@ -357,17 +361,28 @@ func TestPipelineTenantShareWakes(t *testing.T) {
 			w := &pipeline.Workers{Store: store, Queue: q, Embedder: emb}
 			big := map[string]string{}
 			funcs := 1
+			var mu sync.Mutex
+			var order []bool // of the stage's batches: true for the small snapshot's
+			note := func(small bool) {
+				mu.Lock()
+				defer mu.Unlock()
+				order = append(order, small)
+			}
 			switch stage {
 			case pipeline.StageParse:
 				w.ParseHook = func(p string) {
 					if strings.HasPrefix(p, "big") {
 						once.Do(func() { close(started) })
 					}
+					note(strings.HasPrefix(p, "small"))
 					time.Sleep(25 * time.Millisecond)
 				}
 			case pipeline.StageEmbed:
 				funcs = 20 // 800 chunks: 13 embed batches
 				emb.hold, emb.started = 60*time.Millisecond, func() { once.Do(func() { close(started) }) }
+				emb.seen = func(texts []string) {
+					note(slices.ContainsFunc(texts, func(s string) bool { return strings.Contains(s, "S is small") }))
+				}
 			}
 			for i := range 40 {
 				src := "package big\n\n"
@@ -410,9 +425,19 @@ func TestPipelineTenantShareWakes(t *testing.T) {
 				case <-time.After(20 * time.Millisecond):
 				}
 			}
-			t.Logf("small repository done after %v, big after %v", smallAt.Round(time.Millisecond), bigAt.Round(time.Millisecond))
-			if smallAt >= bigAt {
-				t.Errorf("the one-file push of the tenant was done after %v, not before its big snapshot (%v): it waited for a poll while the big one took every slot", smallAt, bigAt)
+			mu.Lock()
+			firstSmall, lastBig := slices.Index(order, true), slices.Index(order, false)
+			for i, small := range order {
+				if !small {
+					lastBig = i
+				}
+			}
+			n := len(order)
+			mu.Unlock()
+			t.Logf("small repository done after %v, big after %v; of %d %s batches the small one's first was number %d, the big one's last %d",
+				smallAt.Round(time.Millisecond), bigAt.Round(time.Millisecond), n, stage, firstSmall+1, lastBig+1)
+			if firstSmall < 0 || firstSmall > lastBig {
+				t.Errorf("the one-file push's %s batch came after every batch of the big snapshot (batch %d of %d): it waited for a poll while the big one took every slot", stage, firstSmall+1, n)
 			}
 		})
 	}
@@ -424,10 +449,14 @@ type heldEmbedder struct {
 	densetest.Words
 	hold    time.Duration
 	started func()
+	seen    func(texts []string) // when set, called with every batch
 }
 
 func (s *heldEmbedder) Embed(ctx context.Context, texts []string, k embed.Kind) ([][]float32, error) {
 	s.started()
+	if s.seen != nil {
+		s.seen(texts)
+	}
 	time.Sleep(s.hold)
 	return s.Words.Embed(ctx, texts, k)
 }
