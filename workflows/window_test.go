@@ -368,20 +368,39 @@ func TestPipelineTenantShareWakes(t *testing.T) {
 				defer mu.Unlock()
 				order = append(order, small)
 			}
+			// The big snapshot's batches are held until the small one
+			// has reached the stage (and found the share full): on a
+			// loaded machine the small one's way there could otherwise
+			// outlast the big one's batches.
+			gate := make(chan struct{})
+			var gateOnce sync.Once
+			openGate := func() { gateOnce.Do(func() { close(gate) }) }
+			hold := func() {
+				select {
+				case <-gate:
+				case <-time.After(30 * time.Second):
+				}
+			}
 			switch stage {
 			case pipeline.StageParse:
 				w.ParseHook = func(p string) {
-					if strings.HasPrefix(p, "big") {
+					small := strings.HasPrefix(p, "small")
+					if !small {
 						once.Do(func() { close(started) })
+						hold()
 					}
-					note(strings.HasPrefix(p, "small"))
+					note(small)
 					time.Sleep(25 * time.Millisecond)
 				}
 			case pipeline.StageEmbed:
 				funcs = 20 // 800 chunks: 13 embed batches
 				emb.hold, emb.started = 60*time.Millisecond, func() { once.Do(func() { close(started) }) }
 				emb.seen = func(texts []string) {
-					note(slices.ContainsFunc(texts, func(s string) bool { return strings.Contains(s, "S is small") }))
+					small := slices.ContainsFunc(texts, func(s string) bool { return strings.Contains(s, "S is small") })
+					if !small {
+						hold()
+					}
+					note(small)
 				}
 			}
 			for i := range 40 {
@@ -406,6 +425,22 @@ func TestPipelineTenantShareWakes(t *testing.T) {
 			if _, err := workflows.SignalPush(ctx, c, workflows.Push{Repo: "smallrepo", Location: "smallrepo", Commit: smallCommit}); err != nil {
 				t.Fatal(err)
 			}
+			go func() {
+				defer openGate()
+				for ctx.Err() == nil {
+					st, err := workflows.Status(ctx, c, index.DefaultTenant, "smallrepo")
+					if err == nil && st.Covered >= 1 {
+						return
+					}
+					if err == nil && st.Child != "" {
+						if p, err := workflows.Progress(ctx, c, st.Child); err == nil && p.Stage == stage {
+							time.Sleep(300 * time.Millisecond) // its fan-out, refused
+							return
+						}
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}()
 			var smallAt, bigAt time.Duration
 			for smallAt == 0 || bigAt == 0 {
 				for _, r := range []struct {
