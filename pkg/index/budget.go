@@ -52,10 +52,14 @@ func CheckSourceBytes(files []source.File, opt chunk.Options, max int64) error {
 
 // SourceLimit is the bound a configured source limit means, for
 // CheckSourceBytes: 0 is DefaultMaxSourceBytes, negative no bound (0).
-func SourceLimit(max int64) int64 {
+func SourceLimit(max int64) int64 { return limit(max, DefaultMaxSourceBytes) }
+
+// limit is the bound a configured limit means: 0 is def, negative no
+// bound (0).
+func limit[T int | int64](max, def T) T {
 	switch {
 	case max == 0:
-		return DefaultMaxSourceBytes
+		return def
 	case max < 0:
 		return 0
 	}
@@ -76,15 +80,7 @@ const MaxChunks = 1 << 21
 
 // ChunkLimit is the bound a configured chunk limit means: 0 is MaxChunks,
 // negative no bound (0).
-func ChunkLimit(max int) int {
-	switch {
-	case max == 0:
-		return MaxChunks
-	case max < 0:
-		return 0
-	}
-	return max
-}
+func ChunkLimit(max int) int { return limit(max, MaxChunks) }
 
 // ErrTooManyChunks is returned (wrapped) when a snapshot's files make more
 // chunks than its bound (MaxChunks by default).

@@ -198,11 +198,15 @@ func (c *config) keepClones(ctx context.Context, log *slog.Logger) {
 }
 
 // sourceLimit is workflows.Activities.SourceMaxBytes of --source-max-bytes.
-func (c *config) sourceLimit() int64 {
-	if c.sourceBytes <= 0 {
-		return -1 // no bound
+func (c *config) sourceLimit() int64 { return noBound(c.sourceBytes) }
+
+// noBound turns a flag's bound, where 0 is none, into an option's, where
+// 0 is the default and none is negative.
+func noBound[T int | int64](v T) T {
+	if v <= 0 {
+		return -1
 	}
-	return c.sourceBytes
+	return v
 }
 
 // netPolicy is the network policy of clones the flags describe.
@@ -442,15 +446,6 @@ func shardFlag(fs *flag.FlagSet, v *int64) {
 func chunksFlag(fs *flag.FlagSet, v *int) {
 	fs.IntVar(v, "max-chunks", envInt(envMaxChunks, index.MaxChunks),
 		"bound of the chunks of one snapshot, which its index build holds in memory (about 470 bytes each); a snapshot making more fails (\"more chunks than the server indexes\"); 0 = no bound ($"+envMaxChunks+")")
-}
-
-// chunkLimit is index.Options.MaxChunks (and pipeline.Workers.MaxChunks)
-// of --max-chunks: 0 there is the default, no bound is negative.
-func chunkLimit(v int) int {
-	if v <= 0 {
-		return -1
-	}
-	return v
 }
 
 // defaultTenantSnapshots is the default bound of --tenant-snapshots: as

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -109,13 +108,12 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}()
 	opt := index.Options{
 		Tenant: *tenant, Name: *name, Rev: *rev,
-		CacheDir:   filepath.Join(*data, "clones"),
-		Chunk:      chunk.Options{MaxFileSize: *maxSize},
-		Workers:    *workers,
-		ShardBytes: *shardBytes,
-		// MaxSourceBytes 0 is the default: no bound is negative.
-		MaxSourceBytes: cmp.Or(*sourceBytes, -1),
-		MaxChunks:      chunkLimit(maxChunks),
+		CacheDir:       filepath.Join(*data, "clones"),
+		Chunk:          chunk.Options{MaxFileSize: *maxSize},
+		Workers:        *workers,
+		ShardBytes:     *shardBytes,
+		MaxSourceBytes: noBound(*sourceBytes),
+		MaxChunks:      noBound(maxChunks),
 	}
 	if isTerminal(stderr) {
 		opt.Progress = index.WriteProgress(stderr)

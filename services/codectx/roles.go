@@ -439,7 +439,7 @@ func graphWorkerRole() role {
 		use:     useNATS,
 		workers: 1,
 		body: func(ctx context.Context, e *roleEnv) error {
-			w := &pipeline.Workers{Store: e.store, Queue: e.deps.queue.Load(), CacheDir: filepath.Join(e.cfg.data, "clones"), Wrap: e.metrics.Wrap, Log: e.log, ShardBytes: e.cfg.shardBytes, MaxChunks: chunkLimit(e.cfg.maxChunks)}
+			w := &pipeline.Workers{Store: e.store, Queue: e.deps.queue.Load(), CacheDir: filepath.Join(e.cfg.data, "clones"), Wrap: e.metrics.Wrap, Log: e.log, ShardBytes: e.cfg.shardBytes, MaxChunks: noBound(e.cfg.maxChunks)}
 			return w.RunGraph(ctx, queue.Config{Workers: e.workers, Backoff: queueBackoff})
 		},
 	}

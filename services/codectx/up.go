@@ -250,7 +250,7 @@ Stop with SIGINT or SIGTERM.`)
 	defer stopWork()
 	workers := newGroup()
 	c.keepClones(wctx, log)
-	pw := &pipeline.Workers{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), Net: c.netPolicy(), ParseHook: upParseHook, GraphHook: upGraphHook, Wrap: m.Wrap, Embedder: kit.emb, Log: log, ShardBytes: c.shardBytes, MaxChunks: chunkLimit(c.maxChunks)}
+	pw := &pipeline.Workers{Store: store, Queue: q, CacheDir: filepath.Join(data, "clones"), Net: c.netPolicy(), ParseHook: upParseHook, GraphHook: upGraphHook, Wrap: m.Wrap, Embedder: kit.emb, Log: log, ShardBytes: c.shardBytes, MaxChunks: noBound(c.maxChunks)}
 	workers.goFunc("parse worker", func() error { return pw.RunParse(wctx, queue.Config{Workers: *parseWorkers, Backoff: queueBackoff}) })
 	workers.goFunc("graph worker", func() error { return pw.RunGraph(wctx, queue.Config{Workers: 1, Backoff: queueBackoff}) })
 	stages := []string{pipeline.StageParse, pipeline.StageGraph}
