@@ -81,7 +81,10 @@ func TestSharesTakeTurns(t *testing.T) {
 
 // TestSharesTakeTurnsAcrossWorkers: with several workers, every share
 // still gets a turn before a busy one's backlog, and retries with a delay
-// come back.
+// come back. In the order published, tc would come 43rd; taking turns, it
+// comes 4th-7th unloaded, and up to 9th on a loaded machine (CI once,
+// and 60 runs beside three busy loops): the bound leaves room for that and
+// stays far from the backlog's 40.
 func TestSharesTakeTurnsAcrossWorkers(t *testing.T) {
 	s := startServer(t)
 	q := connect(t, s)
@@ -104,8 +107,8 @@ func TestSharesTakeTurnsAcrossWorkers(t *testing.T) {
 	waitPending(t, q, "parse", 0)
 	got := rec.get()
 	for _, sh := range []string{"ta", "tb", "tc"} {
-		if i := position(got, sh); i < 0 || i > 6 {
-			t.Errorf("share %s first handled %dth of %d; want within the first 7", sh, i+1, len(got))
+		if i := position(got, sh); i < 0 || i > 11 {
+			t.Errorf("share %s first handled %dth of %d; want within the first 12", sh, i+1, len(got))
 		}
 	}
 	if n := len(got); n != 44 {
