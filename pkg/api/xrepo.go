@@ -37,6 +37,12 @@ const (
 	// their code files' paths, module names and imports): past it the
 	// graph is built from what was read, and kept for no later query.
 	maxGraphManifestBytes = 64 << 20
+	// maxXBytes bounds what the caches of all tenants keep together (each
+	// at most maxGraphManifestBytes and a build's overshoot): past it the
+	// largest other tenant's cache is dropped, so that many tenants at
+	// their bound hold no more than this, and a tenant filling its own
+	// cache evicts the greediest of the others first.
+	maxXBytes = 256 << 20
 )
 
 // xrepoCache keeps, per tenant, cross-repository import graphs
@@ -50,6 +56,7 @@ const (
 type xrepoCache struct {
 	mu      sync.Mutex
 	tenants map[string]*xtenant
+	bytes   int64 // the sum of the tenants' counted
 }
 
 type xtenant struct {
@@ -58,6 +65,9 @@ type xtenant struct {
 	repos  map[string]xrepoInput   // segment key -> its input
 	bytes  int64                   // of the inputs in repos (xrepoInput.bytes)
 	builds int                     // graphs built since the cache started over, kept or not
+	// counted is bytes as last added to xrepoCache.bytes (under
+	// xrepoCache.mu, not mu).
+	counted int64
 }
 
 type xrepoInput struct {
@@ -80,7 +90,7 @@ func (c *xrepoCache) tenant(name string) *xtenant {
 	if t == nil {
 		if len(c.tenants) >= maxXTenants {
 			for k := range c.tenants { // forget one: it is rebuilt on its next use
-				delete(c.tenants, k)
+				c.drop(k)
 				break
 			}
 		}
@@ -88,6 +98,38 @@ func (c *xrepoCache) tenant(name string) *xtenant {
 		c.tenants[name] = t
 	}
 	return t
+}
+
+// drop forgets tenant name's cache (c.mu held). A build of it under way
+// ends as usual; its account finds it gone.
+func (c *xrepoCache) drop(name string) {
+	c.bytes -= c.tenants[name].counted
+	delete(c.tenants, name)
+}
+
+// account records t's bytes in the total of all tenants after a build
+// (t.mu held), and drops the largest other tenants' caches while the total
+// is past maxXBytes.
+func (c *xrepoCache) account(name string, t *xtenant) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tenants[name] != t {
+		return // dropped during the build: what it keeps goes with it
+	}
+	c.bytes += t.bytes - t.counted
+	t.counted = t.bytes
+	for c.bytes > maxXBytes {
+		big := ""
+		for k, o := range c.tenants {
+			if o != t && (big == "" || o.counted > c.tenants[big].counted) {
+				big = k
+			}
+		}
+		if big == "" {
+			return
+		}
+		c.drop(big)
+	}
 }
 
 func segKey(seg *segment.Segment) string {
@@ -173,6 +215,7 @@ func (s *Server) crossGraph(ctx context.Context, tenant string, segs []*segment.
 	if !partial {
 		t.graphs[key] = g
 	}
+	s.xrepo.account(tenant, t)
 	return g
 }
 

@@ -75,3 +75,49 @@ func TestCrossGraphCacheBounded(t *testing.T) {
 		t.Errorf("a repository past the budget: whole %v, files %+v; want not whole, its one code file kept", whole, r.Files)
 	}
 }
+
+// The caches of all tenants together stay within maxXBytes: six tenants
+// that each fill theirs (60 MiB of manifests) held 360 MiB before. The
+// largest other tenant's cache goes first, so a small tenant's stays.
+func TestCrossGraphCacheBoundedAcrossTenants(t *testing.T) {
+	s := &Server{Store: blob.NewMem()}
+	const mib = 1 << 20
+	segsOf := func(tenant string, n int, sizes ...int64) []*segment.Segment {
+		var segs []*segment.Segment
+		for i := range n {
+			seg := codeSeg(t, s.Store, fmt.Sprintf("r%02d", i), sizes...)
+			seg.Meta.Tenant = tenant
+			segs = append(segs, seg)
+		}
+		return segs
+	}
+	small := segsOf("small", 2, 1024)
+	if s.crossGraph(context.Background(), "small", small) == nil {
+		t.Fatal("no graph")
+	}
+	kept := func() (total int64) {
+		s.xrepo.mu.Lock()
+		defer s.xrepo.mu.Unlock()
+		for _, tn := range s.xrepo.tenants {
+			tn.mu.Lock()
+			total += tn.bytes
+			tn.mu.Unlock()
+		}
+		return total
+	}
+	for i := range 6 {
+		name := fmt.Sprintf("big%d", i)
+		if s.crossGraph(context.Background(), name, segsOf(name, 15, mib, mib, mib, mib)) == nil {
+			t.Fatal("no graph")
+		}
+		if n := kept(); n > maxXBytes {
+			t.Errorf("after %d tenants at their bound, the caches keep %d MiB; want at most %d", i+1, n>>20, maxXBytes>>20)
+		}
+	}
+	s.xrepo.mu.Lock()
+	tn := s.xrepo.tenants["small"]
+	s.xrepo.mu.Unlock()
+	if tn == nil || len(tn.graphs) != 1 {
+		t.Errorf("the small tenant's cache was dropped for the big ones'")
+	}
+}
