@@ -65,17 +65,19 @@ func (l fatalLogger) Skip(extra int) log.Logger {
 
 var (
 	portsMu sync.Mutex
-	handed  = map[int]bool{} // ports freePort returned in this process
+	handed  = map[int]bool{} // ports FreePort returned in this process
 )
 
-// pickPort is freePort; tests replace it.
-var pickPort = freePort
+// pickPort is FreePort; tests replace it.
+var pickPort = FreePort
 
-// freePort returns a port of host that is free now, drawn at random below
+// FreePort returns a port of host that is free now, drawn at random below
 // the kernel's ephemeral range and never returned before in this process;
 // where no such range can be read or it leaves no room, a port the kernel
-// picks.
-func freePort(host string) (int, error) {
+// picks. A port below the range cannot be taken by an outgoing
+// connection before the caller binds it, only by another listener; tests
+// that start a server on a chosen port use it too.
+func FreePort(host string) (int, error) {
 	lo, hi := 10000, ephemeralStart()
 	portsMu.Lock()
 	defer portsMu.Unlock()

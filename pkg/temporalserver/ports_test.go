@@ -27,7 +27,7 @@ func TestPortTaken(t *testing.T) {
 	t.Run("explicit", func(t *testing.T) {
 		ports := Ports{}
 		for _, p := range []*int{&ports.Frontend, &ports.History, &ports.Matching} {
-			free, err := freePort("127.0.0.1")
+			free, err := FreePort("127.0.0.1")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,9 +52,9 @@ func TestPortTaken(t *testing.T) {
 			if picks == 4 { // the first attempt's worker port
 				return port, nil
 			}
-			return freePort(host)
+			return FreePort(host)
 		}
-		defer func() { pickPort = freePort }()
+		defer func() { pickPort = FreePort }()
 		s, err := Start(ctx, Config{DataDir: t.TempDir()})
 		if err != nil {
 			t.Fatalf("Start: %v (a taken pick must be picked again)", err)
@@ -66,13 +66,13 @@ func TestPortTaken(t *testing.T) {
 	})
 }
 
-// freePort never hands out the same port twice in a process, and draws
+// FreePort never hands out the same port twice in a process, and draws
 // below the kernel's ephemeral range where there is one.
 func TestFreePort(t *testing.T) {
 	seen := map[int]bool{}
 	lo := ephemeralStart()
 	for range 200 {
-		p, err := freePort("127.0.0.1")
+		p, err := FreePort("127.0.0.1")
 		if err != nil {
 			t.Fatal(err)
 		}

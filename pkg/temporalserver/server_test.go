@@ -173,7 +173,7 @@ func TestInternodeRefusesStrangers(t *testing.T) {
 	defer cancel()
 	var ports Ports
 	for _, p := range []*int{&ports.History, &ports.Matching, &ports.Worker} {
-		free, err := freePort("127.0.0.1")
+		free, err := FreePort("127.0.0.1")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"math"
-	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -114,42 +112,16 @@ func IssueRefund(orderID string, cents int) error {
 }
 
 // freeAddr returns a loopback address free when it looked, for a server
-// the test starts next. The port is released before the server binds it,
-// so it comes from below the system's ephemeral range when there is room:
-// an ephemeral port can be taken in between by any outgoing connection
-// (on CI, "address already in use"), a port below it only by another
-// listener that chose the same one.
+// the test starts next (temporalserver.FreePort: below the ephemeral
+// range, which an outgoing connection cannot take before the server binds
+// it; on CI a kernel-picked port was, "address already in use").
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	if lo := ephemeralLow(); lo > 12000 {
-		for range 50 {
-			port := 10000 + rand.IntN(lo-10000)
-			if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-				l.Close()
-				return l.Addr().String()
-			}
-		}
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := temporalserver.FreePort("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// ephemeralLow is the first port of the system's ephemeral range, or 0
-// when unknown.
-func ephemeralLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 0
-	}
-	var lo, hi int
-	if _, err := fmt.Sscan(string(b), &lo, &hi); err != nil {
-		return 0
-	}
-	return lo
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
 }
 
 // upProc is one `codectx up` run in a goroutine.
