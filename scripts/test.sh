@@ -20,7 +20,6 @@ fi
 if [ "${CODECTX_SKIP_MODEL:-}" = "" ]; then
   scripts/fetch-model.sh
 fi
-# MinIO is started around the run (scripts/with-minio.sh).
-# The services package starts codectx up some hundred times: about 9
-# minutes alone, past go test's default 10-minute bound on a busy machine.
-scripts/with-minio.sh go test -count=1 -timeout 25m ./...
+# MinIO is started around the run (scripts/with-minio.sh); the packages
+# run with the services package in two processes (scripts/test-packages.sh).
+scripts/with-minio.sh scripts/test-packages.sh
