@@ -44,16 +44,21 @@ const sessionBytesPerToken = 64 << 10
 // writes at most about 1 MiB (natskv trims to fit a value).
 const maxSessionCharge = 1 << 20
 
-// chargeSession charges payer's rate for writing sess: a session is
-// written whole at each query of it, so a session of long names and paths
-// (up to about 1 MiB) made each query of a few hundred bytes, one request
-// of the rate, write that much to the store that every tenant's sessions,
-// queues and delivery log share: about 690 KB a query, 34 MB/s within the
-// default rate, and the whole session bucket turned over in half a minute
-// (TestSecuritySessionWriteCharged).
-func (s *Server) chargeSession(payer string, sess *session.Session) {
-	n := min(sess.Bytes(), maxSessionCharge) - sessionBytesPerToken
-	s.rate.charge(payer, float64(n)/sessionBytesPerToken)
+// chargeSession charges payer's rate for a session of n bytes read or
+// written, less the paid bytes already charged for it in this query: a
+// session is read and written whole at each query of it, so a session of
+// long names and paths (up to about 1 MiB) made each query of a few
+// hundred bytes, one request of the rate, write that much to the store
+// that every tenant's sessions, queues and delivery log share: about 690
+// KB a query, 34 MB/s within the default rate, and the whole session
+// bucket turned over in half a minute (TestSecuritySessionWriteCharged).
+// The read is charged when it is done, so that a query that fails after
+// it (TestSecuritySessionReadCharged) pays for it too, and the write only
+// for what it adds. It returns the bytes charged for so far.
+func (s *Server) chargeSession(payer string, n, paid int) int {
+	n = max(min(n, maxSessionCharge), paid)
+	s.rate.charge(payer, float64(n-max(paid, sessionBytesPerToken))/sessionBytesPerToken)
+	return n
 }
 
 // chargeRepos charges payer's rate for work over n repositories, about
@@ -278,6 +283,7 @@ func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) 
 	s.chargeRepos(payer, len(repos))
 	var sess *session.Session
 	var skey string
+	var paid int // session bytes charged for
 	if q.Session != "" {
 		if skey, err = session.Key(q.Tenant, q.Session); err != nil {
 			return nil, badRequest{err}
@@ -285,6 +291,7 @@ func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) 
 		if sess, err = s.Sessions.Load(ctx, skey); err != nil {
 			return nil, err
 		}
+		paid = s.chargeSession(payer, sess.Bytes(), 0)
 	}
 	segs, err := s.loadAll(ctx, q.Tenant, repos)
 	if err != nil {
@@ -335,7 +342,7 @@ func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) 
 		if err := s.Sessions.Save(ctx, skey, sess); err != nil {
 			return nil, err
 		}
-		s.chargeSession(payer, sess)
+		s.chargeSession(payer, sess.Bytes(), paid)
 	}
 	return resp, nil
 }
