@@ -1,6 +1,7 @@
 package source
 
 import (
+	"codectx/pkg/testrepo"
 	"os"
 	"path/filepath"
 	"sort"
@@ -164,18 +165,11 @@ type encoder interface {
 // store encodes o (or, for a blob, data) into st.
 func store(t testing.TB, st storer.EncodedObjectStorer, o encoder, data ...string) plumbing.Hash {
 	t.Helper()
-	obj := st.NewEncodedObject()
 	if _, ok := o.(*object.Blob); ok {
-		obj.SetType(plumbing.BlobObject)
-		w, err := obj.Writer()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Write([]byte(strings.Join(data, ""))); err != nil {
-			t.Fatal(err)
-		}
-		w.Close()
-	} else if err := o.Encode(obj); err != nil {
+		return testrepo.PutBlob(t, st, strings.Join(data, ""))
+	}
+	obj := st.NewEncodedObject()
+	if err := o.Encode(obj); err != nil {
 		t.Fatal(err)
 	}
 	h, err := st.SetEncodedObject(obj)

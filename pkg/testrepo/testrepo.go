@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 // Repo is a non-bare repository in a temp dir.
@@ -84,19 +85,7 @@ func (r *Repo) CommitAs(author object.Signature, msg string, files map[string]st
 		if err != nil {
 			r.t.Fatalf("testrepo: %v", err)
 		}
-		obj := r.r.Storer.NewEncodedObject()
-		obj.SetType(plumbing.BlobObject)
-		w, err := obj.Writer()
-		if err == nil {
-			_, err = io.WriteString(w, content)
-		}
-		if err == nil {
-			err = w.Close()
-		}
-		h, err2 := r.r.Storer.SetEncodedObject(obj)
-		if err = errors.Join(err, err2); err != nil {
-			r.t.Fatalf("testrepo: blob %s: %v", p, err)
-		}
+		h := PutBlob(r.t, r.r.Storer, content)
 		e, err := idx.Entry(p)
 		if err != nil {
 			e = idx.Add(p)
@@ -115,6 +104,25 @@ func (r *Repo) CommitAs(author object.Signature, msg string, files map[string]st
 		r.t.Fatalf("testrepo: commit: %v", err)
 	}
 	return h.String()
+}
+
+// PutBlob writes a blob of content into st and returns its hash.
+func PutBlob(t testing.TB, st storer.EncodedObjectStorer, content string) plumbing.Hash {
+	t.Helper()
+	obj := st.NewEncodedObject()
+	obj.SetType(plumbing.BlobObject)
+	w, err := obj.Writer()
+	if err == nil {
+		_, err = io.WriteString(w, content)
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	h, err2 := st.SetEncodedObject(obj)
+	if err = errors.Join(err, err2); err != nil {
+		t.Fatalf("testrepo: blob: %v", err)
+	}
+	return h
 }
 
 // Bare makes a bare clone of the repository and returns its directory.

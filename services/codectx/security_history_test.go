@@ -336,12 +336,12 @@ func bigHistory(t *testing.T, n, files, per int) string {
 	for c := range n {
 		for k := range per {
 			i := (c*per + k) % files
-			es[i].Hash = putBlob(t, st, fmt.Sprintf("package fees\n\n// Fee%d is entry %d of the fee table.\nfunc Fee%d(x int) int { return x * %d }\n", i, i, i, c))
+			es[i].Hash = testrepo.PutBlob(t, st, fmt.Sprintf("package fees\n\n// Fee%d is entry %d of the fee table.\nfunc Fee%d(x int) int { return x * %d }\n", i, i, i, c))
 		}
 		if c == 0 {
 			for i := range es {
 				if es[i].Hash.IsZero() {
-					es[i].Hash = putBlob(t, st, fmt.Sprintf("package fees\n\n// Fee%d is entry %d of the fee table.\nfunc Fee%d(x int) int { return x }\n", i, i, i))
+					es[i].Hash = testrepo.PutBlob(t, st, fmt.Sprintf("package fees\n\n// Fee%d is entry %d of the fee table.\nfunc Fee%d(x int) int { return x }\n", i, i, i))
 				}
 			}
 		}
@@ -393,7 +393,7 @@ func rawCommit(t *testing.T, dir string, sig object.Signature, msg string, files
 		}
 	}
 	for name, body := range files {
-		es = append(es, object.TreeEntry{Name: name, Mode: filemode.Regular, Hash: putBlob(t, st, body)})
+		es = append(es, object.TreeEntry{Name: name, Mode: filemode.Regular, Hash: testrepo.PutBlob(t, st, body)})
 	}
 	slices.SortFunc(es, func(a, b object.TreeEntry) int { return strings.Compare(a.Name, b.Name) })
 	sub := putRawTree(t, st, es)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"codectx/pkg/testrepo"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -25,20 +26,6 @@ func putObject(t *testing.T, st storer.EncodedObjectStorer, o encoder) plumbing.
 	if err := o.Encode(obj); err != nil {
 		t.Fatal(err)
 	}
-	h, err := st.SetEncodedObject(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
-
-func putBlob(t *testing.T, st storer.EncodedObjectStorer, s string) plumbing.Hash {
-	t.Helper()
-	obj := st.NewEncodedObject()
-	obj.SetType(plumbing.BlobObject)
-	w, _ := obj.Writer()
-	w.Write([]byte(s))
-	w.Close()
 	h, err := st.SetEncodedObject(obj)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +64,7 @@ func hostileNamesRepo(t *testing.T, names []string) string {
 	st := repo.Storer
 	var es []object.TreeEntry
 	for i, n := range names {
-		b := putBlob(t, st, "package p\n\n// Zorblax \x1b]0;pwned\x07\x1b[2J\x1b[31mred\n"+
+		b := testrepo.PutBlob(t, st, "package p\n\n// Zorblax \x1b]0;pwned\x07\x1b[2J\x1b[31mred\n"+
 			"func Zorblax"+string(rune('A'+i))+"() int { return 1 }\n")
 		es = append(es, object.TreeEntry{Name: n, Mode: filemode.Regular, Hash: b})
 	}
@@ -139,7 +126,7 @@ func TestSecurityErrorTextEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := repo.Storer
-	b := putBlob(t, st, "package p\n")
+	b := testrepo.PutBlob(t, st, "package p\n")
 	tree := putRawTree(t, st, []object.TreeEntry{
 		{Name: "\x1b]0;pwned\x07\x1b[2K\rindexed 1 file", Mode: filemode.Dir, Hash: plumbing.NewHash("0123456789abcdef0123456789abcdef01234567")},
 		{Name: "a.go", Mode: filemode.Regular, Hash: b},
