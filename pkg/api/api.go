@@ -23,32 +23,35 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 
 	"codectx/pkg/index"
 )
 
 // QueryRequest is the body of POST /v1/query.
 type QueryRequest struct {
-	Tenant    string   `json:"tenant,omitempty"` // default "default"
-	Repo      string   `json:"repo,omitempty"`   // one repository; or use Repos
-	Repos     []string `json:"repos,omitempty"`  // several, fused into one ranking and one budget; "*" = all of the tenant's
-	Query     string   `json:"query"`
-	Budget    int      `json:"budget,omitempty"`    // o200k tokens; default 8000
-	Arms      []string `json:"arms,omitempty"`      // default: all available
-	NoRoute   bool     `json:"no_route,omitempty"`  // ignore the classifier's per-trigger weights
-	Languages []string `json:"languages,omitempty"` // restrict to these languages
-	Session   string   `json:"session,omitempty"`   // chunks earlier queries of this session were sent are named, not resent
+	Tenant    string   `json:"tenant,omitempty" jsonschema:"tenant whose repositories to search; default: default"`
+	Repo      string   `json:"repo,omitempty" jsonschema:"one repository to search, or * for all of the tenant's; name one in repo or repos"`
+	Repos     []string `json:"repos,omitempty" jsonschema:"repositories to search, fused into one ranking and one budget (at most 1000); * stands for all of the tenant's"`
+	Query     string   `json:"query" jsonschema:"the question or task, in words, code or both; at most 8 KiB unless the server sets another limit"`
+	Budget    int      `json:"budget,omitempty" jsonschema:"token budget of the packed context (o200k tokens), 1 to 1000000; default 8000"`
+	Arms      []string `json:"arms,omitempty" jsonschema:"retrieval arms to fuse; default: all the server has (dense needs an embedder)"`
+	NoRoute   bool     `json:"no_route,omitempty" jsonschema:"ignore the classifier's per-trigger weights of the arms"`
+	Languages []string `json:"languages,omitempty" jsonschema:"only chunks in these languages"`
+	Session   string   `json:"session,omitempty" jsonschema:"the caller's session id (letters, digits, _ and -; at most 128): chunks earlier queries of the session were sent are named, not sent again"`
 
 	budgetSet bool // the body named a budget (so an explicit 0 is refused, not defaulted)
 }
 
 // UnmarshalJSON decodes a query body and notes whether it named a budget:
-// an absent budget is the default, "budget": 0 is an error.
+// an absent (or null) budget is the default, "budget": 0 is an error. A
+// budget is a whole number, written as JSON allows one: 2000 or 2000.0.
 func (q *QueryRequest) UnmarshalJSON(b []byte) error {
 	type plain QueryRequest
 	var aux struct {
 		plain
-		Budget *int `json:"budget"`
+		Budget *float64 `json:"budget"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields() // as readJSON: a field this route does not know is refused
@@ -56,18 +59,30 @@ func (q *QueryRequest) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*q = QueryRequest(aux.plain)
-	if aux.Budget != nil {
-		q.Budget, q.budgetSet = *aux.Budget, true
+	var err error
+	q.Budget, q.budgetSet, err = whole("budget", aux.Budget)
+	return err
+}
+
+// whole reads a JSON number that must be a whole number, written as JSON
+// Schema's integer allows (2000 or 2000.0: Go decodes only the first into
+// an int); nil: left out or null.
+func whole(name string, f *float64) (n int, set bool, err error) {
+	if f == nil {
+		return 0, false, nil
 	}
-	return nil
+	if *f != math.Trunc(*f) || math.Abs(*f) > math.MaxInt32 {
+		return 0, false, fmt.Errorf("%s %v: want a whole number", name, *f)
+	}
+	return int(*f), true, nil
 }
 
 // IndexRequest is the body of POST /v1/index.
 type IndexRequest struct {
-	Tenant   string `json:"tenant,omitempty"` // default "default"
-	Repo     string `json:"repo,omitempty"`   // default: derived from the location
-	Location string `json:"location"`         // path on the server's machine, or clone URL
-	Commit   string `json:"commit,omitempty"` // default: the location's HEAD
+	Tenant   string `json:"tenant,omitempty" jsonschema:"tenant to index for; default: default"`
+	Repo     string `json:"repo,omitempty" jsonschema:"repository name; default: derived from the location"`
+	Location string `json:"location" jsonschema:"clone URL, or a path on the server's machine (an operator's key only); at most 4 KiB"`
+	Commit   string `json:"commit,omitempty" jsonschema:"revision to index (hash, branch, tag); default: the location's HEAD"`
 	// Forward is set for a webhook push (never sent over the API): the
 	// index may move HEAD forward only, never back to an ancestor of the
 	// published commit, so a replayed or late delivery cannot roll back.

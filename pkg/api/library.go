@@ -29,8 +29,11 @@ const AllRepos = "*"
 const maxRepos = 1000
 
 // maxLanguages bounds the languages a query may restrict its results
-// to; there are 9 (codectx.Language).
+// to; there are 9 (codectx.Languages).
 const maxLanguages = 32
+
+// languageList names codectx.Languages for errors and the API's docs.
+var languageList = strings.Join(codectx.LanguageNames(), ", ")
 
 // reposPerToken is how many repositories past the first a query searches
 // for one more request of its tenant's rate.
@@ -99,11 +102,28 @@ func (s *Server) repoNames(ctx context.Context, tenant string) ([]string, error)
 }
 
 // resolveRepos turns a query's repos (names, or "*" for all of the
-// tenant's) into the sorted, distinct names to search. An empty list is
-// an error: the caller says which repositories it means.
-func (s *Server) resolveRepos(ctx context.Context, tenant string, repos []string) ([]string, error) {
+// tenant's; at most maxRepos) and one more name (or "") into the sorted,
+// distinct names to search. No name at all is an error: the caller says
+// which repositories it means.
+func (s *Server) resolveRepos(ctx context.Context, tenant string, repos []string, one string) ([]string, error) {
+	if len(repos) > maxRepos {
+		return nil, badRequest{fmt.Errorf("%d repositories: at most %d per query", len(repos), maxRepos)}
+	}
+	if one != "" {
+		repos = append([]string{one}, repos...)
+	}
 	if len(repos) == 0 {
 		return nil, badRequest{errors.New("no repo")}
+	}
+	// Every name is checked, "*" beside them or not: a list holding "*"
+	// took any strings (the request's whole body) as names.
+	for _, r := range repos {
+		if r == AllRepos {
+			continue
+		}
+		if err := validRepo(tenant, r); err != nil {
+			return nil, badRequest{err}
+		}
 	}
 	if slices.Contains(repos, AllRepos) {
 		names, err := s.repoNames(ctx, tenant)
@@ -118,16 +138,7 @@ func (s *Server) resolveRepos(ctx context.Context, tenant string, repos []string
 		}
 		return names, nil
 	}
-	if len(repos) > maxRepos {
-		return nil, badRequest{fmt.Errorf("%d repositories: at most %d per query", len(repos), maxRepos)}
-	}
-	out := make([]string, 0, len(repos))
-	for _, r := range repos {
-		if err := validRepo(tenant, r); err != nil {
-			return nil, badRequest{err}
-		}
-		out = append(out, r)
-	}
+	out := slices.Clone(repos)
 	slices.Sort(out)
 	return slices.Compact(out), nil
 }
@@ -242,6 +253,7 @@ func forEach(n int, fn func(i int) error) error {
 type Search struct {
 	Tenant    string
 	Repos     []string // names, or "*" for all of the tenant's
+	Repo      string   // one more name beside Repos' (QueryRequest.Repo); "" = none
 	Query     string
 	Budget    int
 	Arms      []string
@@ -270,7 +282,14 @@ func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) 
 		// (TestLanguagesBounded).
 		return nil, badRequest{fmt.Errorf("%d languages: at most %d per query", len(q.Languages), maxLanguages)}
 	}
-	repos, err := s.resolveRepos(ctx, q.Tenant, q.Repos)
+	for _, l := range q.Languages {
+		// A misspelt language ("golang", "Go") restricted the answer to
+		// nothing and said so with an empty 200.
+		if !slices.Contains(codectx.Languages, codectx.Language(l)) {
+			return nil, badRequest{fmt.Errorf("unknown language %q (want some of %s)", l, languageList)}
+		}
+	}
+	repos, err := s.resolveRepos(ctx, q.Tenant, q.Repos, q.Repo)
 	if err != nil {
 		return nil, err
 	}

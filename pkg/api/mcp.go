@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -311,7 +312,7 @@ func (s *Server) repoSegs(ctx context.Context, p Principal, tenant string, repos
 	if len(repos) == 0 {
 		repos = []string{AllRepos}
 	}
-	names, err := s.resolveRepos(ctx, tenant, repos)
+	names, err := s.resolveRepos(ctx, tenant, repos, "")
 	if err != nil {
 		return nil, err
 	}
@@ -663,6 +664,25 @@ type ImpactInput struct {
 	Depth  int      `json:"depth,omitempty" jsonschema:"hops to follow, 1..6, default 3"`
 	Repos  []string `json:"repos,omitempty" jsonschema:"repositories to look in; default all of the tenant's"`
 	Tenant string   `json:"tenant,omitempty" jsonschema:"tenant to act for; only an operator key may name another than its own"`
+}
+
+// UnmarshalJSON decodes an impact request, its depth a whole number
+// written either way JSON allows (2 or 2.0).
+func (in *ImpactInput) UnmarshalJSON(b []byte) error {
+	type plain ImpactInput
+	var aux struct {
+		plain
+		Depth *float64 `json:"depth"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields() // as readJSON: a field this route does not know is refused
+	if err := dec.Decode(&aux); err != nil {
+		return err
+	}
+	*in = ImpactInput(aux.plain)
+	var err error
+	in.Depth, _, err = whole("depth", aux.Depth)
+	return err
 }
 
 // Impacted is one file that depends on the target.

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"codectx/pkg/codectx"
 	"codectx/pkg/query"
 )
 
@@ -25,6 +27,7 @@ type routeDoc struct {
 	scope   string // key scope needed; "" = no key
 	params  []paramDoc
 	body    reflect.Type
+	example any // of the body (scripts/schemathesis.sh indexes a repository it fits)
 	ok      int
 	out     reflect.Type // nil: not JSON (text) or no body
 	text    string       // content type of a non-JSON answer
@@ -44,9 +47,23 @@ type paramDoc struct {
 
 func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
 
+// Patterns of the names index.ValidTenant and index.ValidName accept:
+// elements of letters, digits, . _ and -, none of them "." and none
+// holding ".." (no element has two dots in a row), at most 200
+// characters (TestNamePatterns checks them against the functions).
+// spaceChars are the characters unicode.IsSpace reports: a query needs
+// one character outside them, as the server trims with strings.TrimSpace.
+const (
+	nameElem      = `\.?([A-Za-z0-9_-]\.?)+`
+	tenantPattern = `^` + nameElem + `$`
+	repoPattern   = `^` + nameElem + `(/` + nameElem + `)*$`
+	maxName       = 200
+	spaceChars    = "\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+
 var (
-	tenantPath = paramDoc{name: "tenant", in: "path", desc: "tenant", required: true, schema: map[string]any{"type": "string", "pattern": `^[A-Za-z0-9_-][A-Za-z0-9._-]*$`, "maxLength": 200}}
-	repoPath   = paramDoc{name: "repo", in: "path", desc: "repository name; may contain '/' (acme/shop), sent as is", required: true, schema: map[string]any{"type": "string", "pattern": `^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$`, "maxLength": 200}}
+	tenantPath = paramDoc{name: "tenant", in: "path", desc: "tenant", required: true, schema: map[string]any{"type": "string", "pattern": tenantPattern, "maxLength": maxName}}
+	repoPath   = paramDoc{name: "repo", in: "path", desc: "repository name; may contain '/' (acme/shop), sent as is", required: true, schema: map[string]any{"type": "string", "pattern": repoPattern, "maxLength": maxName}}
 )
 
 var routeDocs = []routeDoc{
@@ -56,19 +73,19 @@ var routeDocs = []routeDoc{
 	{pattern: "GET /v1/openapi.json", path: "/v1/openapi.json", id: "openapi", summary: "This document", ok: 200, out: typeOf[map[string]any]()},
 	{pattern: "POST /v1/query", path: "/v1/query", id: "query", routes: QueryRoutes, scope: "query",
 		summary: "Packed, token-budgeted context for a question over one repository, a list, or all of the tenant's (repos [\"*\"]), fused into one ranking",
-		body:    typeOf[QueryRequest](), ok: 200, out: typeOf[query.Response](), errors: []int{400, 401, 403, 404, 413, 415, 429, 503}},
+		body:    typeOf[QueryRequest](), example: map[string]any{"repo": "shop", "query": "How is the cart total computed?", "budget": 2000}, ok: 200, out: typeOf[query.Response](), errors: []int{400, 401, 403, 404, 413, 415, 429, 503}},
 	{pattern: "/v1/mcp", path: "/v1/mcp", id: "mcp", routes: QueryRoutes, scope: "query",
 		summary: "Model Context Protocol over Streamable HTTP (stateless, JSON responses): tools search, symbol, references, impact, read, repos. JSON-RPC 2.0 messages; see the MCP specification",
 		body:    typeOf[map[string]any](), ok: 200, out: typeOf[map[string]any](), errors: []int{400, 401, 403, 405, 429}},
 	{pattern: "POST /v1/impact", path: "/v1/impact", id: "impact", routes: QueryRoutes, scope: "query",
 		summary: "The files that depend on a file or symbol, nearest first, within each repository's graph and across the tenant's repositories (imports one repository resolves into another): the MCP tool impact",
-		body:    typeOf[ImpactInput](), ok: 200, out: typeOf[ImpactOutput](), errors: []int{400, 401, 403, 404, 413, 415, 429, 503}},
+		body:    typeOf[ImpactInput](), example: map[string]any{"name": "Total", "depth": 2}, ok: 200, out: typeOf[ImpactOutput](), errors: []int{400, 401, 403, 404, 413, 415, 429, 503}},
 	{pattern: "POST /v1/references", path: "/v1/references", id: "references", routes: QueryRoutes, scope: "query",
 		summary: "Who uses a symbol (callers, type users) or a file (importers), in its repository and across the tenant's repositories: the MCP tool references",
-		body:    typeOf[ReferencesInput](), ok: 200, out: typeOf[ReferencesOutput](), errors: []int{400, 401, 403, 404, 413, 415, 429, 503}},
+		body:    typeOf[ReferencesInput](), example: map[string]any{"path": "cart.go"}, ok: 200, out: typeOf[ReferencesOutput](), errors: []int{400, 401, 403, 404, 413, 415, 429, 503}},
 	{pattern: "POST /v1/index", path: "/v1/index", id: "index", routes: AdminRoutes, scope: "index",
 		summary: "Ask the orchestrator to index a repository (clone URL; a path on the server needs an operator key)",
-		body:    typeOf[IndexRequest](), ok: 202, out: typeOf[IndexResponse](), errors: []int{400, 401, 403, 409, 413, 415, 429, 503},
+		body:    typeOf[IndexRequest](), example: map[string]any{"location": "https://git.example.com/acme/shop.git", "commit": "main"}, ok: 202, out: typeOf[IndexResponse](), errors: []int{400, 401, 403, 409, 413, 415, 429, 503},
 		notes: map[int]string{409: "Conflict: " + repoCapNote}},
 	{pattern: "POST /v1/webhooks/{host}/{tenant}", path: "/v1/webhooks/{host}/{tenant}", id: "webhook", routes: AdminRoutes,
 		summary: "A signed push delivery of GitHub, GitLab or Gitea; reindexes the files it changed",
@@ -135,11 +152,123 @@ func schemas() (map[string]*jsonschema.Schema, error) {
 					schemaErr = fmt.Errorf("openapi: schema of %s: %w", t, err)
 					return
 				}
+				if refine := requestRules[t]; refine != nil {
+					refine(s)
+				}
+				if t == r.body {
+					nullable(s)
+				}
 				schemaDefs[schemaName(t)] = s
 			}
 		}
 	})
 	return schemaDefs, schemaErr
+}
+
+// requestRules add to the schemas inferred from the request types what
+// their handlers check and a Go type cannot say: name patterns, ranges,
+// enums, non-empty strings and which fields are needed. Clients read
+// them, and the API's fuzz (scripts/schemathesis.sh) generates from them:
+// without them it sent 261 queries, none of which reached the search
+// (255 were refused as malformed). Each rule says what the handler
+// enforces, no more: a request the schema calls valid is not refused as
+// malformed, one it calls invalid is (TestRequestSchemasAgreeWithServer).
+var requestRules = map[reflect.Type]func(*jsonschema.Schema){
+	typeOf[QueryRequest](): func(s *jsonschema.Schema) {
+		tenantProp(s.Properties["tenant"])
+		repoProp(s.Properties["repo"], true, true)
+		reposProp(s.Properties["repos"])
+		q := s.Properties["query"]
+		q.MinLength, q.Pattern = ptr(1), "[^"+spaceChars+"]"
+		b := s.Properties["budget"]
+		b.Minimum, b.Maximum = ptr(1.0), ptr(1_000_000.0)
+		s.Properties["arms"].Items.Enum = anys(query.AllArms)
+		l := s.Properties["languages"]
+		l.Items.Enum, l.MaxItems = anys(codectx.LanguageNames()), ptr(maxLanguages)
+		l.Description += " (" + languageList + ")"
+		s.Properties["session"].Pattern = `^[A-Za-z0-9_-]{0,128}$`
+		// repo, repos or both name what to search.
+		s.AnyOf = []*jsonschema.Schema{
+			{Required: []string{"repo"}, Properties: map[string]*jsonschema.Schema{"repo": {Type: "string", MinLength: ptr(1)}}},
+			{Required: []string{"repos"}, Properties: map[string]*jsonschema.Schema{"repos": {Type: "array", MinItems: ptr(1)}}},
+		}
+	},
+	typeOf[ImpactInput](): func(s *jsonschema.Schema) {
+		tenantProp(s.Properties["tenant"])
+		repoProp(s.Properties["repo"], true, false)
+		s.Properties["repo"].Examples = []any{"shop"}
+		reposProp(s.Properties["repos"])
+		d := s.Properties["depth"]
+		d.Minimum, d.Maximum = ptr(0.0), ptr(float64(maxImpactDepth))
+		exactlyOne(s, "name", "path")
+	},
+	typeOf[ReferencesInput](): func(s *jsonschema.Schema) {
+		tenantProp(s.Properties["tenant"])
+		reposProp(s.Properties["repos"])
+		exactlyOne(s, "name", "path")
+	},
+	typeOf[IndexRequest](): func(s *jsonschema.Schema) {
+		tenantProp(s.Properties["tenant"])
+		repoProp(s.Properties["repo"], true, false)
+		l := s.Properties["location"]
+		l.MinLength, l.MaxLength = ptr(1), ptr(MaxLocation)
+		c := s.Properties["commit"]
+		c.MaxLength, c.Pattern = ptr(MaxRev), `^[^\x00-\x20\x7f]*$`
+	},
+}
+
+// nullable lets each optional property of a request schema be null: the
+// handlers decode JSON into Go values, where null leaves a field unset
+// as leaving it out does.
+func nullable(s *jsonschema.Schema) {
+	for name, p := range s.Properties {
+		if p.Type != "" && !slices.Contains(s.Required, name) {
+			p.Types, p.Type = []string{"null", p.Type}, ""
+		}
+	}
+}
+
+// tenantProp constrains a tenant name of a body; empty is the default
+// tenant, or the key's.
+func tenantProp(p *jsonschema.Schema) {
+	p.Pattern, p.MaxLength = `^(`+nameElem+`)?$`, ptr(maxName)
+}
+
+// repoProp constrains a repository name; empty leaves it to a default,
+// all lets "*" stand for every repository of the tenant.
+func repoProp(p *jsonschema.Schema, empty, all bool) {
+	name := nameElem + `(/` + nameElem + `)*`
+	if all {
+		name = `\*|` + name
+	}
+	p.Pattern, p.MaxLength = `^(`+name+`)$`, ptr(maxName)
+	if empty {
+		p.Pattern = `^(` + name + `)?$`
+	}
+}
+
+// reposProp constrains a list of repositories to search ("*": all).
+func reposProp(p *jsonschema.Schema) {
+	repoProp(p.Items, false, true)
+	p.MaxItems = ptr(maxRepos)
+}
+
+// exactlyOne says that exactly one of fields a and b is given, not empty.
+func exactlyOne(s *jsonschema.Schema, a, b string) {
+	given := func(f string) *jsonschema.Schema {
+		return &jsonschema.Schema{Required: []string{f}, Properties: map[string]*jsonschema.Schema{f: {Type: "string", MinLength: ptr(1)}}}
+	}
+	s.OneOf = []*jsonschema.Schema{given(a), given(b)}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func anys[T any](vs []T) []any {
+	out := make([]any, len(vs))
+	for i, v := range vs {
+		out[i] = v
+	}
+	return out
 }
 
 func ref(t reflect.Type) any {
@@ -170,7 +299,11 @@ func (s *Server) OpenAPI() (map[string]any, error) {
 			op["parameters"] = ps
 		}
 		if r.body != nil {
-			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": ref(r.body)}}}
+			media := map[string]any{"schema": ref(r.body)}
+			if r.example != nil {
+				media["example"] = r.example
+			}
+			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": media}}
 		}
 		resps := map[string]any{}
 		ok := map[string]any{"description": "success"}
@@ -218,6 +351,13 @@ func (s *Server) OpenAPI() (map[string]any, error) {
 	comps := map[string]any{}
 	for name, sc := range defs {
 		comps[name] = sc
+	}
+	if s.Dense == nil {
+		// Without an embedder the dense arm is refused (400).
+		q := defs[schemaName(typeOf[QueryRequest]())].CloneSchemas()
+		arms := q.Properties["arms"].Items
+		arms.Enum = slices.DeleteFunc(slices.Clone(arms.Enum), func(a any) bool { return a == query.ArmDense })
+		comps[schemaName(typeOf[QueryRequest]())] = q
 	}
 	return map[string]any{
 		"openapi": "3.1.0",

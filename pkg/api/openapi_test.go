@@ -20,37 +20,7 @@ import (
 // route, successes and errors, answer with a documented status and a body
 // valid against the document's schema for it.
 func TestOpenAPIAgreesWithServer(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "keys.json")
-	admin, _, err := keys.Create(path, "acme", keys.Admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	operator, _, err := keys.Create(path, api.AllTenants, keys.Query)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks, _ := keys.Open(path)
-	ix := &locIndexer{loc: map[string]string{"acme/shop": "https://example.com/acme/shop.git"}}
-	srv := &api.Server{Store: shopStore(t), Routes: api.AllRoutes, KeyStore: ks, Indexer: ix,
-		Webhooks: api.WebhookConfig{Secrets: map[string]string{"acme": "s3cret"}}}
-	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
-
-	resp, err := http.Get(hs.URL + "/v1/openapi.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		OpenAPI    string                                           `json:"openapi"`
-		Paths      map[string]map[string]map[string]json.RawMessage `json:"paths"`
-		Components struct {
-			Schemas map[string]*jsonschema.Schema `json:"schemas"`
-		} `json:"components"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	srv, hs, doc, admin, operator := docServer(t)
 	if doc.OpenAPI != "3.1.0" || len(doc.Components.Schemas) == 0 {
 		t.Fatalf("document: openapi %q, %d schemas", doc.OpenAPI, len(doc.Components.Schemas))
 	}
@@ -206,3 +176,44 @@ func TestOpenAPIAgreesWithServer(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// apiDoc is the part of the OpenAPI document the tests read.
+type apiDoc struct {
+	OpenAPI    string                                           `json:"openapi"`
+	Paths      map[string]map[string]map[string]json.RawMessage `json:"paths"`
+	Components struct {
+		Schemas map[string]*jsonschema.Schema `json:"schemas"`
+	} `json:"components"`
+}
+
+// docServer serves the API over acme's shop and billing repositories,
+// with keys (acme's admin key, an operator's query key) and an indexer,
+// and returns the document it serves.
+func docServer(t *testing.T) (srv *api.Server, hs *httptest.Server, doc apiDoc, admin, operator string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "keys.json")
+	admin, _, err := keys.Create(path, "acme", keys.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	operator, _, err = keys.Create(path, api.AllTenants, keys.Query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, _ := keys.Open(path)
+	ix := &locIndexer{loc: map[string]string{"acme/shop": "https://example.com/acme/shop.git"}}
+	srv = &api.Server{Store: shopStore(t), Routes: api.AllRoutes, KeyStore: ks, Indexer: ix,
+		Webhooks: api.WebhookConfig{Secrets: map[string]string{"acme": "s3cret"}}}
+	hs = httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+
+	resp, err := http.Get(hs.URL + "/v1/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	return srv, hs, doc, admin, operator
+}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"codectx/pkg/blob"
 	"codectx/pkg/index"
@@ -438,7 +439,7 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, errors.New("the dense arm needs an embedder, and this server has none configured"))
 		return
 	}
-	resp, err := s.search(r.Context(), Search{Tenant: req.Tenant, Repos: repos, Query: req.Query, Budget: req.Budget, Arms: req.Arms, NoRoute: req.NoRoute, Languages: req.Languages, Session: req.Session, Payer: pay})
+	resp, err := s.search(r.Context(), Search{Tenant: req.Tenant, Repos: req.Repos, Repo: req.Repo, Query: req.Query, Budget: req.Budget, Arms: req.Arms, NoRoute: req.NoRoute, Languages: req.Languages, Session: req.Session, Payer: pay})
 	if err != nil {
 		code := searchCode(err)
 		if code >= 500 && r.Context().Err() == nil {
@@ -538,6 +539,10 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	}
 	if code, err := s.checkLocation(req.Location, req.Tenant, s.operator(r), s.operator(r)); err != nil {
 		writeError(w, code, err)
+		return
+	}
+	if err := validRev(req.Commit); err != nil {
+		writeError(w, http.StatusBadRequest, err)
 		return
 	}
 	if req.Repo == "" {
@@ -643,6 +648,25 @@ func validArms(arms []string) error {
 		if !known[a] {
 			return fmt.Errorf("unknown arm %q (want some of %s)", a, strings.Join(query.AllArms, ","))
 		}
+	}
+	return nil
+}
+
+// MaxRev bounds the characters of the revision of an index request (a
+// hash, branch, tag or "HEAD~2"), which goes into the repository's workflow history with the
+// push as its location does (MaxLocation): unchecked, a request's 16 KiB
+// body could make it 16 KiB.
+const MaxRev = 256
+
+// validRev checks the revision of an index request: empty (HEAD), or at
+// most MaxRev characters with no space or ASCII control character, as a
+// git revision never has.
+func validRev(rev string) error {
+	if n := utf8.RuneCountInString(rev); n > MaxRev {
+		return fmt.Errorf("commit of %d characters is longer than the %d-character limit", n, MaxRev)
+	}
+	if i := strings.IndexFunc(rev, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
+		return fmt.Errorf("commit %q: a revision has no space or control character", rev)
 	}
 	return nil
 }

@@ -25,6 +25,18 @@ const (
 	Text       Language = "text" // any other text file: config, YAML, docs
 )
 
+// Languages are the languages a chunk may have, in the order docs list them.
+var Languages = []Language{Go, Python, TypeScript, TSX, JavaScript, Java, Rust, Markdown, Text}
+
+// LanguageNames are the names of Languages, for flags, errors and docs.
+func LanguageNames() []string {
+	names := make([]string, len(Languages))
+	for i, l := range Languages {
+		names[i] = string(l)
+	}
+	return names
+}
+
 // Kind is what a chunk covers.
 type Kind string
 

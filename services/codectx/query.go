@@ -36,18 +36,6 @@ func parseArms(s string) ([]string, error) {
 	return arms, nil
 }
 
-// languages is every language a --languages list may name.
-var languages = []codectx.Language{codectx.Go, codectx.Python, codectx.TypeScript, codectx.TSX,
-	codectx.JavaScript, codectx.Java, codectx.Rust, codectx.Markdown, codectx.Text}
-
-func languageNames() []string {
-	names := make([]string, len(languages))
-	for i, l := range languages {
-		names[i] = string(l)
-	}
-	return names
-}
-
 // parseLanguages parses a comma-separated --languages list; "" is all.
 func parseLanguages(s string) ([]string, error) {
 	if s == "" {
@@ -56,8 +44,8 @@ func parseLanguages(s string) ([]string, error) {
 	var out []string
 	for _, l := range strings.Split(s, ",") {
 		l = strings.ToLower(strings.TrimSpace(l))
-		if !slices.Contains(languages, codectx.Language(l)) {
-			return nil, fmt.Errorf("unknown language %q (want some of %s)", l, strings.Join(languageNames(), ","))
+		if !slices.Contains(codectx.Languages, codectx.Language(l)) {
+			return nil, fmt.Errorf("unknown language %q (want some of %s)", l, strings.Join(codectx.LanguageNames(), ","))
 		}
 		out = append(out, l)
 	}
@@ -71,7 +59,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	repo := fs.String("repo", "", "repository name, as indexed (required)")
 	tenant := fs.String("tenant", index.DefaultTenant, "tenant")
 	budget := fs.Int("budget", 8000, "hard token budget (o200k tokens), at least 1")
-	langList := fs.String("languages", "", "comma-separated languages to keep: "+strings.Join(languageNames(), ",")+" (default: all)")
+	langList := fs.String("languages", "", "comma-separated languages to keep: "+strings.Join(codectx.LanguageNames(), ",")+" (default: all)")
 	armList := fs.String("arms", "", "comma-separated arms: "+strings.Join(query.AllArms, ",")+" (default: all available)")
 	noRoute := fs.Bool("no-route", false, "ignore the classifier's per-trigger arm weights")
 	asJSON := fs.Bool("json", false, "print the response as JSON (schema: docs/query-json.md)")
