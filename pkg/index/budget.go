@@ -3,6 +3,7 @@ package index
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"codectx/pkg/chunk"
 	"codectx/pkg/source"
@@ -93,6 +94,33 @@ func checkChunks(n, limit int) error {
 		return fmt.Errorf("%w (over %d)", ErrTooManyChunks, limit)
 	}
 	return nil
+}
+
+// chunkCount is a build's running count of the snapshot's chunks, to
+// which its parser adds each file's as it is parsed: a snapshot over the
+// bound fails as soon as the parse has made that many chunks, not after
+// it has parsed every file (a shard's, or the whole snapshot's for one
+// segment) and held all of their results.
+type chunkCount struct {
+	limit int // ChunkLimit's: 0 is no bound
+	n     atomic.Int64
+}
+
+// from sets the count to n, the chunks of the snapshot before a parse
+// (those of the shards built or reused so far); nil: no count.
+func (c *chunkCount) from(n int) {
+	if c != nil {
+		c.n.Store(int64(n))
+	}
+}
+
+// add counts the chunks of r (none when it is skipped) and fails with
+// ErrTooManyChunks once the count is over the bound.
+func (c *chunkCount) add(r chunk.Result) error {
+	if c == nil || c.limit == 0 || r.Skip != "" {
+		return nil
+	}
+	return checkChunks(int(c.n.Add(int64(len(r.Chunks)))), c.limit)
 }
 
 // CheckChunks fails with ErrTooManyChunks when the parse results make more

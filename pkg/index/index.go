@@ -60,11 +60,6 @@ type Options struct {
 	Progress  func(Progress)
 }
 
-// shards is how a sharded build of opt cuts and bounds the snapshot.
-func (opt Options) shards() ShardOptions {
-	return ShardOptions{Bytes: opt.ShardBytes, MaxChunks: opt.MaxChunks}
-}
-
 // Progress is reported while files are parsed.
 type Progress struct {
 	Done, Total int
@@ -270,10 +265,10 @@ func Build(ctx context.Context, store *blob.Bucket, location string, opt Options
 		if err != nil {
 			return nil, err
 		}
-		p := newParser(store, snap, opt, start)
+		p := newParser(store, snap, name, opt, start)
 		defer p.stop()
 		prev := PreviousShards(ctx, store, opt.Tenant, name)
-		list, sum, ss, err := BuildShards(ctx, store, m, prev, opt.shards(), func(ctx context.Context, files []source.File) ([]Parsed, error) {
+		list, sum, ss, err := BuildShards(ctx, store, m, prev, p.shards(), func(ctx context.Context, files []source.File) ([]Parsed, error) {
 			return p.parse(ctx, files)
 		}, p.skip)
 		if err != nil {
@@ -479,34 +474,36 @@ func BuildSegment(ctx context.Context, store *blob.Bucket, snap *source.Snapshot
 	if err != nil {
 		return nil, nil, err
 	}
-	p := newParser(store, snap, opt, start)
+	p := newParser(store, snap, name, opt, start)
 	defer p.stop()
+	// The parser counts every file's chunks: past the bound it fails.
 	results, err := p.parse(ctx, snap.Files)
 	if err != nil {
 		return nil, nil, err
-	}
-	if err := CheckChunks(results, opt.MaxChunks); err != nil {
-		return nil, nil, fmt.Errorf("index: %s: %w", name, err)
 	}
 	seg, st := Assemble(m, results)
 	st.Seconds = time.Since(start).Seconds()
 	return seg, st, nil
 }
 
-// parser parses files of a snapshot with opt.Workers goroutines, reporting
-// progress over all of the snapshot's files.
+// parser parses files of a snapshot (of the repository name) with
+// opt.Workers goroutines, reporting progress over all of the snapshot's
+// files and counting their chunks against opt.MaxChunks.
 type parser struct {
 	store           *blob.Bucket
 	snap            *source.Snapshot
+	name            string
 	opt             Options
 	start           time.Time
 	done, bytesDone atomic.Int64
+	count           chunkCount
 	stopProgress    chan struct{}
 	stopOnce        sync.Once
 }
 
-func newParser(store *blob.Bucket, snap *source.Snapshot, opt Options, start time.Time) *parser {
-	p := &parser{store: store, snap: snap, opt: opt, start: start, stopProgress: make(chan struct{})}
+func newParser(store *blob.Bucket, snap *source.Snapshot, name string, opt Options, start time.Time) *parser {
+	p := &parser{store: store, snap: snap, name: name, opt: opt, start: start, stopProgress: make(chan struct{})}
+	p.count.limit = ChunkLimit(opt.MaxChunks)
 	if opt.Progress != nil {
 		go func() {
 			t := time.NewTicker(200 * time.Millisecond)
@@ -522,6 +519,12 @@ func newParser(store *blob.Bucket, snap *source.Snapshot, opt Options, start tim
 		}()
 	}
 	return p
+}
+
+// shards is how a sharded build through p cuts and bounds the snapshot:
+// the build keeps p's count of chunks (ShardOptions.count).
+func (p *parser) shards() ShardOptions {
+	return ShardOptions{Bytes: p.opt.ShardBytes, MaxChunks: p.opt.MaxChunks, count: &p.count}
 }
 
 func (p *parser) progress() Progress {
@@ -553,6 +556,11 @@ func (p *parser) parse(ctx context.Context, files []source.File) ([]Parsed, erro
 	}
 	results := make([]Parsed, len(files))
 	errs := make([]error, len(files))
+	// Cancelled with the error of the file whose chunks put the count over
+	// the bound: the parses under way stop (a cancelled parse is not
+	// cached) and no other starts.
+	wctx, over := context.WithCancelCause(ctx)
+	defer over(nil)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -561,11 +569,16 @@ func (p *parser) parse(ctx context.Context, files []source.File) ([]Parsed, erro
 			defer wg.Done()
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= len(files) || ctx.Err() != nil {
+				if i >= len(files) || wctx.Err() != nil {
 					return
 				}
 				f := files[i]
-				results[i], errs[i] = ParseFile(ctx, p.store, p.opt.Tenant, f, func() ([]byte, error) { return p.snap.Read(f) }, p.opt.Chunk)
+				results[i], errs[i] = ParseFile(wctx, p.store, p.opt.Tenant, f, func() ([]byte, error) { return p.snap.Read(f) }, p.opt.Chunk)
+				if errs[i] == nil {
+					if err := p.count.add(results[i].Result); err != nil {
+						over(fmt.Errorf("index: %s: %w", p.name, err))
+					}
+				}
 				p.bytesDone.Add(f.Size)
 				p.done.Add(1)
 			}
@@ -573,6 +586,9 @@ func (p *parser) parse(ctx context.Context, files []source.File) ([]Parsed, erro
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := context.Cause(wctx); err != nil {
 		return nil, err
 	}
 	for _, err := range errs {

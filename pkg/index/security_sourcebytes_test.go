@@ -104,3 +104,64 @@ func TestSecurityChunkBomb(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkBoundStopsParse: the chunk bound is counted as files are
+// parsed, so a snapshot over it stops parsing at the file that puts it
+// over, rather than after the parse of its shard (or, for one segment, of
+// the whole snapshot). Each path of the repository makes the same c
+// chunks; the bound is in those, and the parse is counted by the entries
+// it adds to the parse cache (one worker: files are parsed in order).
+func TestChunkBoundStopsParse(t *testing.T) {
+	ctx := context.Background()
+	const size = 4 << 10 // about 300 chunks a path
+	sum, err := index.Build(ctx, blob.NewMem(), bombRepo(t, size, 1), index.Options{Name: "t/one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sum.Chunks
+	for _, tc := range []struct {
+		name  string
+		prior int // paths of an earlier snapshot indexed first (0: none)
+		shard int64
+		bound float64 // in chunks of a path
+		parse int     // files the build parses
+		over  bool
+	}{
+		// 20 paths are one shard (or one segment): the parse stops at
+		// the second path, not after the twentieth.
+		{name: "shard", shard: 0, bound: 1.5, parse: 2, over: true},
+		{name: "segment", shard: -1, bound: 1.5, parse: 2, over: true},
+		{name: "at the bound", shard: 0, bound: 20, parse: 20},
+		{name: "segment at the bound", shard: -1, bound: 20, parse: 20},
+		// Shards of 3 paths (10 KiB): the first 9 paths' shards are
+		// reused from the earlier snapshot, and their chunks count from
+		// the start of the next shard's parse (its first path is read
+		// from the parse cache, its second parsed and over).
+		{name: "after reused shards", prior: 10, shard: 10 << 10, bound: 10.5, parse: 1, over: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := blob.NewMem()
+			opt := index.Options{Name: "t/bomb", ShardBytes: tc.shard, Workers: 1}
+			if tc.prior > 0 {
+				if _, err := index.Build(ctx, store, bombRepo(t, size, tc.prior), opt); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before, _ := store.List(ctx, "parse/")
+			opt.MaxChunks = int(tc.bound * float64(c))
+			sum, err := index.Build(ctx, store, bombRepo(t, size, 20), opt)
+			if tc.over {
+				want := fmt.Sprintf("index: t/bomb: the repository's files make more chunks than the server indexes (over %d)", opt.MaxChunks)
+				if !errors.Is(err, index.ErrTooManyChunks) || err.Error() != want {
+					t.Fatalf("Build = %v, want %q", err, want)
+				}
+			} else if err != nil || sum.Chunks != 20*c {
+				t.Fatalf("Build = %+v, %v, want %d chunks", sum, err, 20*c)
+			}
+			after, _ := store.List(ctx, "parse/")
+			if n := len(after) - len(before); n != tc.parse {
+				t.Errorf("%d files parsed, want %d", n, tc.parse)
+			}
+		})
+	}
+}

@@ -539,6 +539,12 @@ type ShardOptions struct {
 	// MaxChunks bounds the chunks of the snapshot (ChunkLimit: 0 is
 	// MaxChunks, negative no bound).
 	MaxChunks int
+	// count, when set, is the running count of chunks that parse adds
+	// each file's to, under the same bound (a parser's): the build sets
+	// it to the chunks of the shards before each parse, so that parse
+	// fails once they and its own are over the bound. Without it the
+	// bound is checked as each shard is added.
+	count *chunkCount
 }
 
 // Previous is the index a build starts from: the shards of the list HEAD
@@ -715,11 +721,13 @@ func BuildShardsFrom(ctx context.Context, store *blob.Bucket, m *Manifest, prevI
 				collected = nil
 			}
 			var results []Parsed
+			so.count.from(base)
 			sh, results, err = prevIx.splice(ctx, store, g, files, parse)
 			if err == nil {
 				ss.Spliced++
 				st.Reused += len(files) - len(results)
 			} else if errors.Is(err, errNoSplice) {
+				so.count.from(base) // what the splice parsed is parsed again
 				if results, err = parse(ctx, files); err != nil {
 					return nil, nil, ss, err
 				}
@@ -949,9 +957,9 @@ func BuildShardedSegment(ctx context.Context, store, shardStore *blob.Bucket, sn
 	if err != nil {
 		return nil, nil, err
 	}
-	p := newParser(store, snap, opt, start)
+	p := newParser(store, snap, name, opt, start)
 	defer p.stop()
-	list, st, ss, err := BuildShards(ctx, shardStore, m, nil, opt.shards(), p.parse, p.skip)
+	list, st, ss, err := BuildShards(ctx, shardStore, m, nil, p.shards(), p.parse, p.skip)
 	if err != nil {
 		return nil, nil, err
 	}
