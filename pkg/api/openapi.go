@@ -43,6 +43,7 @@ type paramDoc struct {
 	name, in, desc string
 	required       bool
 	schema         map[string]any
+	example        any // nil: none
 }
 
 func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
@@ -62,8 +63,8 @@ const (
 )
 
 var (
-	tenantPath = paramDoc{name: "tenant", in: "path", desc: "tenant", required: true, schema: map[string]any{"type": "string", "pattern": tenantPattern, "maxLength": maxName}}
-	repoPath   = paramDoc{name: "repo", in: "path", desc: "repository name; may contain '/' (acme/shop), sent as is", required: true, schema: map[string]any{"type": "string", "pattern": repoPattern, "maxLength": maxName}}
+	tenantPath = paramDoc{name: "tenant", in: "path", desc: "tenant", required: true, schema: map[string]any{"type": "string", "pattern": tenantPattern, "maxLength": maxName}, example: "default"}
+	repoPath   = paramDoc{name: "repo", in: "path", desc: "repository name; may contain '/' (acme/shop), sent as is", required: true, schema: map[string]any{"type": "string", "pattern": repoPattern, "maxLength": maxName}, example: "shop"}
 )
 
 var routeDocs = []routeDoc{
@@ -294,7 +295,11 @@ func (s *Server) OpenAPI() (map[string]any, error) {
 		if len(r.params) > 0 {
 			var ps []any
 			for _, p := range r.params {
-				ps = append(ps, map[string]any{"name": p.name, "in": p.in, "description": p.desc, "required": p.required, "schema": p.schema})
+				doc := map[string]any{"name": p.name, "in": p.in, "description": p.desc, "required": p.required, "schema": p.schema}
+				if p.example != nil {
+					doc["example"] = p.example
+				}
+				ps = append(ps, doc)
 			}
 			op["parameters"] = ps
 		}
