@@ -20,7 +20,7 @@ import (
 
 // shopStore indexes testrepo.Small as acme/shop and a second repository,
 // acme/billing, whose invoice code calls its own helpers.
-func shopStore(t *testing.T) *blob.Bucket {
+func shopStore(t testing.TB) *blob.Bucket {
 	t.Helper()
 	ctx := context.Background()
 	store := blob.NewMem()

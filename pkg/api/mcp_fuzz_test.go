@@ -1,0 +1,94 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"codectx/pkg/api"
+	"codectx/pkg/index"
+	"codectx/pkg/testrepo"
+)
+
+// betaMarker is in every file of tenant beta's repository: no answer to
+// acme may hold it.
+const betaMarker = "BetaLedgerSecret7f3a"
+
+// FuzzMCPTools calls the MCP tools as tenant acme with arguments an agent
+// (or whoever holds acme's key) may send, over the SDK's in-memory
+// transport as `codectx mcp` serves them: no call may panic, hang or
+// answer with tenant beta's code, names or repositories.
+func FuzzMCPTools(f *testing.F) {
+	store := shopStore(f)
+	beta := testrepo.New(f)
+	beta.Commit("initial", map[string]string{
+		"ledger/ledger.go": "// Package ledger is beta's.\npackage ledger\n\n// " + betaMarker + " posts an entry.\nfunc " + betaMarker + "(amount int) int { return amount }\n",
+		"cart.go":          "package ledger\n\n// CartTotal is beta's " + betaMarker + ".\nfunc CartTotal() int { return 1 }\n",
+	})
+	ctx := context.Background()
+	if _, err := index.Build(ctx, store, beta.Dir, index.Options{Tenant: "beta", Name: "shop"}); err != nil {
+		f.Fatal(err)
+	}
+	srv := (&api.Server{Store: store}).MCPServer(api.Principal{Tenant: "acme"})
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "fuzz", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { cs.Close() })
+
+	tools := []string{"search", "symbol", "references", "impact", "read", "repos"}
+	for _, seed := range []struct {
+		tool uint8
+		args string
+	}{
+		{0, `{"query":"cart total","repos":["*"]}`},
+		{0, `{"query":"` + betaMarker + `","tenant":"beta"}`},
+		{0, `{"query":"CartTotal","repos":["shop","../beta/shop"],"budget":1,"languages":["go"],"session":"s1"}`},
+		{1, `{"name":"VATLine"}`},
+		{1, `{"name":"` + betaMarker + `","repos":["*"]}`},
+		{2, `{"path":"tax/tax.go"}`},
+		{2, `{"name":"CartTotal","repos":["shop"]}`},
+		{3, `{"name":"VATLine","depth":6,"repo":"billing"}`},
+		{3, `{"path":"./cart.go","repo":"shop/../../beta/shop"}`},
+		{4, `{"repo":"shop","path":"cart.go","start_line":1,"end_line":5}`},
+		{4, `{"repo":"shop","path":"../../beta/shop/cart.go"}`},
+		{4, `{"repo":"billing","path":"tax/tax.go","start_line":2147483647,"end_line":-1}`},
+		{5, `{}`},
+		{5, `{"tenant":"*"}`},
+	} {
+		f.Add(seed.tool, seed.args)
+	}
+	f.Fuzz(func(t *testing.T, tool uint8, args string) {
+		var m map[string]any
+		if json.Unmarshal([]byte(args), &m) != nil {
+			return
+		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		name := tools[int(tool)%len(tools)]
+		res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: name, Arguments: m})
+		if cctx.Err() != nil {
+			t.Fatalf("%s %s: no answer in 10 s", name, args)
+		}
+		if err != nil {
+			return // refused by the tool's input schema: a protocol error
+		}
+		answer, _ := json.Marshal(res)
+		if strings.Contains(string(answer), betaMarker) {
+			t.Fatalf("%s %s: the answer holds tenant beta's code: %.300s", name, args, answer)
+		}
+		if res.IsError && strings.Contains(strings.ToLower(string(answer)), "panic") {
+			t.Fatalf("%s %s: %.300s", name, args, answer)
+		}
+	})
+}
