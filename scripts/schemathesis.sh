@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Bounded schemathesis run against a real `codectx up` on loopback, keys on,
-# one small repository indexed: every operation of GET /v1/openapi.json is
+# as a tenant's key, beside another tenant's repository of the same name
+# whose marker no answer may hold: every operation of GET /v1/openapi.json is
 # fuzzed (MCP excluded: JSON-RPC, tested with the SDK's own client). Any 5xx,
 # any answer that breaks the document, a wrong status for a missing key or
 # an undeclared method fails it. Installs schemathesis into .cache (a venv).
@@ -60,7 +61,45 @@ for _ in $(seq 1 120); do
   sleep 1
 done
 grep -q '^indexed ' "$WORK/up.out" || { echo "up did not index"; cat "$WORK/up.out" "$WORK/up.err"; exit 1; }
-KEY=$(cat "$WORK/data/admin.key")
+OPERATOR=$(cat "$WORK/data/admin.key")
+# Tenant beta holds a repository named like the fuzzed tenant's, whose
+# code carries a marker: no answer to the fuzzed tenant may hold it.
+MARKER=BetaLedgerSecret7f3a
+mkdir -p "$WORK/beta/shop"
+cat > "$WORK/beta/shop/cart.go" <<GO
+package shop
+
+// Total is beta's $MARKER.
+func Total() int { return 1 }
+
+// $MARKER posts beta's ledger entry.
+func $MARKER(amount int) int { return amount }
+GO
+git -C "$WORK/beta/shop" init -q
+git -C "$WORK/beta/shop" add .
+git -C "$WORK/beta/shop" -c user.email=ci@example.com -c user.name=ci commit -qm init
+python3 - "http://127.0.0.1:$PORT" "$OPERATOR" "$WORK/beta/shop" <<'PY'
+import json, sys, time, urllib.request
+base, key, location = sys.argv[1:]
+def call(method, path, body=None):
+    req = urllib.request.Request(base + path, method=method, data=json.dumps(body).encode() if body else None,
+                                 headers={"Authorization": "Bearer " + key, "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.load(resp)
+call("POST", "/v1/index", {"tenant": "beta", "repo": "shop", "location": location})
+for _ in range(120):
+    st = call("GET", "/v1/repos/beta/shop/status")
+    if st.get("last_error"):
+        sys.exit("beta/shop: " + st["last_error"])
+    if st.get("last_commit"):
+        break
+    time.sleep(0.5)
+else:
+    sys.exit("beta/shop was not indexed in 60 s")
+PY
+# The fuzz acts as tenant default (the document's examples name its shop),
+# with a key of scope admin: what a hostile tenant may send.
+KEY=$("$WORK/codectx" key create --tenant default --scope admin --data "$WORK/data" 2>/dev/null)
 start=$(date +%s)
 # From the scratch dir: schemathesis keeps a cache in its working
 # directory, and reads its configuration (scripts/schemathesis.toml) there.
@@ -82,25 +121,37 @@ echo "schemathesis: $(( $(date +%s) - start ))s of fuzzing"
 # Each operation must have reached its handler's work at least once (a
 # 2xx answer), or the fuzz only tested the refusals: before the request
 # schemas held the handlers' rules, none of 261 generated queries did.
-python3 - "$WORK/run.ndjson" "$WORK/delete.ndjson" <<'PY'
-import collections, json, sys
+# No answer may hold tenant beta's marker.
+python3 - "$MARKER" "$WORK/run.ndjson" "$WORK/delete.ndjson" <<'PY'
+import base64, collections, json, sys
+marker = sys.argv[1].encode()
 statuses = collections.defaultdict(collections.Counter)
-for line in (l for path in sys.argv[1:] for l in open(path)):
+leaks = []
+for line in (l for path in sys.argv[2:] for l in open(path)):
     event = json.loads(line)
     done = event.get("ScenarioFinished")
     if not done:
         continue
     recorder = done.get("recorder") or {}
     for it in (recorder.get("interactions") or {}).values():
-        if it.get("response"):
-            statuses[recorder["label"]][it["response"]["status_code"]] += 1
+        resp = it.get("response")
+        if not resp:
+            continue
+        statuses[recorder["label"]][resp["status_code"]] += 1
+        content = resp.get("content") or {}
+        body = base64.b64decode(content["$base64"]) if "$base64" in content else json.dumps(content).encode()
+        if marker in body or marker in json.dumps(resp.get("headers")).encode():
+            leaks.append(f'{recorder["label"]} {it.get("request", {}).get("uri", "")}')
 failed = []
 for op in sorted(statuses):
     counts = statuses[op]
     ok = sum(n for code, n in counts.items() if 200 <= code < 300)
     print(f"{op}: {sum(counts.values())} requests, {ok} answered 2xx, {dict(sorted(counts.items()))}")
-    if ok == 0 and not op.startswith("POST /v1/webhooks/"):  # a delivery needs its sender's signature
+    # A webhook delivery needs its sender's signature; metrics an operator's key.
+    if ok == 0 and op not in ("POST /v1/webhooks/{host}/{tenant}", "GET /metrics"):
         failed.append(op)
+if leaks:
+    sys.exit(f"schemathesis: {len(leaks)} answers hold tenant beta's code: " + "; ".join(leaks[:5]))
 if failed:
     sys.exit("schemathesis: no request reached the work of " + ", ".join(failed))
 PY
