@@ -53,15 +53,22 @@ func (q *QueryRequest) UnmarshalJSON(b []byte) error {
 		plain
 		Budget *float64 `json:"budget"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields() // as readJSON: a field this route does not know is refused
-	if err := dec.Decode(&aux); err != nil {
+	if err := decodeStrict(b, &aux); err != nil {
 		return err
 	}
 	*q = QueryRequest(aux.plain)
 	var err error
 	q.Budget, q.budgetSet, err = whole("budget", aux.Budget)
 	return err
+}
+
+// decodeStrict decodes b into v and refuses a field v does not know, as
+// readJSON does: a type's own UnmarshalJSON decodes with a decoder of its
+// own, which would take any.
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }
 
 // whole reads a JSON number that must be a whole number, written as JSON

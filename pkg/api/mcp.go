@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -674,9 +673,7 @@ func (in *ImpactInput) UnmarshalJSON(b []byte) error {
 		plain
 		Depth *float64 `json:"depth"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields() // as readJSON: a field this route does not know is refused
-	if err := dec.Decode(&aux); err != nil {
+	if err := decodeStrict(b, &aux); err != nil {
 		return err
 	}
 	*in = ImpactInput(aux.plain)
