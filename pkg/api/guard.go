@@ -237,6 +237,14 @@ func bodyRefused(w http.ResponseWriter, err error, limit int64) {
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("body larger than the %d-byte limit of this route", limit))
 		return
 	}
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) && typ.Field != "" {
+		// Go's text names the Go struct, or ".plain.repo" for a body with
+		// its own UnmarshalJSON: say which field and what was sent.
+		field := strings.TrimPrefix(typ.Field, "plain.")
+		writeError(w, http.StatusBadRequest, fmt.Errorf("bad request body: field %s: got a JSON %s, want %s", field, typ.Value, typ.Type))
+		return
+	}
 	writeError(w, http.StatusBadRequest, fmt.Errorf("bad request body: %w", err))
 }
 

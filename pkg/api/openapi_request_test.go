@@ -169,3 +169,30 @@ func TestNamePatterns(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyTypeErrors: a field of the wrong JSON type is named in the 400,
+// with what was sent and what is wanted, on bodies decoded by readJSON
+// and by their own UnmarshalJSON alike.
+func TestBodyTypeErrors(t *testing.T) {
+	_, hs, _, admin, _ := docServer(t)
+	for _, c := range []struct{ path, body, want string }{
+		{"/v1/query", `{"tenant":"acme","repo":true,"query":"x"}`, "bad request body: field repo: got a JSON bool, want string"},
+		{"/v1/query", `{"tenant":"acme","repos":[1],"query":"x"}`, "bad request body: field repos: got a JSON number, want string"},
+		{"/v1/impact", `{"tenant":"acme","name":"x","repo":{}}`, "bad request body: field repo: got a JSON object, want string"},
+		{"/v1/references", `{"tenant":"acme","name":["x"]}`, "bad request body: field name: got a JSON array, want string"},
+	} {
+		req, _ := http.NewRequest("POST", hs.URL+c.path, strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+admin)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e struct{ Error string }
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || e.Error != c.want {
+			t.Errorf("%s %s: %d %q, want 400 %q", c.path, c.body, resp.StatusCode, e.Error, c.want)
+		}
+	}
+}
