@@ -145,8 +145,25 @@ func TestNamePatterns(t *testing.T) {
 	if err := json.Unmarshal(doc.Paths["/v1/repos/{tenant}/{repo}/status"]["get"]["parameters"], &params); err != nil {
 		t.Fatal(err)
 	}
-	valid := map[string]func(string) bool{"tenant": index.ValidTenant, "repo": index.ValidName}
-	names := []string{"a", "acme", "A-Z_0.9", ".github", "a.", "a.b.c", "-x", "_", "..", ".", "a..b", "...", ".a.",
+	var listing []struct {
+		Name   string `json:"name"`
+		Schema struct {
+			Pattern   string `json:"pattern"`
+			MaxLength int    `json:"maxLength"`
+		} `json:"schema"`
+	}
+	if err := json.Unmarshal(doc.Paths["/v1/repos"]["get"]["parameters"], &listing); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range listing {
+		if p.Name == "tenant" {
+			p.Name = "listing tenant" // empty is the default tenant
+			params = append(params, p)
+		}
+	}
+	valid := map[string]func(string) bool{"tenant": index.ValidTenant, "repo": index.ValidName,
+		"listing tenant": func(s string) bool { return s == "" || index.ValidTenant(s) }}
+	names := []string{"", "a", "acme", "A-Z_0.9", ".github", "a.", "a.b.c", "-x", "_", "..", ".", "a..b", "...", ".a.",
 		"a/b", "a/.b", "a./b", "a/./b", "a/../b", "a/", "/a", "a//b", "a b", "a\x00", "é", "*",
 		strings.Repeat("a", 200), strings.Repeat("a", 201), strings.Repeat("a/", 99) + "aa", strings.Repeat("a/", 100) + "a"}
 	for _, p := range params {
