@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -100,21 +99,13 @@ func TestRequestSchemasAgreeWithServer(t *testing.T) {
 			t.Fatalf("%s: %v", c.body, err)
 		}
 		verr := rs.Validate(v)
-		req, _ := http.NewRequest("POST", hs.URL+c.path, strings.NewReader(c.body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+c.key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		code, body := postRaw(t, hs.URL+c.path, c.key, c.body)
 		n := seen[c.path]
 		switch {
-		case verr == nil && resp.StatusCode == http.StatusBadRequest:
+		case verr == nil && code == http.StatusBadRequest:
 			t.Errorf("%s %.300s: the schema accepts it, the server answers 400: %s", c.path, c.body, body)
-		case verr != nil && resp.StatusCode < 400:
-			t.Errorf("%s %.300s: the schema refuses it (%v), the server answers %d", c.path, c.body, verr, resp.StatusCode)
+		case verr != nil && code < 400:
+			t.Errorf("%s %.300s: the schema refuses it (%v), the server answers %d", c.path, c.body, verr, code)
 		}
 		if verr == nil {
 			n[0]++
@@ -135,22 +126,16 @@ func TestRequestSchemasAgreeWithServer(t *testing.T) {
 // pattern needs a character outside unicode.IsSpace, as the server trims.
 func TestNamePatterns(t *testing.T) {
 	_, _, doc, _, _ := docServer(t)
-	var params []struct {
+	type param struct {
 		Name   string `json:"name"`
 		Schema struct {
 			Pattern   string `json:"pattern"`
 			MaxLength int    `json:"maxLength"`
 		} `json:"schema"`
 	}
+	var params, listing []param
 	if err := json.Unmarshal(doc.Paths["/v1/repos/{tenant}/{repo}/status"]["get"]["parameters"], &params); err != nil {
 		t.Fatal(err)
-	}
-	var listing []struct {
-		Name   string `json:"name"`
-		Schema struct {
-			Pattern   string `json:"pattern"`
-			MaxLength int    `json:"maxLength"`
-		} `json:"schema"`
 	}
 	if err := json.Unmarshal(doc.Paths["/v1/repos"]["get"]["parameters"], &listing); err != nil {
 		t.Fatal(err)
@@ -198,18 +183,11 @@ func TestBodyTypeErrors(t *testing.T) {
 		{"/v1/impact", `{"tenant":"acme","name":"x","repo":{}}`, "bad request body: field repo: got a JSON object, want string"},
 		{"/v1/references", `{"tenant":"acme","name":["x"]}`, "bad request body: field name: got a JSON array, want string"},
 	} {
-		req, _ := http.NewRequest("POST", hs.URL+c.path, strings.NewReader(c.body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+admin)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		code, body := postRaw(t, hs.URL+c.path, admin, c.body)
 		var e struct{ Error string }
-		json.NewDecoder(resp.Body).Decode(&e)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest || e.Error != c.want {
-			t.Errorf("%s %s: %d %q, want 400 %q", c.path, c.body, resp.StatusCode, e.Error, c.want)
+		json.Unmarshal(body, &e)
+		if code != http.StatusBadRequest || e.Error != c.want {
+			t.Errorf("%s %s: %d %q, want 400 %q", c.path, c.body, code, e.Error, c.want)
 		}
 	}
 }

@@ -92,7 +92,9 @@ func crossStore(t *testing.T) *blob.Bucket {
 	return store
 }
 
-func postJSON(t *testing.T, url, key, body string, out any) int {
+// postRaw posts a JSON body to url, with key when not empty, and returns the
+// status and the answer.
+func postRaw(t *testing.T, url, key, body string) (int, []byte) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -105,12 +107,19 @@ func postJSON(t *testing.T, url, key, body string, out any) int {
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
-	if out != nil && resp.StatusCode == http.StatusOK {
+	return resp.StatusCode, data
+}
+
+// postJSON posts body and decodes a 200's answer into out.
+func postJSON(t *testing.T, url, key, body string, out any) int {
+	t.Helper()
+	code, data := postRaw(t, url, key, body)
+	if out != nil && code == http.StatusOK {
 		if err := json.Unmarshal(data, out); err != nil {
 			t.Fatalf("%s: %v: %s", url, err, data)
 		}
 	}
-	return resp.StatusCode
+	return code
 }
 
 func impacted(out api.ImpactOutput) []string {
