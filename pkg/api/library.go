@@ -117,13 +117,8 @@ func (s *Server) resolveRepos(ctx context.Context, tenant string, repos []string
 	}
 	// Every name is checked, "*" beside them or not: a list holding "*"
 	// took any strings (the request's whole body) as names.
-	for _, r := range repos {
-		if r == AllRepos {
-			continue
-		}
-		if err := validRepo(tenant, r); err != nil {
-			return nil, badRequest{err}
-		}
+	if err := validRepos(tenant, repos); err != nil {
+		return nil, badRequest{err}
 	}
 	if slices.Contains(repos, AllRepos) {
 		names, err := s.repoNames(ctx, tenant)

@@ -56,8 +56,10 @@ func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
 // one character outside them, as the server trims with strings.TrimSpace.
 const (
 	nameElem      = `\.?([A-Za-z0-9_-]\.?)+`
+	repoName      = nameElem + `(/` + nameElem + `)*`
 	tenantPattern = `^` + nameElem + `$`
-	repoPattern   = `^` + nameElem + `(/` + nameElem + `)*$`
+	repoPattern   = `^` + repoName + `$`
+	orDefault     = `^(` + nameElem + `)?$` // a tenant, or empty for the default
 	maxName       = 200
 	spaceChars    = "\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 )
@@ -96,7 +98,7 @@ var routeDocs = []routeDoc{
 	{pattern: "GET /v1/repos", path: "/v1/repos", id: "listRepos", scope: "query",
 		summary: "The tenant's indexed repositories, by name, a page at a time",
 		params: []paramDoc{
-			{name: "tenant", in: "query", desc: "tenant (default: default)", schema: map[string]any{"type": "string", "pattern": `^(` + nameElem + `)?$`, "maxLength": maxName}},
+			{name: "tenant", in: "query", desc: "tenant (default: default)", schema: map[string]any{"type": "string", "pattern": orDefault, "maxLength": maxName}},
 			{name: "limit", in: "query", desc: "page size, 1..500 (default 50)", schema: map[string]any{"type": "integer", "minimum": 1, "maximum": maxPage}},
 			{name: "cursor", in: "query", desc: "next from the previous page", schema: map[string]any{"type": "string"}},
 		},
@@ -232,13 +234,13 @@ func nullable(s *jsonschema.Schema) {
 // tenantProp constrains a tenant name of a body; empty is the default
 // tenant, or the key's.
 func tenantProp(p *jsonschema.Schema) {
-	p.Pattern, p.MaxLength = `^(`+nameElem+`)?$`, ptr(maxName)
+	p.Pattern, p.MaxLength = orDefault, ptr(maxName)
 }
 
 // repoProp constrains a repository name; empty leaves it to a default,
 // all lets "*" stand for every repository of the tenant.
 func repoProp(p *jsonschema.Schema, empty, all bool) {
-	name := nameElem + `(/` + nameElem + `)*`
+	name := repoName
 	if all {
 		name = `\*|` + name
 	}

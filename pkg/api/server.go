@@ -406,14 +406,9 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, errors.New("no repo: name one in repo, several in repos, or \"*\" for all"))
 		return
 	}
-	for _, name := range repos {
-		if name == AllRepos {
-			continue
-		}
-		if err := validRepo(req.Tenant, name); err != nil {
-			writeError(w, http.StatusBadRequest, err)
-			return
-		}
+	if err := validRepos(req.Tenant, repos); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
 	}
 	pay, ok := s.authorizePayer(w, r, req.Tenant, keys.Query)
 	if !ok {
@@ -635,6 +630,20 @@ func validRepo(tenant, repo string) error {
 	}
 	if !index.ValidName(repo) {
 		return fmt.Errorf("invalid repo %q (use letters, digits, . _ - and /; no empty, . or .. element)", repo)
+	}
+	return nil
+}
+
+// validRepos checks each name of a query's repositories ("*" stands for
+// all of them and is not a name).
+func validRepos(tenant string, repos []string) error {
+	for _, name := range repos {
+		if name == AllRepos {
+			continue
+		}
+		if err := validRepo(tenant, name); err != nil {
+			return err
+		}
 	}
 	return nil
 }
