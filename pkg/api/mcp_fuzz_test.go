@@ -14,20 +14,25 @@ import (
 	"codectx/pkg/testrepo"
 )
 
-// betaMarker is in every file of tenant beta's repository: no answer to
-// acme may hold it.
-const betaMarker = "BetaLedgerSecret7f3a"
+// Tenant beta's repository: betaName is its function's name, which the
+// seeds ask for (and an error may echo back); betaSecret is in every
+// chunk of it and in no argument, so no answer to acme may hold it.
+const (
+	betaName   = "BetaLedgerPost"
+	betaSecret = "k7Qx2Vz9LedgerSecret"
+)
 
 // FuzzMCPTools calls the MCP tools as tenant acme with arguments an agent
 // (or whoever holds acme's key) may send, over the SDK's in-memory
-// transport as `codectx mcp` serves them: no call may panic, hang or
-// answer with tenant beta's code, names or repositories.
+// transport as `codectx mcp` serves them: no call may panic (the SDK
+// does not recover a tool's panic, so it ends the fuzz), hang or answer
+// with tenant beta's code, names or repositories.
 func FuzzMCPTools(f *testing.F) {
 	store := shopStore(f)
 	beta := testrepo.New(f)
 	beta.Commit("initial", map[string]string{
-		"ledger/ledger.go": "// Package ledger is beta's.\npackage ledger\n\n// " + betaMarker + " posts an entry.\nfunc " + betaMarker + "(amount int) int { return amount }\n",
-		"cart.go":          "package ledger\n\n// CartTotal is beta's " + betaMarker + ".\nfunc CartTotal() int { return 1 }\n",
+		"ledger/ledger.go": "// Package ledger is beta's " + betaSecret + ".\npackage ledger\n\n// " + betaName + " posts an entry: " + betaSecret + ".\nfunc " + betaName + "(amount int) string { return \"" + betaSecret + "\" }\n",
+		"cart.go":          "// " + betaSecret + "\npackage ledger\n\n// CartTotal is beta's " + betaSecret + ".\nfunc CartTotal() string { return \"" + betaSecret + "\" }\n",
 	})
 	ctx := context.Background()
 	if _, err := index.Build(ctx, store, beta.Dir, index.Options{Tenant: "beta", Name: "shop"}); err != nil {
@@ -52,10 +57,10 @@ func FuzzMCPTools(f *testing.F) {
 		args string
 	}{
 		{0, `{"query":"cart total","repos":["*"]}`},
-		{0, `{"query":"` + betaMarker + `","tenant":"beta"}`},
+		{0, `{"query":"` + betaName + `","tenant":"beta"}`},
 		{0, `{"query":"CartTotal","repos":["shop","../beta/shop"],"budget":1,"languages":["go"],"session":"s1"}`},
 		{1, `{"name":"VATLine"}`},
-		{1, `{"name":"` + betaMarker + `","repos":["*"]}`},
+		{1, `{"name":"` + betaName + `","repos":["*"]}`},
 		{2, `{"path":"tax/tax.go"}`},
 		{2, `{"name":"CartTotal","repos":["shop"]}`},
 		{3, `{"name":"VATLine","depth":6,"repo":"billing"}`},
@@ -84,11 +89,8 @@ func FuzzMCPTools(f *testing.F) {
 			return // refused by the tool's input schema: a protocol error
 		}
 		answer, _ := json.Marshal(res)
-		if strings.Contains(string(answer), betaMarker) {
+		if strings.Contains(string(answer), betaSecret) {
 			t.Fatalf("%s %s: the answer holds tenant beta's code: %.300s", name, args, answer)
-		}
-		if res.IsError && strings.Contains(strings.ToLower(string(answer)), "panic") {
-			t.Fatalf("%s %s: %.300s", name, args, answer)
 		}
 	})
 }
