@@ -53,6 +53,7 @@ func (p Principal) tenantFor(asked string) (string, error) {
 // Limits of the MCP tools' answers.
 const (
 	mcpDefaultBudget = 6000
+	mcpMaxBudget     = 100_000
 	maxDefinitions   = 20
 	maxReferences    = 200
 	maxImpact        = 500
@@ -119,13 +120,14 @@ func (s *Server) mcpSingle(w http.ResponseWriter, r *http.Request) bool {
 func (s *Server) MCPServer(p Principal) *mcp.Server {
 	s.init()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "codectx", Title: "codectx code context", Version: Version}, &mcp.ServerOptions{
+		SchemaCache: toolCache,
 		Instructions: "codectx indexes the tenant's git repositories (symbols, BM25, an import/call/type graph). " +
 			"Start with `search` for a task or question; use `symbol`, `references` and `impact` for exact navigation, " +
 			"`read` for a file or line range at the indexed commit, `repos` to see what is indexed. " +
 			"Every result names its source as repo@commit:path#Lstart-Lend.",
 	})
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(bool)}
-	mcp.AddTool(srv, &mcp.Tool{Name: "search", Annotations: ro, Description: "Find the code relevant to a task or question and return it packed into a token budget. " +
+	mcp.AddTool(srv, &mcp.Tool{Name: "search", Annotations: ro, InputSchema: toolSchema[SearchInput](), Description: "Find the code relevant to a task or question and return it packed into a token budget. " +
 		"Give the task in natural language, identifiers, or both (\"where is the retry backoff computed\", \"Router.Mount\"). " +
 		"Searches one repository, a list, or all of the tenant's (\"*\", the default) in one ranking. " +
 		"Returns the context text (chunks headed by repo@commit:path#Lstart-Lend) and the list of chunks. " +
@@ -138,7 +140,7 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 			}
 			return textResult(out.Context), out, nil
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "symbol", Annotations: ro, Description: "Look up the definition of a symbol by name: a function, method, type, class or interface. " +
+	mcp.AddTool(srv, &mcp.Tool{Name: "symbol", Annotations: ro, InputSchema: toolSchema[SymbolInput](), Description: "Look up the definition of a symbol by name: a function, method, type, class or interface. " +
 		"Accepts a short name (\"Mount\") or a qualified one (\"Router.Mount\", \"(*Router).Mount\", \"Flask.add_url_rule\"). " +
 		"Returns each definition with its signature, doc comment, body and provenance."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in SymbolInput) (*mcp.CallToolResult, SymbolOutput, error) {
@@ -148,7 +150,7 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 			}
 			return textResult(out.text()), out, nil
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "references", Annotations: ro, Description: "Find who uses a symbol or a file: the functions that call it or reference its type, " +
+	mcp.AddTool(srv, &mcp.Tool{Name: "references", Annotations: ro, InputSchema: toolSchema[ReferencesInput](), Description: "Find who uses a symbol or a file: the functions that call it or reference its type, " +
 		"and for a file the files that import it. Give name (a symbol) or path (a file). " +
 		"Resolved from the code graph, across repositories too: an import of a package another of the tenant's repositories provides " +
 		"(Go module, npm package, Python distribution, Maven artifact, Cargo crate) reaches that repository's files. " +
@@ -160,7 +162,7 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 			}
 			return textResult(out.text()), out, nil
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "impact", Annotations: ro, Description: "List the files that depend on a file or symbol, directly or transitively (imports, calls, type references): " +
+	mcp.AddTool(srv, &mcp.Tool{Name: "impact", Annotations: ro, InputSchema: toolSchema[ImpactInput](), Description: "List the files that depend on a file or symbol, directly or transitively (imports, calls, type references): " +
 		"what a change there may break, nearest first, in the target's repository and in the tenant's other repositories that import it " +
 		"(Go module, npm package, Python distribution, Maven artifact, Cargo crate). " +
 		"Give path (a file) or name (a symbol), optionally repo (the target's repository) and depth (hops, default 3)."},
@@ -171,7 +173,7 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 			}
 			return textResult(out.text()), out, nil
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "read", Annotations: ro, Description: "Read an indexed file, or a line range of it, exactly as it is at the indexed commit. " +
+	mcp.AddTool(srv, &mcp.Tool{Name: "read", Annotations: ro, InputSchema: toolSchema[ReadInput](), Description: "Read an indexed file, or a line range of it, exactly as it is at the indexed commit. " +
 		"path is relative to the repository root, as search results name it. " +
 		"Without a range, the first 400 lines; at most 2000 lines (and 256 KiB) per call: end_line says where the text ends."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, ReadOutput, error) {
@@ -181,7 +183,7 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 			}
 			return textResult(out.Provenance + "\n" + out.Text), out, nil
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "repos", Annotations: ro, Description: "List the indexed repositories of the tenant with the commit each is indexed at, " +
+	mcp.AddTool(srv, &mcp.Tool{Name: "repos", Annotations: ro, InputSchema: toolSchema[ReposInput](), Description: "List the indexed repositories of the tenant with the commit each is indexed at, " +
 		"when it was indexed and how many files it has. Use the names in the repos argument of the other tools."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ReposInput) (*mcp.CallToolResult, ReposOutput, error) {
 			out, err := s.toolRepos(ctx, p, in)
@@ -202,7 +204,7 @@ type SearchInput struct {
 	Query     string   `json:"query" jsonschema:"the task or question, in natural language and/or identifiers"`
 	Repos     []string `json:"repos,omitempty" jsonschema:"repositories to search, as the repos tool names them; [\"*\"] (the default) searches all of the tenant's"`
 	Budget    *int     `json:"budget,omitempty" jsonschema:"token budget of the packed context (o200k tokens), 1 to 100000; default 6000 when left out"`
-	Languages []string `json:"languages,omitempty" jsonschema:"only chunks in these languages: go, python, typescript, tsx, javascript, java, rust, markdown, text"`
+	Languages []string `json:"languages,omitempty" jsonschema:"only chunks in these languages"`
 	Session   string   `json:"session,omitempty" jsonschema:"an id you choose for this conversation: later searches with it do not resend chunks already sent and name them instead"`
 	Tenant    string   `json:"tenant,omitempty" jsonschema:"tenant to act for; only an operator key may name another than its own"`
 }
@@ -244,8 +246,8 @@ func (s *Server) toolSearch(ctx context.Context, p Principal, in SearchInput) (S
 	if in.Budget != nil {
 		budget = *in.Budget
 	}
-	if budget < 1 || budget > 100_000 {
-		return SearchOutput{}, fmt.Errorf("budget %d out of range (1..100000)", budget)
+	if budget < 1 || budget > mcpMaxBudget {
+		return SearchOutput{}, fmt.Errorf("budget %d out of range (1..%d)", budget, mcpMaxBudget)
 	}
 	repos := in.Repos
 	if len(repos) == 0 {

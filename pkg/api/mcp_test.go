@@ -168,15 +168,16 @@ func CheckTools(ctx context.Context, t *testing.T, cs *mcp.ClientSession) {
 	}
 
 	// A budget left out is the default; 0 or a negative one is an error,
-	// not a silent default.
+	// not a silent default: the input schema's range refuses it, naming
+	// the argument.
 	call(ctx, t, cs, "search", map[string]any{"query": "cart total"}, &so)
 	if so.Budget != 6000 {
 		t.Errorf("search without a budget packed to %d, want the default 6000", so.Budget)
 	}
 	for _, b := range []int{0, -5, 100_001} {
 		res := call(ctx, t, cs, "search", map[string]any{"query": "cart total", "budget": b}, nil)
-		if !res.IsError || !strings.Contains(text(res), "out of range") {
-			t.Errorf("search with budget %d: want an out-of-range tool error, got %q", b, text(res))
+		if !res.IsError || !strings.Contains(text(res), "/properties/budget") {
+			t.Errorf("search with budget %d: want a tool error naming the budget, got %q", b, text(res))
 		}
 	}
 

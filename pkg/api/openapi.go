@@ -181,15 +181,12 @@ var requestRules = map[reflect.Type]func(*jsonschema.Schema){
 		tenantProp(s.Properties["tenant"])
 		repoProp(s.Properties["repo"], true, true)
 		reposProp(s.Properties["repos"])
-		q := s.Properties["query"]
-		q.MinLength, q.Pattern = ptr(1), "[^"+spaceChars+"]"
+		textProp(s.Properties["query"])
 		b := s.Properties["budget"]
 		b.Minimum, b.Maximum = ptr(1.0), ptr(1_000_000.0)
 		s.Properties["arms"].Items.Enum = anys(query.AllArms)
-		l := s.Properties["languages"]
-		l.Items.Enum, l.MaxItems = anys(codectx.LanguageNames()), ptr(maxLanguages)
-		l.Description += " (" + languageList + ")"
-		s.Properties["session"].Pattern = `^[A-Za-z0-9_-]{0,128}$`
+		languagesProp(s.Properties["languages"])
+		sessionProp(s.Properties["session"])
 		// repo, repos or both name what to search.
 		s.AnyOf = []*jsonschema.Schema{
 			{Required: []string{"repo"}, Properties: map[string]*jsonschema.Schema{"repo": {Type: "string", MinLength: ptr(1)}}},
@@ -197,17 +194,12 @@ var requestRules = map[reflect.Type]func(*jsonschema.Schema){
 		}
 	},
 	typeOf[ImpactInput](): func(s *jsonschema.Schema) {
-		tenantProp(s.Properties["tenant"])
-		repoProp(s.Properties["repo"], true, false)
+		toolRules[typeOf[ImpactInput]()](s)
 		s.Properties["repo"].Examples = []any{"shop"}
-		reposProp(s.Properties["repos"])
-		d := s.Properties["depth"]
-		d.Minimum, d.Maximum = ptr(0.0), ptr(float64(maxImpactDepth))
 		exactlyOne(s, "name", "path")
 	},
 	typeOf[ReferencesInput](): func(s *jsonschema.Schema) {
-		tenantProp(s.Properties["tenant"])
-		reposProp(s.Properties["repos"])
+		toolRules[typeOf[ReferencesInput]()](s)
 		exactlyOne(s, "name", "path")
 	},
 	typeOf[IndexRequest](): func(s *jsonschema.Schema) {
@@ -254,6 +246,23 @@ func repoProp(p *jsonschema.Schema, empty, all bool) {
 func reposProp(p *jsonschema.Schema) {
 	repoProp(p.Items, false, true)
 	p.MaxItems = ptr(maxRepos)
+}
+
+// textProp constrains a query or a name the handler trims: it needs a
+// character outside unicode.IsSpace.
+func textProp(p *jsonschema.Schema) {
+	p.MinLength, p.Pattern = ptr(1), "[^"+spaceChars+"]"
+}
+
+// languagesProp constrains a list of languages to restrict answers to.
+func languagesProp(p *jsonschema.Schema) {
+	p.Items.Enum, p.MaxItems = anys(codectx.LanguageNames()), ptr(maxLanguages)
+	p.Description += " (" + languageList + ")"
+}
+
+// sessionProp constrains a session id (session.Key's rule).
+func sessionProp(p *jsonschema.Schema) {
+	p.Pattern = `^[A-Za-z0-9_-]{0,128}$`
 }
 
 // exactlyOne says that exactly one of fields a and b is given, not empty.

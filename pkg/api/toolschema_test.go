@@ -1,0 +1,175 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestToolSchemasAgreeWithTools: each MCP tool's input schema says what
+// the tool checks, no more. Arguments the schema refuses are refused by
+// the SDK, naming the argument, and by the tool's own checks too when it
+// is called without the schema, so the schema is not stricter than the
+// tool; arguments it accepts are answered over MCP, not refused.
+func TestToolSchemasAgreeWithTools(t *testing.T) {
+	ctx := context.Background()
+	store := manyRepos(t, "acme", 1, "package a\n\n// ParseToken parses.\nfunc ParseToken() {}\n\nfunc use() { ParseToken() }\n")
+	s := &Server{Store: store}
+	p := Principal{Tenant: "acme"}
+	cs := inMemoryTools(ctx, t, s.MCPServer(p))
+
+	direct := map[string]func(json.RawMessage) error{
+		"search":     directly(ctx, p, s.toolSearch),
+		"symbol":     directly(ctx, p, s.toolSymbol),
+		"references": directly(ctx, p, s.toolReferences),
+		"impact":     directly(ctx, p, s.toolImpact),
+		"read":       directly(ctx, p, s.toolRead),
+		"repos":      directly(ctx, p, s.toolRepos),
+	}
+	many := `"r00"` + strings.Repeat(`,"r00"`, maxRepos)
+	langs := `"go"` + strings.Repeat(`,"go"`, maxLanguages)
+	for _, c := range []struct {
+		tool, args string
+		valid      bool
+	}{
+		{"search", `{"query":"ParseToken"}`, true},
+		{"search", `{"query":"ParseToken","repos":["*","r00"],"budget":1,"languages":["go"],"session":"s-1"}`, true},
+		{"search", `{"query":" parse ","budget":100000,"tenant":"acme","languages":[]}`, true},
+		{"search", `{"query":"ParseToken","budget":null}`, true},
+		{"search", `{}`, false},
+		{"search", `{"query":""}`, false},
+		{"search", `{"query":" \t\u3000"}`, false},
+		{"search", `{"query":"x","budget":0}`, false},
+		{"search", `{"query":"x","budget":100001}`, false},
+		{"search", `{"query":"x","budget":1.5}`, false},
+		{"search", `{"query":"x","languages":["golang"]}`, false},
+		{"search", `{"query":"x","languages":[` + langs + `]}`, false},
+		{"search", `{"query":"x","session":"a b"}`, false},
+		{"search", `{"query":"x","session":"` + strings.Repeat("s", 129) + `"}`, false},
+		{"search", `{"query":"x","repos":["../r00"]}`, false},
+		{"search", `{"query":"x","repos":["*",".."]}`, false},
+		{"search", `{"query":"x","repos":[` + many + `]}`, false},
+		{"search", `{"query":"x","tenant":"a b"}`, false},
+		{"symbol", `{"name":"ParseToken"}`, true},
+		{"symbol", `{"name":" ParseToken ","repos":["r00"]}`, true},
+		{"symbol", `{"name":""}`, false},
+		{"symbol", `{"name":"  "}`, false},
+		{"symbol", `{"name":"ParseToken","repos":["a//b"]}`, false},
+		{"references", `{"name":"ParseToken"}`, true},
+		{"references", `{"path":"a.go","repos":["r00"]}`, true},
+		{"references", `{"name":"ParseToken","tenant":"../t"}`, false},
+		{"references", `{"name":"ParseToken","repos":[""]}`, false},
+		{"impact", `{"path":"a.go","repo":"r00","depth":6}`, true},
+		{"impact", `{"name":"ParseToken","depth":0,"repo":""}`, true},
+		{"impact", `{"name":"ParseToken","depth":7}`, false},
+		{"impact", `{"name":"ParseToken","depth":-1}`, false},
+		{"impact", `{"name":"ParseToken","repo":"a b"}`, false},
+		{"read", `{"repo":"r00","path":"a.go"}`, true},
+		{"read", `{"repo":"r00","path":"./a.go","start_line":0,"end_line":0}`, true},
+		{"read", `{"repo":"r00","path":"a.go","start_line":2,"end_line":3}`, true},
+		{"read", `{"path":"a.go"}`, false},
+		{"read", `{"repo":"","path":"a.go"}`, false},
+		{"read", `{"repo":"r00","path":""}`, false},
+		{"read", `{"repo":"r00","path":"a.go","start_line":-1}`, false},
+		{"read", `{"repo":"r00","path":"a.go","end_line":-1}`, false},
+		{"read", `{"repo":"*","path":"a.go"}`, false},
+		{"repos", `{}`, true},
+		{"repos", `{"tenant":"acme"}`, true},
+		{"repos", `{"tenant":"a/b"}`, false},
+	} {
+		var args map[string]any
+		if err := json.Unmarshal([]byte(c.args), &args); err != nil {
+			t.Fatalf("%s %s: %v", c.tool, c.args, err)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s %.80s: %v", c.tool, c.args, err)
+		}
+		answer := toolText(res)
+		if c.valid {
+			if res.IsError {
+				t.Errorf("%s %.80s: the schema accepts it; want it answered, got: %s", c.tool, c.args, answer)
+			}
+			continue
+		}
+		if !res.IsError || !strings.Contains(answer, `validating "arguments"`) {
+			t.Errorf("%s %.80s: the schema should refuse it; answered %.200s", c.tool, c.args, answer)
+		}
+		if err := direct[c.tool](json.RawMessage(c.args)); err == nil {
+			t.Errorf("%s %.80s: the schema refuses it, the tool alone answers it", c.tool, c.args)
+		}
+	}
+}
+
+// TestToolSchemasServed: tools/list serves the rules, and no input
+// schema has anyOf, oneOf or allOf at its top, which several MCP clients
+// refuse in a tool.
+func TestToolSchemasServed(t *testing.T) {
+	ctx := context.Background()
+	cs := inMemoryTools(ctx, t, (&Server{Store: manyRepos(t, "acme", 1, "package a\n")}).MCPServer(Principal{Tenant: "acme"}))
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Tools) != 6 {
+		t.Fatalf("%d tools, want 6", len(list.Tools))
+	}
+	for _, tool := range list.Tools {
+		var s map[string]any
+		b, _ := json.Marshal(tool.InputSchema)
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"anyOf", "oneOf", "allOf"} {
+			if s[k] != nil {
+				t.Errorf("%s: input schema has %s at its top", tool.Name, k)
+			}
+		}
+		tenant, _ := s["properties"].(map[string]any)["tenant"].(map[string]any)
+		if tenant["pattern"] != orDefault {
+			t.Errorf("%s: tenant argument %v, want the tenant pattern", tool.Name, tenant)
+		}
+	}
+}
+
+func inMemoryTools(ctx context.Context, t *testing.T, srv *mcp.Server) *mcp.ClientSession {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// directly calls a tool's method with args decoded as its argument type,
+// without the input schema.
+func directly[In, Out any](ctx context.Context, p Principal, f func(context.Context, Principal, In) (Out, error)) func(json.RawMessage) error {
+	return func(args json.RawMessage) error {
+		var in In
+		if err := json.Unmarshal(args, &in); err != nil {
+			return err
+		}
+		_, err := f(ctx, p, in)
+		return err
+	}
+}
+
+func toolText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
