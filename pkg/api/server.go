@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -162,6 +164,9 @@ type Server struct {
 	openapiOnce sync.Once
 	openapiDoc  []byte // the OpenAPI document, encoded once (Routes do not change)
 	openapiErr  error
+
+	mcpMu      sync.Mutex
+	mcpServers map[Principal]*mcp.Server // /v1/mcp's server of each caller (mcpServerFor)
 }
 
 // init fills in the defaults, once.
