@@ -78,8 +78,11 @@ func whole(name string, f *float64) (n int, set bool, err error) {
 	if f == nil {
 		return 0, false, nil
 	}
-	if *f != math.Trunc(*f) || math.Abs(*f) > math.MaxInt32 {
+	if *f != math.Trunc(*f) {
 		return 0, false, fmt.Errorf("%s %v: want a whole number", name, *f)
+	}
+	if math.Abs(*f) > math.MaxInt32 {
+		return 0, false, fmt.Errorf("%s %v: out of range", name, *f)
 	}
 	return int(*f), true, nil
 }

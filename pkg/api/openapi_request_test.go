@@ -182,6 +182,10 @@ func TestBodyTypeErrors(t *testing.T) {
 		{"/v1/query", `{"tenant":"acme","repos":[1],"query":"x"}`, "bad request body: field repos: got a JSON number, want string"},
 		{"/v1/impact", `{"tenant":"acme","name":"x","repo":{}}`, "bad request body: field repo: got a JSON object, want string"},
 		{"/v1/references", `{"tenant":"acme","name":["x"]}`, "bad request body: field name: got a JSON array, want string"},
+		// A budget or depth is a whole number in range.
+		{"/v1/query", `{"tenant":"acme","repo":"shop","query":"x","budget":1.5}`, "bad request body: budget 1.5: want a whole number"},
+		{"/v1/query", `{"tenant":"acme","repo":"shop","query":"x","budget":3e9}`, "bad request body: budget 3e+09: out of range"},
+		{"/v1/impact", `{"tenant":"acme","name":"x","depth":-3e10}`, "bad request body: depth -3e+10: out of range"},
 	} {
 		code, body := postRaw(t, hs.URL+c.path, admin, c.body)
 		var e struct{ Error string }
