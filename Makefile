@@ -49,6 +49,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLiterals$$' -fuzztime 20000x -fuzzminimizetime 1s -timeout 3m ./pkg/query/
 	$(GO) test -run '^$$' -fuzz '^FuzzLocation$$' -fuzztime 5000x -fuzzminimizetime 1s -timeout 3m ./pkg/api/
 	$(GO) test -run '^$$' -fuzz '^FuzzMCPTools$$' -fuzztime 5000x -fuzzminimizetime 1s -timeout 3m ./pkg/api/
+	$(GO) test -run '^$$' -fuzz '^FuzzWebhookSigned$$' -fuzztime 2000x -fuzzminimizetime 1s -timeout 3m ./pkg/api/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 20000x -fuzzminimizetime 1s -timeout 3m ./pkg/segment/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 6000x -fuzzminimizetime 1s -timeout 3m ./pkg/bm25/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEntry$$' -fuzztime 20000x -fuzzminimizetime 1s -timeout 3m ./pkg/index/
