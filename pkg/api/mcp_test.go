@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -300,4 +301,48 @@ func TestMCPInProcess(t *testing.T) {
 	}
 	defer cs.Close()
 	CheckTools(ctx, t, cs)
+}
+
+// TestMCPServersPerCaller: /v1/mcp keeps one MCP server per caller; two
+// tenants' clients calling at once, over fresh sessions each time, each
+// get only their own tenant's code (run under -race in make race).
+func TestMCPServersPerCaller(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store := shopStore(t)
+	beta := testrepo.New(t)
+	beta.Commit("initial", map[string]string{"cart.go": "// " + betaSecret + "\npackage ledger\n\n// CartTotal is beta's cart total: " + betaSecret + ".\nfunc CartTotal() string { return \"" + betaSecret + "\" }\n"})
+	if _, err := index.Build(ctx, store, beta.Dir, index.Options{Tenant: "beta", Name: "shop"}); err != nil {
+		t.Fatal(err)
+	}
+	keys := api.Keys{api.HashKey("acme-key"): "acme", api.HashKey("beta-key"): "beta"}
+	srv := httptest.NewServer((&api.Server{Store: store, Routes: api.QueryRoutes, Keys: keys, Limits: api.Limits{Rate: -1, TenantConcurrency: -1}}).Handler())
+	defer srv.Close()
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Go(func() {
+			for i := range 8 {
+				tenant, own, other := "acme", "shopping cart", betaSecret
+				if (g+i)%2 == 1 {
+					tenant, own, other = "beta", betaSecret, "shopping cart"
+				}
+				cs, err := connectHTTP(ctx, t, srv.URL, tenant+"-key")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search", Arguments: map[string]any{"query": "cart total", "repos": []string{"shop"}}})
+				cs.Close()
+				if err != nil || res.IsError {
+					t.Errorf("%s: %v %v", tenant, err, res)
+					return
+				}
+				if got := text(res); !strings.Contains(got, own) || strings.Contains(got, other) {
+					t.Errorf("%s's search: %.300q, want its own code only", tenant, got)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
