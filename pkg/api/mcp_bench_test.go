@@ -39,17 +39,7 @@ func BenchmarkMCPCall(b *testing.B) {
 		}
 	})
 	b.Run("in-memory, one server", func(b *testing.B) {
-		st, ct := mcp.NewInMemoryTransports()
-		ss, err := s.MCPServer(Principal{Tenant: "acme"}).Connect(ctx, st, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer ss.Close()
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer cs.Close()
+		cs := InMemoryTools(ctx, b, s.MCPServer(Principal{Tenant: "acme"}))
 		for b.Loop() {
 			if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "repos", Arguments: map[string]any{}}); err != nil || res.IsError {
 				b.Fatal(err, res)

@@ -38,18 +38,7 @@ func FuzzMCPTools(f *testing.F) {
 	if _, err := index.Build(ctx, store, beta.Dir, index.Options{Tenant: "beta", Name: "shop"}); err != nil {
 		f.Fatal(err)
 	}
-	srv := (&api.Server{Store: store}).MCPServer(api.Principal{Tenant: "acme"})
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "fuzz", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { cs.Close() })
+	cs := api.InMemoryTools(ctx, f, (&api.Server{Store: store}).MCPServer(api.Principal{Tenant: "acme"}))
 
 	tools := []string{"search", "symbol", "references", "impact", "read", "repos"}
 	for _, seed := range []struct {

@@ -94,15 +94,7 @@ func call(ctx context.Context, t *testing.T, cs *mcp.ClientSession, tool string,
 	return res
 }
 
-func text(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
+var text = api.ToolText
 
 // CheckTools calls every tool once against acme's two repositories and
 // checks what a model would rely on. Both transports' tests run it.
@@ -289,18 +281,7 @@ func TestMCPInProcess(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	srv := (&api.Server{Store: shopStore(t)}).MCPServer(api.Principal{Tenant: "acme"})
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	CheckTools(ctx, t, cs)
+	CheckTools(ctx, t, api.InMemoryTools(ctx, t, srv))
 }
 
 // TestMCPServersPerCaller: /v1/mcp keeps one MCP server per caller; two

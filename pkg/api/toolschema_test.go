@@ -19,7 +19,7 @@ func TestToolSchemasAgreeWithTools(t *testing.T) {
 	store := manyRepos(t, "acme", 1, "package a\n\n// ParseToken parses.\nfunc ParseToken() {}\n\nfunc use() { ParseToken() }\n")
 	s := &Server{Store: store}
 	p := Principal{Tenant: "acme"}
-	cs := inMemoryTools(ctx, t, s.MCPServer(p))
+	cs := InMemoryTools(ctx, t, s.MCPServer(p))
 
 	direct := map[string]func(json.RawMessage) error{
 		"search":     directly(ctx, p, s.toolSearch),
@@ -88,7 +88,7 @@ func TestToolSchemasAgreeWithTools(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s %.80s: %v", c.tool, c.args, err)
 		}
-		answer := toolText(res)
+		answer := ToolText(res)
 		if c.valid {
 			if res.IsError {
 				t.Errorf("%s %.80s: the schema accepts it; want it answered, got: %s", c.tool, c.args, answer)
@@ -109,7 +109,7 @@ func TestToolSchemasAgreeWithTools(t *testing.T) {
 // refuse in a tool.
 func TestToolSchemasServed(t *testing.T) {
 	ctx := context.Background()
-	cs := inMemoryTools(ctx, t, (&Server{Store: manyRepos(t, "acme", 1, "package a\n")}).MCPServer(Principal{Tenant: "acme"}))
+	cs := InMemoryTools(ctx, t, (&Server{Store: manyRepos(t, "acme", 1, "package a\n")}).MCPServer(Principal{Tenant: "acme"}))
 	list, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -135,22 +135,6 @@ func TestToolSchemasServed(t *testing.T) {
 	}
 }
 
-func inMemoryTools(ctx context.Context, t *testing.T, srv *mcp.Server) *mcp.ClientSession {
-	t.Helper()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
-}
-
 // directly calls a tool's method with args decoded as its argument type,
 // without the input schema.
 func directly[In, Out any](ctx context.Context, p Principal, f func(context.Context, Principal, In) (Out, error)) func(json.RawMessage) error {
@@ -162,14 +146,4 @@ func directly[In, Out any](ctx context.Context, p Principal, f func(context.Cont
 		_, err := f(ctx, p, in)
 		return err
 	}
-}
-
-func toolText(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
 }
