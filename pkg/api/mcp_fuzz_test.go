@@ -75,7 +75,7 @@ func FuzzMCPTools(f *testing.F) {
 			t.Fatalf("%s %s: no answer in 10 s", name, args)
 		}
 		if err != nil {
-			return // refused by the tool's input schema: a protocol error
+			return // a protocol error; a call its input schema refuses is a tool error, checked below
 		}
 		answer, _ := json.Marshal(res)
 		if strings.Contains(string(answer), betaSecret) {
