@@ -66,10 +66,7 @@ func (s *Server) listRepos(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	tenant := q.Get("tenant")
-	if tenant == "" {
-		tenant = index.DefaultTenant
-	}
+	tenant := s.tenantOr(r, q.Get("tenant"))
 	if !index.ValidTenant(tenant) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("invalid tenant %q", tenant))
 		return

@@ -31,7 +31,7 @@ import (
 
 // QueryRequest is the body of POST /v1/query.
 type QueryRequest struct {
-	Tenant    string   `json:"tenant,omitempty" jsonschema:"tenant whose repositories to search; default: default"`
+	Tenant    string   `json:"tenant,omitempty" jsonschema:"tenant whose repositories to search; default: the API key's tenant (a tenant's key), else default"`
 	Repo      string   `json:"repo,omitempty" jsonschema:"one repository to search, or * for all of the tenant's; name one in repo or repos"`
 	Repos     []string `json:"repos,omitempty" jsonschema:"repositories to search, fused into one ranking and one budget (at most 1000); * stands for all of the tenant's"`
 	Query     string   `json:"query" jsonschema:"the question or task, in words, code or both; at most 8 KiB unless the server sets another limit"`
@@ -89,7 +89,7 @@ func whole(name string, f *float64) (n int, set bool, err error) {
 
 // IndexRequest is the body of POST /v1/index.
 type IndexRequest struct {
-	Tenant   string `json:"tenant,omitempty" jsonschema:"tenant to index for; default: default"`
+	Tenant   string `json:"tenant,omitempty" jsonschema:"tenant to index for; default: the API key's tenant (a tenant's key), else default"`
 	Repo     string `json:"repo,omitempty" jsonschema:"repository name; default: derived from the location"`
 	Location string `json:"location" jsonschema:"clone URL, or a path on the server's machine (an operator's key only); at most 4 KiB"`
 	Commit   string `json:"commit,omitempty" jsonschema:"revision to index (hash, branch, tag); default: the location's HEAD"`

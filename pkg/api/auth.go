@@ -214,6 +214,23 @@ func (s *Server) authenticated(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// tenantOr is the tenant a request acts for: asked, or when it names
+// none, its key's tenant (a tenant's key), else the default tenant (an
+// operator's key, or no keys). Leaving the tenant out with a tenant's
+// key was a 403 for tenant "default" on the REST routes, while the same
+// key on /v1/mcp acted for its own tenant.
+func (s *Server) tenantOr(r *http.Request, asked string) string {
+	if asked != "" {
+		return asked
+	}
+	if s.keysOn() {
+		if k, known, _ := s.keyOwner(r); known && k.Tenant != AllTenants {
+			return k.Tenant
+		}
+	}
+	return index.DefaultTenant
+}
+
 // unauthorized writes the 401 answer to a request without a known key:
 // none sent, or (sent) one that is not listed.
 func unauthorized(w http.ResponseWriter, sent bool) {

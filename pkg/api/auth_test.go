@@ -28,7 +28,7 @@ func TestAPIKeys(t *testing.T) {
 		}
 		return http.StatusOK
 	}
-	q := QueryRequest{Repo: "demo", Query: "ParseToken", Budget: 500}
+	q := QueryRequest{Tenant: "default", Repo: "demo", Query: "ParseToken", Budget: 500}
 	tests := []struct {
 		key  string
 		want int

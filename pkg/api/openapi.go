@@ -98,7 +98,7 @@ var routeDocs = []routeDoc{
 	{pattern: "GET /v1/repos", path: "/v1/repos", id: "listRepos", scope: "query",
 		summary: "The tenant's indexed repositories, by name, a page at a time",
 		params: []paramDoc{
-			{name: "tenant", in: "query", desc: "tenant (default: default)", schema: map[string]any{"type": "string", "pattern": orDefault, "maxLength": maxName}},
+			{name: "tenant", in: "query", desc: "tenant (default: the API key's tenant for a tenant's key, else default)", schema: map[string]any{"type": "string", "pattern": orDefault, "maxLength": maxName}},
 			{name: "limit", in: "query", desc: "page size, 1..500 (default 50)", schema: map[string]any{"type": "integer", "minimum": 1, "maximum": maxPage}},
 			{name: "cursor", in: "query", desc: "next from the previous page", schema: map[string]any{"type": "string"}},
 		},

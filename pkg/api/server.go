@@ -396,9 +396,7 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, s.limits.QueryBody, &req) {
 		return
 	}
-	if req.Tenant == "" {
-		req.Tenant = index.DefaultTenant
-	}
+	req.Tenant = s.tenantOr(r, req.Tenant)
 	repos := req.Repos
 	if req.Repo != "" {
 		repos = append([]string{req.Repo}, repos...)
@@ -523,9 +521,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, s.limits.IndexBody, &req) {
 		return
 	}
-	if req.Tenant == "" {
-		req.Tenant = index.DefaultTenant
-	}
+	req.Tenant = s.tenantOr(r, req.Tenant)
 	if !index.ValidTenant(req.Tenant) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("invalid tenant %q", req.Tenant))
 		return

@@ -322,8 +322,8 @@ func crossLinks(g *xrepo.Graph) query.CrossLinks {
 }
 
 // graphRoute serves POST /v1/impact and /v1/references: the MCP tools of
-// the same names over plain HTTP, for the tenant the body names (default
-// "default") with a key of scope query.
+// the same names over plain HTTP, for the tenant the body names (default:
+// tenantOr's) with a key of scope query.
 func graphRoute[In, Out any](s *Server, tool func(*Server, context.Context, Principal, In) (Out, error), tenantOf func(*In) *string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !s.authenticated(w, r) {
@@ -334,9 +334,7 @@ func graphRoute[In, Out any](s *Server, tool func(*Server, context.Context, Prin
 			return
 		}
 		t := tenantOf(&in)
-		if *t == "" {
-			*t = index.DefaultTenant
-		}
+		*t = s.tenantOr(r, *t)
 		if !index.ValidTenant(*t) {
 			writeError(w, http.StatusBadRequest, fmt.Errorf("invalid tenant %q", *t))
 			return
