@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -46,7 +47,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	data := fs.String("data", dataDir(), "data directory (embedded mode)")
 	name := fs.String("name", "", "repository name (default: derived from the path or URL)")
-	tenant := fs.String("tenant", index.DefaultTenant, "tenant")
+	tenant := fs.String("tenant", "", "tenant (default: with --server, the API key's tenant for a tenant's key, else "+index.DefaultTenant+")")
 	rev := fs.String("rev", "", "revision to index (default HEAD)")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	maxSize := bytesFlag(fs, "max-file-size", 1<<20, "skip files larger than this many `bytes` (a unit may follow: 2MiB)")
@@ -107,7 +108,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}()
 	opt := index.Options{
-		Tenant: *tenant, Name: *name, Rev: *rev,
+		Tenant: cmp.Or(*tenant, index.DefaultTenant), Name: *name, Rev: *rev,
 		CacheDir:       filepath.Join(*data, "clones"),
 		Chunk:          chunk.Options{MaxFileSize: *maxSize},
 		Workers:        *workers,
@@ -157,13 +158,16 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func indexRemote(ctx context.Context, url string, req api.IndexRequest, timeout time.Duration, asJSON bool, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cl := &api.Client{BaseURL: url, Key: os.Getenv(envAPIKey)}
+	cl, err := serverClient(url)
+	if err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
 	if !asJSON {
-		return indexAndWait(ctx, cl, req, stdout)
+		return keyHint(indexAndWait(ctx, cl, req, stdout))
 	}
 	resp, err := cl.Index(ctx, req)
 	if err != nil {
-		return err
+		return keyHint(err)
 	}
 	st, err := cl.WaitIndexed(ctx, resp.Tenant, resp.Repo, req.Commit)
 	if err != nil {

@@ -1,12 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -57,7 +57,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	data := fs.String("data", dataDir(), "data directory (embedded mode)")
 	repo := fs.String("repo", "", "repository name, as indexed (required)")
-	tenant := fs.String("tenant", index.DefaultTenant, "tenant")
+	tenant := fs.String("tenant", "", "tenant (default: with --server, the API key's tenant for a tenant's key, else "+index.DefaultTenant+")")
 	budget := fs.Int("budget", 8000, "hard token budget (o200k tokens), at least 1")
 	langList := fs.String("languages", "", "comma-separated languages to keep: "+strings.Join(codectx.LanguageNames(), ",")+" (default: all)")
 	armList := fs.String("arms", "", "comma-separated arms: "+strings.Join(query.AllArms, ",")+" (default: all available)")
@@ -94,10 +94,13 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	var resp *query.Response
 	if *server != "" {
-		cl := &api.Client{BaseURL: *server, Key: os.Getenv(envAPIKey)}
+		cl, err := serverClient(*server)
+		if err != nil {
+			return fmt.Errorf("query: %w", err)
+		}
 		resp, err = cl.Query(ctx, api.QueryRequest{Tenant: *tenant, Repo: *repo, Query: strings.Join(fs.Args(), " "), Budget: *budget, Arms: arms, NoRoute: *noRoute, Languages: langs})
 		if err != nil {
-			return err
+			return keyHint(err)
 		}
 	} else {
 		store, err := openStore(*data)
@@ -112,7 +115,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err := checkArms(arms, kit); err != nil {
 			return fmt.Errorf("query: %w", err)
 		}
-		seg, err := index.LoadHead(ctx, store, *tenant, *repo)
+		seg, err := index.LoadHead(ctx, store, cmp.Or(*tenant, index.DefaultTenant), *repo)
 		if err != nil {
 			return fmt.Errorf("query: %w (run 'codectx index' first)", err)
 		}
