@@ -81,6 +81,24 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// exposure describes a listen address that is not loopback only: the
+// serving line names a loopback URL, which is how a local client reaches
+// it, not what it binds. warn is set when no API key guards it.
+func exposure(listen string, keys bool) (note string, warn bool) {
+	if isLoopback(listen) {
+		return "", false
+	}
+	host, _, _ := net.SplitHostPort(listen)
+	where := "on " + listen
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		where += ", every interface"
+	}
+	if keys {
+		return "listening " + where + ", not loopback only; API keys are on", false
+	}
+	return "listening " + where + ", not loopback only, and without API keys: anyone who reaches the port can read every indexed repository and index more (start with --keys)", true
+}
+
 func envFloat(key string, def float64) float64 {
 	if v, err := strconv.ParseFloat(env(key, ""), 64); err == nil {
 		return v

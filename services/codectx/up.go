@@ -270,6 +270,13 @@ Stop with SIGINT or SIGTERM.`)
 	}
 	go recordLocations(wctx, srv, log)
 	fmt.Fprintf(stdout, "codectx up: serving on %s (data %s, store %s)\n", hs.URL(), data, where)
+	if note, warn := exposure(c.listen, keyStore != nil); note != "" {
+		fmt.Fprintln(stdout, "codectx up: "+note)
+		if warn {
+			fmt.Fprintln(stderr, "codectx up: WARNING: "+note)
+			log.Warn("the API listens beyond loopback without API keys", "listen", c.listen)
+		}
+	}
 	log.Info("started", "listen", hs.URL(), "temporal", ts.HostPort(), "nats", ns.Addr(), "store", where)
 
 	// Index what was asked for, printing progress; failures are printed
