@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"codectx/pkg/blob"
+	"codectx/pkg/query"
 	"codectx/pkg/session"
 )
 
@@ -21,6 +22,9 @@ func (failingSessions) Load(context.Context, string) (*session.Session, error) {
 }
 func (failingSessions) Save(context.Context, string, *session.Session) error {
 	return errors.New("session store: value too large")
+}
+func (failingSessions) Append(context.Context, string, []query.Sent) (*session.Session, error) {
+	return nil, errors.New("session store: value too large")
 }
 
 // A failing query is logged under a key of the tenant and the status, not

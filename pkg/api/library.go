@@ -350,10 +350,13 @@ func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) 
 		resp.Stale, resp.StaleReason = true, r
 	}
 	if sess != nil {
+		sent := make([]query.Sent, 0, len(resp.Chunks))
 		for _, c := range resp.Chunks {
-			sess.Add(query.Sent{Repo: c.Repo, Commit: c.Commit, Path: c.Path, StartLine: c.StartLine, EndLine: c.EndLine, Symbol: c.Symbol, Tokens: c.Tokens})
+			sent = append(sent, query.Sent{Repo: c.Repo, Commit: c.Commit, Path: c.Path, StartLine: c.StartLine, EndLine: c.EndLine, Symbol: c.Symbol, Tokens: c.Tokens})
 		}
-		if err := s.Sessions.Save(ctx, skey, sess); err != nil {
+		// Appended, not saved: the session's other queries may have
+		// written it since it was read (an agent's calls at once).
+		if sess, err = s.Sessions.Append(ctx, skey, sent); err != nil {
 			return nil, err
 		}
 		s.chargeSession(payer, sess.Bytes(), paid)

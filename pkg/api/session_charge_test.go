@@ -31,6 +31,10 @@ func (bigSessions) Save(context.Context, string, *session.Session) error {
 	return errors.New("session store: unavailable")
 }
 
+func (bigSessions) Append(context.Context, string, []query.Sent) (*session.Session, error) {
+	return nil, errors.New("session store: unavailable")
+}
+
 // A query in a session reads the whole session (up to about 1 MiB) before
 // it searches. Only the write was charged, so a query that failed after
 // the read (here its session's save; a client gone, a repository that

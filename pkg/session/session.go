@@ -56,10 +56,14 @@ func (s *Session) Bytes() int {
 }
 
 // Store keeps sessions by key. Load of an unknown or expired key returns
-// an empty session and no error.
+// an empty session and no error. Append adds chunks to a session in one
+// step, whatever else writes it meanwhile, and returns the session as
+// written: an agent's tool calls in one session may run at once, and
+// each query's Load and Save kept only the last one's chunks.
 type Store interface {
 	Load(ctx context.Context, key string) (*Session, error)
 	Save(ctx context.Context, key string, s *Session) error
+	Append(ctx context.Context, key string, sent []query.Sent) (*Session, error)
 }
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
@@ -111,27 +115,48 @@ func (m *Mem) now() time.Time {
 func (m *Mem) Load(_ context.Context, key string) (*Session, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.load(key), nil
+}
+
+// load reads a session (a copy); with m.mu held.
+func (m *Mem) load(key string) *Session {
 	el, ok := m.m[key]
 	if !ok {
-		return &Session{}, nil
+		return &Session{}
 	}
 	e := el.Value.(*memEntry)
 	if !m.now().Before(e.exp) {
 		m.order.Remove(el)
 		delete(m.m, key)
-		return &Session{}, nil
+		return &Session{}
 	}
-	return &Session{Sent: append([]query.Sent(nil), e.s.Sent...)}, nil
+	return &Session{Sent: append([]query.Sent(nil), e.s.Sent...)}
 }
 
 // Save implements Store.
 func (m *Mem) Save(_ context.Context, key string, s *Session) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.save(key, s)
+	return nil
+}
+
+// Append implements Store.
+func (m *Mem) Append(_ context.Context, key string, sent []query.Sent) (*Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.load(key)
+	s.Add(sent...)
+	m.save(key, s)
+	return s, nil
+}
+
+// save writes a session; with m.mu held.
+func (m *Mem) save(key string, s *Session) {
 	ttl := m.TTL
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.m == nil {
 		m.m = map[string]*list.Element{}
 	}
@@ -162,5 +187,4 @@ func (m *Mem) Save(_ context.Context, key string, s *Session) error {
 		c.Repo, c.Commit, c.Path, c.Symbol = strings.Clone(c.Repo), strings.Clone(c.Commit), strings.Clone(c.Path), strings.Clone(c.Symbol)
 	}
 	m.m[key] = m.order.PushBack(&memEntry{key: key, s: Session{Sent: sent}, exp: now.Add(ttl)})
-	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"codectx/pkg/metrics"
 	"codectx/pkg/netguard"
 	"codectx/pkg/pipeline"
+	"codectx/pkg/query"
 	"codectx/pkg/queue"
 	"codectx/pkg/queue/natsq"
 	"codectx/pkg/session"
@@ -586,6 +587,14 @@ func (l *lazySessions) Save(ctx context.Context, key string, s *session.Session)
 		return err
 	}
 	return st.Save(ctx, key, s)
+}
+
+func (l *lazySessions) Append(ctx context.Context, key string, sent []query.Sent) (*session.Session, error) {
+	st, err := l.store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.Append(ctx, key, sent)
 }
 
 // swapHandler serves through the handler set last.

@@ -9,10 +9,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"codectx/pkg/query"
 	"codectx/pkg/session"
 )
 
@@ -96,19 +98,82 @@ const fitValue = 1000 << 10
 // fits: before, the write failed and so did every later query of the
 // session, until its TTL ran out.
 func (s *Store) Save(ctx context.Context, key string, sess *session.Session) error {
-	data, err := json.Marshal(sess)
+	data, _, err := fit(sess)
 	if err != nil {
 		return err
-	}
-	for len(data) > fitValue && len(sess.Sent) > 0 {
-		drop := max(1, len(sess.Sent)*(len(data)-fitValue)/len(data)+len(sess.Sent)/16)
-		sess = &session.Session{Sent: sess.Sent[min(drop, len(sess.Sent)):]}
-		if data, err = json.Marshal(sess); err != nil {
-			return err
-		}
 	}
 	if _, err := s.kv.Put(ctx, kvKey(key), data); err != nil {
 		return fmt.Errorf("natskv: save session: %w", err)
 	}
 	return nil
+}
+
+// appendTries bounds Append's rounds when other writes of the session
+// keep coming between its read and its write; between rounds it waits a
+// random while, longer each round, so that writers at once spread out.
+const appendTries = 32
+
+// Append implements session.Store: it reads the session and its
+// revision, adds sent, and writes it only if the session's revision is
+// still the one read, else reads again (another replica or query wrote
+// it meanwhile).
+func (s *Store) Append(ctx context.Context, key string, sent []query.Sent) (*session.Session, error) {
+	k := kvKey(key)
+	for try := range appendTries {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("natskv: append to session: %w", ctx.Err())
+			case <-time.After(time.Duration(rand.Int64N(int64(try)*int64(time.Millisecond) + 1))):
+			}
+		}
+		var sess session.Session
+		var rev uint64
+		switch e, err := s.kv.Get(ctx, k); {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("natskv: append to session: %w", err)
+		default:
+			if err := json.Unmarshal(e.Value(), &sess); err != nil {
+				return nil, fmt.Errorf("natskv: decode session: %w", err)
+			}
+			rev = e.Revision()
+		}
+		sess.Add(sent...)
+		data, out, err := fit(&sess)
+		if err != nil {
+			return nil, err
+		}
+		if rev == 0 {
+			_, err = s.kv.Create(ctx, k, data)
+		} else {
+			_, err = s.kv.Update(ctx, k, data, rev)
+		}
+		switch {
+		case err == nil:
+			return out, nil
+		case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+			continue // written meanwhile: read it again
+		default:
+			return nil, fmt.Errorf("natskv: append to session: %w", err)
+		}
+	}
+	return nil, fmt.Errorf("natskv: append to session: written by others %d times in a row", appendTries)
+}
+
+// fit encodes a session, forgetting its oldest chunks until it fits a
+// value, and returns the encoding and the session it holds.
+func fit(sess *session.Session) ([]byte, *session.Session, error) {
+	data, err := json.Marshal(sess)
+	if err != nil {
+		return nil, nil, err
+	}
+	for len(data) > fitValue && len(sess.Sent) > 0 {
+		drop := max(1, len(sess.Sent)*(len(data)-fitValue)/len(data)+len(sess.Sent)/16)
+		sess = &session.Session{Sent: sess.Sent[min(drop, len(sess.Sent)):]}
+		if data, err = json.Marshal(sess); err != nil {
+			return nil, nil, err
+		}
+	}
+	return data, sess, nil
 }

@@ -3,6 +3,8 @@ package sessiontest
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 
 	"codectx/pkg/query"
@@ -40,5 +42,59 @@ func Run(t *testing.T, st session.Store) {
 	again, err := st.Load(ctx, a)
 	if err != nil || len(again.Sent) != 2 || again.Sent[1].Path != "b.go" {
 		t.Fatalf("after the second save: %+v, %v", again, err)
+	}
+	appends(t, st)
+}
+
+// appends checks Append: it creates a session, adds to one, and appends
+// that run at once all land (a Load and a Save of each kept only the
+// last one's chunks).
+func appends(t *testing.T, st session.Store) {
+	ctx := context.Background()
+	key, _ := session.Key("acme", "s-append")
+	chunk := func(g, i int) query.Sent {
+		return query.Sent{Repo: "shop", Commit: "c1", Path: fmt.Sprintf("g%d/f%d.go", g, i), StartLine: 1, EndLine: 2, Tokens: 5}
+	}
+	got, err := st.Append(ctx, key, []query.Sent{chunk(0, 0)})
+	if err != nil || len(got.Sent) != 1 || got.Sent[0] != chunk(0, 0) {
+		t.Fatalf("Append to a new session = %+v, %v", got, err)
+	}
+	const writers, each = 8, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*each)
+	for g := 1; g <= writers; g++ {
+		wg.Go(func() {
+			for i := range each {
+				if _, err := st.Append(ctx, key, []query.Sent{chunk(g, i)}); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Append at once: %v", err)
+	}
+	got, err = st.Load(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[query.Sent]bool{}
+	for _, c := range got.Sent {
+		have[c] = true
+	}
+	for g := 0; g <= writers; g++ {
+		for i := range each {
+			if g == 0 && i > 0 {
+				break
+			}
+			if !have[chunk(g, i)] {
+				t.Fatalf("after %d appends at once the session holds %d chunks; %s is lost", writers*each, len(got.Sent), chunk(g, i).Path)
+			}
+		}
+	}
+	if len(got.Sent) != 1+writers*each {
+		t.Fatalf("session holds %d chunks, want %d", len(got.Sent), 1+writers*each)
 	}
 }
