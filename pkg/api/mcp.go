@@ -686,7 +686,7 @@ type ImpactInput struct {
 	Repo   string   `json:"repo,omitempty" jsonschema:"repository holding the target; default: the target is looked for in every repository searched"`
 	Path   string   `json:"path,omitempty" jsonschema:"file that would change (relative to the repository root)"`
 	Name   string   `json:"name,omitempty" jsonschema:"symbol that would change"`
-	Depth  int      `json:"depth,omitempty" jsonschema:"hops to follow, 1..6, default 3"`
+	Depth  int      `json:"depth,omitempty" jsonschema:"hops to follow, 1..6; 0 or left out: 3"`
 	Repos  []string `json:"repos,omitempty" jsonschema:"repositories to look in; default all of the tenant's"`
 	Tenant string   `json:"tenant,omitempty" jsonschema:"tenant to act for; only an operator key may name another than its own"`
 }
@@ -863,8 +863,8 @@ func impact(segs []*segment.Segment, xg *xrepo.Graph, in ImpactInput, out *Impac
 type ReadInput struct {
 	Repo      string `json:"repo" jsonschema:"repository, as the repos tool or a provenance names it"`
 	Path      string `json:"path" jsonschema:"file path relative to the repository root"`
-	StartLine int    `json:"start_line,omitempty" jsonschema:"first line, 1-based (default 1)"`
-	EndLine   int    `json:"end_line,omitempty" jsonschema:"last line, inclusive (default start_line+399)"`
+	StartLine int    `json:"start_line,omitempty" jsonschema:"first line, 1-based; 0 or left out: 1"`
+	EndLine   int    `json:"end_line,omitempty" jsonschema:"last line, inclusive; 0 or left out: start_line+399"`
 	Tenant    string `json:"tenant,omitempty" jsonschema:"tenant to act for; only an operator key may name another than its own"`
 }
 

@@ -354,12 +354,15 @@ func TestHelpOfEveryCommand(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	out, err := runCLI(t, "version")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f := strings.Fields(out); len(f) < 3 || f[0] != "codectx" || !strings.HasPrefix(f[len(f)-1], "go") {
-		t.Errorf("version = %q, want \"codectx VERSION [REVISION] GOVERSION\"", out)
+	for _, arg := range []string{"version", "--version", "-version"} {
+		out, err := runCLI(t, arg)
+		if err != nil {
+			t.Errorf("codectx %s: %v", arg, err)
+			continue
+		}
+		if f := strings.Fields(out); len(f) < 3 || f[0] != "codectx" || !strings.HasPrefix(f[len(f)-1], "go") {
+			t.Errorf("codectx %s = %q, want \"codectx VERSION [REVISION] GOVERSION\"", arg, out)
+		}
 	}
 }
 

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"codectx/pkg/index"
@@ -79,6 +81,9 @@ func runKey(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	case "list":
 		if len(pos) > 0 {
 			return fmt.Errorf("key list: unexpected arguments %q", pos)
+		}
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("key list: no key file at %s (codectx key create writes one)", path)
 		}
 		ks, err := keys.List(path)
 		if err != nil {

@@ -98,3 +98,38 @@ func TestParseInterspersed(t *testing.T) {
 		t.Error("an unknown flag after the id was accepted")
 	}
 }
+
+// TestKeyListNoFile: key list of a key file that does not exist says so
+// and fails, rather than listing nothing; an existing file without keys
+// lists nothing and succeeds.
+func TestKeyListNoFile(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.json")
+	if err := os.WriteFile(empty, []byte(`{"keys": []}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.json")
+	for _, c := range []struct {
+		name string
+		args []string
+		err  string // "" = success
+	}{
+		{"missing file", []string{"--file", missing}, "no key file at " + missing},
+		{"missing file, json", []string{"--json", "--file", missing}, "no key file at " + missing},
+		{"missing data dir", []string{"--data", filepath.Join(dir, "nodata")}, "no key file at " + filepath.Join(dir, "nodata", "keys.json")},
+		{"empty file", []string{"--file", empty}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := runCLI(t, append([]string{"key", "list"}, c.args...)...)
+			if c.err == "" {
+				if err != nil || out != "" {
+					t.Fatalf("key list = %q, %v; want nothing and no error", out, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "codectx key create") {
+				t.Fatalf("key list = %q, %v; want an error saying %q", out, err, c.err)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -85,13 +86,35 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
+// deniedTransport notes whether the server answered 401: the MCP client's
+// error names only the status text.
+type deniedTransport struct {
+	next   http.RoundTripper
+	denied atomic.Bool
+}
+
+func (d *deniedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := d.next.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		d.denied.Store(true)
+	}
+	return resp, err
+}
+
 // mcpProxy connects to the server's /v1/mcp and returns a local MCP
 // server that offers the same tools and forwards each call.
 func mcpProxy(ctx context.Context, url, key string) (*mcp.Server, func(), error) {
 	endpoint := strings.TrimSuffix(url, "/") + "/v1/mcp"
 	cl := mcp.NewClient(&mcp.Implementation{Name: "codectx-mcp", Version: api.Version}, nil)
-	remote, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: bearerTransport{key}}, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
-	if err != nil {
+	dt := &deniedTransport{next: bearerTransport{key}}
+	remote, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: dt}, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
+	switch {
+	case err == nil:
+	case dt.denied.Load() && key == "":
+		return nil, nil, fmt.Errorf("mcp: connect to %s: the server wants an API key (read from $%s, which is not set): %w", endpoint, envAPIKey, err)
+	case dt.denied.Load():
+		return nil, nil, fmt.Errorf("mcp: connect to %s: the server refused the API key read from $%s: %w", endpoint, envAPIKey, err)
+	default:
 		return nil, nil, fmt.Errorf("mcp: connect to %s: %w", endpoint, err)
 	}
 	init := remote.InitializeResult()

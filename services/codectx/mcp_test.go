@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -129,11 +130,24 @@ func TestMCPStdioServer(t *testing.T) {
 	srv := httptest.NewServer((&api.Server{Store: store, Routes: api.QueryRoutes, Keys: api.Keys{api.HashKey("acme-key"): "acme"}}).Handler())
 	defer srv.Close()
 
-	t.Setenv(envAPIKey, "wrong")
-	var stderr strings.Builder
+	// A 401 says where the key comes from: not set, or refused.
+	for _, c := range []struct{ key, want string }{
+		{"", "the server wants an API key (read from $" + envAPIKey + ", which is not set)"},
+		{"wrong", "the server refused the API key read from $" + envAPIKey},
+	} {
+		t.Setenv(envAPIKey, c.key)
+		var stderr strings.Builder
+		stdin = strings.NewReader("")
+		if err := run(ctx, []string{"mcp", "--server", srv.URL}, io.Discard, &stderr); err == nil || !strings.Contains(err.Error(), "connect") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("mcp --server with key %q: %v, want %q", c.key, err, c.want)
+		}
+	}
+	// Another failure names no key.
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
 	stdin = strings.NewReader("")
-	if err := run(ctx, []string{"mcp", "--server", srv.URL}, io.Discard, &stderr); err == nil || !strings.Contains(err.Error(), "connect") {
-		t.Fatalf("mcp --server with a wrong key: %v", err)
+	if err := run(ctx, []string{"mcp", "--server", down.URL}, io.Discard, io.Discard); err == nil || strings.Contains(err.Error(), envAPIKey) {
+		t.Errorf("mcp --server to a closed port: %v, want an error that names no key", err)
 	}
 	t.Setenv(envAPIKey, "acme-key")
 	checkStdio(ctx, t, stdioSession(ctx, t, "--server", srv.URL))
