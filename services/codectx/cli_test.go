@@ -465,3 +465,22 @@ func TestErrorsUnderJSON(t *testing.T) {
 		t.Errorf("index --server of a missing path: err = %v, want one plain line", err)
 	}
 }
+
+// TestReadOnlyDataMustExist: query and mcp --data only read a data
+// directory; a mistyped one is an error naming it, and is not created
+// (it was, and the repository was then said not to be indexed).
+func TestReadOnlyDataMustExist(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "typo")
+	for _, args := range [][]string{
+		{"query", "--data", missing, "--repo", "shop", "text"},
+		{"mcp", "--data", missing},
+	} {
+		_, err := runCLI(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "no codectx data at "+missing) {
+			t.Errorf("codectx %s: %v, want an error naming the missing data directory", strings.Join(args, " "), err)
+		}
+		if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("codectx %s created %s (%v)", strings.Join(args, " "), missing, err)
+		}
+	}
+}

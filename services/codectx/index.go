@@ -20,6 +20,16 @@ import (
 	"codectx/pkg/index"
 )
 
+// openData opens the store of a data directory that must exist: a
+// command that only reads it (query, mcp --data) given a mistyped
+// --data created an empty one and said the repository was not indexed.
+func openData(data string) (*blob.Bucket, error) {
+	if st, err := os.Stat(filepath.Join(data, "store")); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("no codectx data at %s: index a repository there first (codectx index --data %s PATH), or give the --data of one", data, data)
+	}
+	return openStore(data)
+}
+
 func openStore(data string) (*blob.Bucket, error) {
 	st, err := local.Open(filepath.Join(data, "store"))
 	if err != nil {

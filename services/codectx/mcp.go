@@ -54,7 +54,7 @@ the data directory; with --server it forwards every call to the server's
 		defer closeRemote()
 		return ignoreEOF(srv.Run(ctx, t))
 	}
-	store, err := openStore(*data)
+	store, err := openData(*data)
 	if err != nil {
 		return err
 	}

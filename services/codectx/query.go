@@ -103,7 +103,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return keyHint(err)
 		}
 	} else {
-		store, err := openStore(*data)
+		store, err := openData(*data)
 		if err != nil {
 			return err
 		}
