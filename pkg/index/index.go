@@ -229,7 +229,7 @@ func Build(ctx context.Context, store *blob.Bucket, location string, opt Options
 	}
 	snap, err := source.Open(ctx, location, source.Options{CacheDir: opt.CacheDir, Tenant: opt.Tenant, Rev: opt.Rev})
 	if err != nil {
-		return nil, fmt.Errorf("index: open %s: %w", location, err)
+		return nil, fmt.Errorf("index: %w", err) // it names the location, redacted
 	}
 	defer snap.Close()
 	name := opt.Name

@@ -1,8 +1,10 @@
 package index_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -220,5 +222,24 @@ func TestNestedGoModule(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("svc/main.go neighbours = %+v, want an edge to svc/util/util.go", seg.Graph.FileNeighbors("svc/main.go"))
+	}
+}
+
+// TestBuildErrorNamesLocationOnce: the error of a location that cannot
+// be opened says "open LOCATION" once, the credentials of a URL redacted
+// (it said it twice, the first time as given, password and all).
+func TestBuildErrorNamesLocationOnce(t *testing.T) {
+	for _, c := range []struct{ where, name string }{
+		{filepath.Join(t.TempDir(), "missing"), ""},
+		{"https://user:s3cret@127.0.0.1:1/x.git", "127.0.0.1:1/x.git"},
+	} {
+		_, err := index.Build(context.Background(), blob.NewMem(), c.where, index.Options{CacheDir: t.TempDir()})
+		if err == nil {
+			t.Fatalf("Build(%q) succeeded", c.where)
+		}
+		name := cmp.Or(c.name, c.where)
+		if msg := err.Error(); strings.Contains(msg, "s3cret") || strings.Count(msg, "open "+name) != 1 {
+			t.Errorf("Build(%q): %q, want \"open %s\" once and no password", c.where, msg, name)
+		}
 	}
 }
