@@ -231,7 +231,7 @@ func TestNestedGoModule(t *testing.T) {
 func TestBuildErrorNamesLocationOnce(t *testing.T) {
 	for _, c := range []struct{ where, name string }{
 		{filepath.Join(t.TempDir(), "missing"), ""},
-		{"https://user:s3cret@127.0.0.1:1/x.git", "127.0.0.1:1/x.git"},
+		{"https://user:s3cret@127.0.0.1:1/x.git", "https://127.0.0.1:1/x.git"},
 	} {
 		_, err := index.Build(context.Background(), blob.NewMem(), c.where, index.Options{CacheDir: t.TempDir()})
 		if err == nil {
