@@ -226,6 +226,7 @@ func textResult(text string) *mcp.CallToolResult {
 // SearchInput is the argument of the search tool.
 type SearchInput struct {
 	Query     string   `json:"query" jsonschema:"the task or question, in natural language and/or identifiers"`
+	Repo      string   `json:"repo,omitempty" jsonschema:"one repository to search (as the other tools take it); searched with those of repos if both are given"`
 	Repos     []string `json:"repos,omitempty" jsonschema:"repositories to search, as the repos tool names them; [\"*\"] (the default) searches all of the tenant's"`
 	Budget    *int     `json:"budget,omitempty" jsonschema:"token budget of the packed context (o200k tokens), 1 to 100000; default 6000 when left out"`
 	Languages []string `json:"languages,omitempty" jsonschema:"only chunks in these languages"`
@@ -274,10 +275,10 @@ func (s *Server) toolSearch(ctx context.Context, p Principal, in SearchInput) (S
 		return SearchOutput{}, fmt.Errorf("budget %d out of range (1..%d)", budget, mcpMaxBudget)
 	}
 	repos := in.Repos
-	if len(repos) == 0 {
+	if len(repos) == 0 && in.Repo == "" {
 		repos = []string{AllRepos}
 	}
-	resp, err := s.search(ctx, Search{Tenant: tenant, Repos: repos, Query: in.Query, Budget: budget, Languages: in.Languages, Session: in.Session, Payer: p.Tenant})
+	resp, err := s.search(ctx, Search{Tenant: tenant, Repo: in.Repo, Repos: repos, Query: in.Query, Budget: budget, Languages: in.Languages, Session: in.Session, Payer: p.Tenant})
 	if err != nil {
 		return SearchOutput{}, err
 	}

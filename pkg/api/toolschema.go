@@ -22,6 +22,7 @@ import (
 var toolRules = map[reflect.Type]func(*jsonschema.Schema){
 	typeOf[SearchInput](): func(s *jsonschema.Schema) {
 		tenantProp(s.Properties["tenant"])
+		repoProp(s.Properties["repo"], true, true)
 		reposProp(s.Properties["repos"])
 		textProp(s.Properties["query"])
 		b := s.Properties["budget"]
