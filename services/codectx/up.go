@@ -290,6 +290,12 @@ Stop with SIGINT or SIGTERM.`)
 		go func() {
 			defer indexing.Done()
 			if err := indexAndWait(ictx, cl, api.IndexRequest{Tenant: *tenant, Location: absLocation(loc)}, stdout); err != nil && ictx.Err() == nil {
+				// The request went to this process's own API: its
+				// answer's text, not the HTTP status of a "server".
+				var e *api.Error
+				if errors.As(err, &e) {
+					err = errors.New(e.Message)
+				}
 				fmt.Fprintf(stdout, "index %s failed: %v\n", loc, err)
 			}
 		}()

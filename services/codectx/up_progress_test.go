@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -70,5 +71,17 @@ func TestUpStatusReportsProgress(t *testing.T) {
 	}
 	if st.Progress != nil || st.Files != held.Files || st.Parsed != held.Planned {
 		t.Errorf("after the snapshot: progress %+v, files %d, parsed %d; want no progress, %d files, %d parsed", st.Progress, st.Files, st.Parsed, held.Files, held.Planned)
+	}
+}
+
+// TestUpIndexMissingPath: up --index of a path that is not there says so
+// in its own words, not as an HTTP status of a "server" (the request goes
+// to up's own API).
+func TestUpIndexMissingPath(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "not-there")
+	up := startUp(t, "--data", t.TempDir(), "--listen", freeAddr(t), "--index", missing)
+	up.waitFor(t, "the failed index", time.Minute, func() bool { return strings.Contains(up.out.String(), "index "+missing+" failed: ") })
+	if out := up.out.String(); strings.Contains(out, "HTTP 400") || strings.Contains(out, "server: location") || !strings.Contains(out, "is not a directory") {
+		t.Errorf("up printed:\n%s\nwant the failure in its own words", out)
 	}
 }
