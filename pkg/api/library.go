@@ -17,6 +17,7 @@ import (
 	"codectx/pkg/codectx"
 	"codectx/pkg/fusion"
 	"codectx/pkg/index"
+	"codectx/pkg/pack"
 	"codectx/pkg/query"
 	"codectx/pkg/segment"
 	"codectx/pkg/session"
@@ -352,6 +353,12 @@ func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) 
 	if sess != nil {
 		sent := make([]query.Sent, 0, len(resp.Chunks))
 		for _, c := range resp.Chunks {
+			if c.Granularity != string(pack.Full) {
+				// A stub (signature and doc) is not the chunk: recorded,
+				// it kept a later query, even one naming it, from
+				// sending its body.
+				continue
+			}
 			sent = append(sent, query.Sent{Repo: c.Repo, Commit: c.Commit, Path: c.Path, StartLine: c.StartLine, EndLine: c.EndLine, Symbol: c.Symbol, Tokens: c.Tokens})
 		}
 		// Appended, not saved: the session's other queries may have

@@ -156,13 +156,14 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 		"Searches one repository, a list, or all of the tenant's (\"*\", the default) in one ranking. " +
 		"Returns the context text (chunks headed by repo@commit:path#Lstart-Lend) and the list of chunks. " +
 		"A history question (\"what changed recently in the packer\", \"when was retry added\") also gets the commits that touched those files, at the head of the context. " +
-		"Pass the same session id on later calls to get only chunks you were not already sent."},
+		"A chunk whose header says stub has only its signature and doc comment: read its lines for the body. " +
+		"Pass the same session id on later calls to get only chunks you were not already sent; those are named at the head of the text."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in SearchInput) (*mcp.CallToolResult, SearchOutput, error) {
 			out, err := s.toolSearch(ctx, p, in)
 			if err != nil {
 				return nil, SearchOutput{}, err
 			}
-			return textResult(out.Context), out, nil
+			return textResult(out.text()), out, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "symbol", Annotations: ro, InputSchema: toolSchema[SymbolInput](), Description: "Look up the definition of a symbol by name: a function, method, type, class or interface. " +
 		"Accepts a short name (\"Mount\") or a qualified one (\"Router.Mount\", \"(*Router).Mount\", \"Flask.add_url_rule\"). " +
@@ -244,6 +245,7 @@ type ChunkRef struct {
 	Symbol     string `json:"symbol,omitempty"`
 	Kind       string `json:"kind"`
 	Tokens     int    `json:"tokens,omitempty"`
+	Stub       bool   `json:"stub,omitempty" jsonschema:"only the chunk's signature and doc comment were sent: read its lines for the body"`
 }
 
 // SearchOutput is the structured answer of the search tool.
@@ -257,6 +259,23 @@ type SearchOutput struct {
 	AlreadySent []string       `json:"already_sent,omitempty" jsonschema:"provenance of relevant chunks left out because this session was already sent them"`
 	TokensSaved int            `json:"tokens_saved,omitempty" jsonschema:"tokens those chunks would have cost"`
 	Commits     []query.Commit `json:"commits,omitempty" jsonschema:"for a history question: the commits that touched the files of the answer, most relevant first (also at the head of the context)"`
+}
+
+// text is what a model reads of a search: the context, headed by the
+// chunks left out because the session was sent them. Many clients show
+// the model the text alone, not already_sent.
+func (o SearchOutput) text() string {
+	if len(o.AlreadySent) == 0 {
+		return o.Context
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "// already sent in this session, not repeated (%d tokens saved):\n", o.TokensSaved)
+	for _, p := range o.AlreadySent {
+		b.WriteString("//   " + p + "\n")
+	}
+	b.WriteString("\n")
+	b.WriteString(o.Context)
+	return b.String()
 }
 
 func (s *Server) toolSearch(ctx context.Context, p Principal, in SearchInput) (SearchOutput, error) {
@@ -288,7 +307,8 @@ func (s *Server) toolSearch(ctx context.Context, p Principal, in SearchInput) (S
 		out.Repos = []string{resp.Repo}
 	}
 	for _, c := range resp.Chunks {
-		out.Chunks = append(out.Chunks, ChunkRef{Provenance: c.Provenance, Repo: c.Repo, Path: c.Path, StartLine: c.StartLine, EndLine: c.EndLine, Symbol: c.Symbol, Kind: c.Kind, Tokens: c.Tokens})
+		out.Chunks = append(out.Chunks, ChunkRef{Provenance: c.Provenance, Repo: c.Repo, Path: c.Path, StartLine: c.StartLine, EndLine: c.EndLine, Symbol: c.Symbol, Kind: c.Kind, Tokens: c.Tokens,
+			Stub: c.Granularity == string(pack.Stub)})
 	}
 	return out, nil
 }

@@ -1,0 +1,81 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/index"
+)
+
+// TestSessionStubsNotSent: a chunk packed as a stub (signature and doc)
+// is not recorded as sent, so a later query of the session that names it
+// gets its body; the MCP search text names what it left out as sent.
+// Stubs were recorded, and a query naming the function was told the
+// agent already had it.
+func TestSessionStubsNotSent(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ledger")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		var body strings.Builder
+		for j := range 30 {
+			fmt.Fprintf(&body, "\ttotal += amount * %d // ledger posting step %d\n", j+1, j)
+		}
+		src := fmt.Sprintf("package ledger\n\n// PostLedger%d posts a ledger entry of the amount.\nfunc PostLedger%d(amount int) int {\n\ttotal := 0\n%s\treturn total\n}\n", i, i, body.String())
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("post%d.go", i)), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := blob.NewMem()
+	if _, err := index.Build(context.Background(), store, dir, index.Options{Tenant: "acme", Name: "ledger", Workers: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Store: store}
+	s.init()
+	ctx := context.Background()
+	p := Principal{Tenant: "acme"}
+	first, err := s.toolSearch(ctx, p, SearchInput{Query: "post a ledger entry", Repos: []string{"ledger"}, Budget: new(800), Session: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stub, whole string
+	for _, c := range first.Chunks {
+		if c.Stub && stub == "" {
+			stub = c.Symbol
+		} else if !c.Stub && whole == "" {
+			whole = c.Symbol
+		}
+	}
+	if stub == "" || whole == "" {
+		t.Fatalf("the first search sent no stub or no whole chunk: %+v", first.Chunks)
+	}
+	// Naming both: the stub's body comes now, the whole chunk is named
+	// as sent, at the head of the text a model reads.
+	second, err := s.toolSearch(ctx, p, SearchInput{Query: stub + " " + whole, Repos: []string{"ledger"}, Budget: new(4000), Session: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bool
+	for _, c := range second.Chunks {
+		if c.Symbol == stub && !c.Stub {
+			got = true
+		}
+	}
+	for _, prov := range second.AlreadySent {
+		if strings.Contains(prov, ":post"+strings.TrimPrefix(stub, "PostLedger")+".go#L3-") {
+			t.Errorf("the stub %s is named as already sent: %v", stub, second.AlreadySent)
+		}
+	}
+	if !got {
+		t.Errorf("the second search did not send %s whole: %+v", stub, second.Chunks)
+	}
+	if len(second.AlreadySent) == 0 || !strings.HasPrefix(second.text(), "// already sent in this session") || !strings.Contains(second.text(), second.AlreadySent[0]) {
+		t.Errorf("already sent %v; text begins %.200q", second.AlreadySent, second.text())
+	}
+}
