@@ -70,7 +70,7 @@ func TestGuard(t *testing.T) {
 		{"malformed", "/v1/query", json, `{"repo":`, nil, 400},
 		{"unknown field", "/v1/query", json, `{"repo":"demo","query":"ParseToken","repoz":["*"]}`, nil, 400},
 		{"unknown field on index", "/v1/index", json, `{"location":"/tmp/x","force":true}`, nil, 400},
-		{"field of another route", "/v1/references", json, `{"repo":"demo","name":"ParseToken"}`, nil, 400},
+		{"field of another route", "/v1/references", json, `{"repos":["demo"],"name":"ParseToken","budget":100}`, nil, 400},
 		{"query body too large", "/v1/query", json, `{"repo":"demo","query":"` + strings.Repeat("a", 400) + `"}`, nil, 413},
 		{"index body too large", "/v1/index", json, `{"location":"/` + strings.Repeat("a", 300) + `"}`, nil, 413},
 		{"query too long", "/v1/query", json, `{"repo":"demo","query":"` + strings.Repeat("a ", 60) + `"}`, nil, 400},

@@ -316,6 +316,7 @@ func (s *Server) toolSearch(ctx context.Context, p Principal, in SearchInput) (S
 // SymbolInput is the argument of the symbol tool.
 type SymbolInput struct {
 	Name   string   `json:"name" jsonschema:"symbol name, short (Mount) or qualified (Router.Mount)"`
+	Repo   string   `json:"repo,omitempty" jsonschema:"one repository to look in (with repos, both are)"`
 	Repos  []string `json:"repos,omitempty" jsonschema:"repositories to look in; default all of the tenant's"`
 	Tenant string   `json:"tenant,omitempty" jsonschema:"tenant to act for; only an operator key may name another than its own"`
 }
@@ -370,6 +371,15 @@ func (s *Server) repoSegs(ctx context.Context, p Principal, tenant string, repos
 	return s.loadAll(ctx, tenant, names)
 }
 
+// withRepo is the repositories a tool call names: repo, one more beside
+// repos (the argument search, read and impact take too).
+func withRepo(repo string, repos []string) []string {
+	if repo == "" {
+		return repos
+	}
+	return append([]string{repo}, repos...)
+}
+
 func chunkRef(seg *segment.Segment, id int) ChunkRef {
 	c := seg.Chunks[id]
 	return ChunkRef{
@@ -389,7 +399,7 @@ func (s *Server) toolSymbol(ctx context.Context, p Principal, in SymbolInput) (S
 	if strings.TrimSpace(in.Name) == "" {
 		return SymbolOutput{}, errors.New("no name")
 	}
-	segs, err := s.repoSegs(ctx, p, in.Tenant, in.Repos)
+	segs, err := s.repoSegs(ctx, p, in.Tenant, withRepo(in.Repo, in.Repos))
 	if err != nil {
 		return SymbolOutput{}, err
 	}
@@ -414,6 +424,7 @@ func (s *Server) toolSymbol(ctx context.Context, p Principal, in SymbolInput) (S
 type ReferencesInput struct {
 	Name   string   `json:"name,omitempty" jsonschema:"symbol whose callers and users to find"`
 	Path   string   `json:"path,omitempty" jsonschema:"file whose importers and users to find (relative to the repository root)"`
+	Repo   string   `json:"repo,omitempty" jsonschema:"one repository to look in (with repos, both are)"`
 	Repos  []string `json:"repos,omitempty" jsonschema:"repositories to look in; default all of the tenant's"`
 	Tenant string   `json:"tenant,omitempty" jsonschema:"tenant to act for; only an operator key may name another than its own"`
 }
@@ -460,7 +471,7 @@ func (s *Server) toolReferences(ctx context.Context, p Principal, in ReferencesI
 			return ReferencesOutput{}, badRequest{err}
 		}
 	}
-	tenant, segs, err := s.scopeSegs(ctx, p, in.Tenant, in.Repos, "")
+	tenant, segs, err := s.scopeSegs(ctx, p, in.Tenant, withRepo(in.Repo, in.Repos), "")
 	if err != nil {
 		return ReferencesOutput{}, err
 	}

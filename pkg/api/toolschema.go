@@ -32,11 +32,13 @@ var toolRules = map[reflect.Type]func(*jsonschema.Schema){
 	},
 	typeOf[SymbolInput](): func(s *jsonschema.Schema) {
 		tenantProp(s.Properties["tenant"])
+		repoProp(s.Properties["repo"], true, true)
 		reposProp(s.Properties["repos"])
 		textProp(s.Properties["name"])
 	},
 	typeOf[ReferencesInput](): func(s *jsonschema.Schema) {
 		tenantProp(s.Properties["tenant"])
+		repoProp(s.Properties["repo"], true, true)
 		reposProp(s.Properties["repos"])
 	},
 	typeOf[ImpactInput](): func(s *jsonschema.Schema) {
