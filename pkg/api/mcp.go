@@ -497,7 +497,7 @@ func (s *Server) toolReferences(ctx context.Context, p Principal, in ReferencesI
 					continue
 				}
 				for _, n := range seg.Graph.SymbolNeighbors(id) {
-					if n.Out || n.ID < 0 || n.ID >= len(seg.Chunks) {
+					if n.Out || n.ID < 0 || n.ID >= len(seg.Chunks) || foreign(seg, n.Kind, n.Path, c.Path) {
 						continue
 					}
 					add(Reference{ChunkRef: chunkRef(seg, n.ID), Via: n.Kind.String(), Target: c.Name})
@@ -521,7 +521,7 @@ func (s *Server) toolReferences(ctx context.Context, p Principal, in ReferencesI
 			continue
 		}
 		for _, n := range seg.Graph.FileNeighbors(clean) {
-			if n.Out {
+			if n.Out || foreign(seg, n.Kind, n.Path, clean) {
 				continue
 			}
 			add(Reference{ChunkRef: fileRef(seg, n.Path), Via: n.Kind.String(), Target: clean})
@@ -825,9 +825,9 @@ func impact(segs []*segment.Segment, xg *xrepo.Graph, in ImpactInput, out *Impac
 	// repository's graph (importOnly: import edges only) and the imports
 	// of other repositories resolved to it.
 	dependents := func(n xrepo.Ref, depth int, importOnly bool) {
-		if g := scope[n.Repo].Graph; g != nil {
-			for _, nb := range g.FileNeighbors(n.Path) {
-				if !nb.Out && (!importOnly || nb.Kind == graph.EdgeImport) {
+		if seg := scope[n.Repo]; seg.Graph != nil {
+			for _, nb := range seg.Graph.FileNeighbors(n.Path) {
+				if !nb.Out && (!importOnly || nb.Kind == graph.EdgeImport) && !foreign(seg, nb.Kind, nb.Path, n.Path) {
 					visit(xrepo.Ref{Repo: n.Repo, Path: nb.Path}, nb.Kind.String(), n.Path, n.Repo, depth)
 				}
 			}
@@ -871,7 +871,7 @@ func impact(segs []*segment.Segment, xg *xrepo.Graph, in ImpactInput, out *Impac
 					own = append(own, n)
 				}
 				for _, nb := range seg.Graph.SymbolNeighbors(id) {
-					if !nb.Out && nb.Path != c.Path {
+					if !nb.Out && nb.Path != c.Path && !foreign(seg, nb.Kind, nb.Path, c.Path) {
 						visit(xrepo.Ref{Repo: repo, Path: nb.Path}, nb.Kind.String(), c.Name, repo, 1)
 					}
 				}
