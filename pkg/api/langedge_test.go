@@ -63,4 +63,12 @@ func TestReferencesStayInLanguage(t *testing.T) {
 			t.Errorf("impact %+v: %s; want query.go and not mine.py", in, all)
 		}
 	}
+	// No references: the answer says whether the name is unknown or its
+	// uses unresolved (both said "no references found").
+	for name, want := range map[string]string{"(*Server).Query": "are not resolved", "NoSuchThing": "no symbol or file of that name"} {
+		refs, err := s.toolReferences(ctx, p, ReferencesInput{Name: name})
+		if err != nil || !strings.Contains(refs.text(), want) {
+			t.Errorf("references of %s: %q, %v; want %q", name, refs.text(), err, want)
+		}
+	}
 }

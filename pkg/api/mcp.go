@@ -337,7 +337,7 @@ type SymbolOutput struct {
 
 func (o SymbolOutput) text() string {
 	if len(o.Definitions) == 0 {
-		return "no definition found"
+		return "no definition found: give a short name (Mount) or a qualified one (Router.Mount, (*Router).Mount); search finds code by other words"
 	}
 	var b strings.Builder
 	for _, d := range o.Definitions {
@@ -440,11 +440,16 @@ type Reference struct {
 type ReferencesOutput struct {
 	References []Reference `json:"references"`
 	More       int         `json:"more,omitempty"`
+
+	found bool // the symbol or file asked about was found
 }
 
 func (o ReferencesOutput) text() string {
 	if len(o.References) == 0 {
-		return "no references found"
+		if !o.found {
+			return "no references found: no symbol or file of that name in the repositories searched (search finds code by other words)"
+		}
+		return "no references found: calls through an interface, and calls by a name declared more than once in a repository, are not resolved; search for the name finds its uses by text"
 	}
 	var b strings.Builder
 	for _, r := range o.References {
@@ -496,6 +501,7 @@ func (s *Server) toolReferences(ctx context.Context, p Principal, in ReferencesI
 				if !isDecl(c.Kind) {
 					continue
 				}
+				out.found = true
 				for _, n := range seg.Graph.SymbolNeighbors(id) {
 					if n.Out || n.ID < 0 || n.ID >= len(seg.Chunks) || foreign(seg, n.Kind, n.Path, c.Path) {
 						continue
@@ -520,6 +526,7 @@ func (s *Server) toolReferences(ctx context.Context, p Principal, in ReferencesI
 		if _, ok := seg.File(clean); !ok {
 			continue
 		}
+		out.found = true
 		for _, n := range seg.Graph.FileNeighbors(clean) {
 			if n.Out || foreign(seg, n.Kind, n.Path, clean) {
 				continue
@@ -760,7 +767,7 @@ type ImpactOutput struct {
 
 func (o ImpactOutput) text() string {
 	if len(o.Targets) == 0 {
-		return "target not found"
+		return "target not found: no file (a path relative to the repository root) or symbol of that name in the repositories searched; search finds code by other words"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "changing %s affects %d files\n", strings.Join(o.Targets, ", "), len(o.Files)+o.More)
