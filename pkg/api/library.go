@@ -351,6 +351,10 @@ func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) 
 		resp.Stale, resp.StaleReason = true, r
 	}
 	if sess != nil {
+		seq := 1
+		if n := len(sess.Sent); n > 0 {
+			seq = sess.Sent[n-1].Seq + 1
+		}
 		sent := make([]query.Sent, 0, len(resp.Chunks))
 		for _, c := range resp.Chunks {
 			if c.Granularity != string(pack.Full) {
@@ -359,7 +363,7 @@ func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) 
 				// sending its body.
 				continue
 			}
-			sent = append(sent, query.Sent{Repo: c.Repo, Commit: c.Commit, Path: c.Path, StartLine: c.StartLine, EndLine: c.EndLine, Symbol: c.Symbol, Tokens: c.Tokens})
+			sent = append(sent, query.Sent{Repo: c.Repo, Commit: c.Commit, Path: c.Path, StartLine: c.StartLine, EndLine: c.EndLine, Symbol: c.Symbol, Tokens: c.Tokens, Seq: seq})
 		}
 		// Appended, not saved: the session's other queries may have
 		// written it since it was read (an agent's calls at once).
@@ -371,8 +375,28 @@ func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) 
 	return resp, nil
 }
 
+// recallOrder is the order a recall offers a session's chunks in: the
+// latest query's first, each query's in the order it ranked them (read
+// from the newest chunk back, the last query's weakest came first).
+// Chunks written before queries were numbered (Seq 0) come newest first.
+func recallOrder(sent []query.Sent) []int {
+	idx := make([]int, len(sent))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		if sa, sb := sent[a].Seq, sent[b].Seq; sa != sb {
+			return cmp.Compare(sb, sa)
+		} else if sa == 0 {
+			return cmp.Compare(b, a)
+		}
+		return cmp.Compare(a, b)
+	})
+	return idx
+}
+
 // recall puts the chunks a session was sent at the top of each
-// repository's ranking, newest first, those whose symbol or path the
+// repository's ranking in recallOrder, those whose symbol or path the
 // query names before the others. A chunk of an older commit is found
 // again by its symbol in the same file.
 func recall(parts []query.Part, sess *session.Session, q string) {
@@ -388,7 +412,7 @@ func recall(parts []query.Part, sess *session.Session, q string) {
 		seg := p.Seg
 		var picked []fusion.Scored
 		seen := map[int]bool{}
-		for j := len(sess.Sent) - 1; j >= 0; j-- {
+		for _, j := range recallOrder(sess.Sent) {
 			sent := sess.Sent[j]
 			if sent.Repo != seg.Meta.Repo {
 				continue
@@ -398,7 +422,7 @@ func recall(parts []query.Part, sess *session.Session, q string) {
 				continue
 			}
 			seen[id] = true
-			score := 1.0 / float64(len(picked)+2) // newest first
+			score := 1.0 / float64(len(picked)+2) // in recallOrder
 			text := strings.ToLower(sent.Symbol + " " + sent.Path)
 			for _, w := range words {
 				if strings.Contains(text, w) {
@@ -429,6 +453,10 @@ func recall(parts []query.Part, sess *session.Session, q string) {
 		rk := *p.Ranking
 		rk.Fused = fused
 		rk.Arms = append([]string{"session"}, rk.Arms...)
+		// The history question's commits are of the files the arms
+		// found, not of the chunks recalled: a header over unrelated
+		// files.
+		rk.Commits = nil
 		parts[i].Ranking = &rk
 	}
 }

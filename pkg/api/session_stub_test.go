@@ -3,13 +3,12 @@ package api
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"codectx/pkg/blob"
 	"codectx/pkg/index"
+	"codectx/pkg/testrepo"
 )
 
 // TestSessionStubsNotSent: a chunk packed as a stub (signature and doc)
@@ -18,26 +17,7 @@ import (
 // Stubs were recorded, and a query naming the function was told the
 // agent already had it.
 func TestSessionStubsNotSent(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "ledger")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 8 {
-		var body strings.Builder
-		for j := range 30 {
-			fmt.Fprintf(&body, "\ttotal += amount * %d // ledger posting step %d\n", j+1, j)
-		}
-		src := fmt.Sprintf("package ledger\n\n// PostLedger%d posts a ledger entry of the amount.\nfunc PostLedger%d(amount int) int {\n\ttotal := 0\n%s\treturn total\n}\n", i, i, body.String())
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("post%d.go", i)), []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	store := blob.NewMem()
-	if _, err := index.Build(context.Background(), store, dir, index.Options{Tenant: "acme", Name: "ledger", Workers: 1}); err != nil {
-		t.Fatal(err)
-	}
-	s := &Server{Store: store}
-	s.init()
+	s := ledgerServer(t)
 	ctx := context.Background()
 	p := Principal{Tenant: "acme"}
 	first, err := s.toolSearch(ctx, p, SearchInput{Query: "post a ledger entry", Repos: []string{"ledger"}, Budget: new(800), Session: "s1"})
@@ -77,5 +57,57 @@ func TestSessionStubsNotSent(t *testing.T) {
 	}
 	if len(second.AlreadySent) == 0 || !strings.HasPrefix(second.text(), "// already sent in this session") || !strings.Contains(second.text(), second.AlreadySent[0]) {
 		t.Errorf("already sent %v; text begins %.200q", second.AlreadySent, second.text())
+	}
+}
+
+// ledgerServer serves acme's repository ledger: eight files of one
+// function each, PostLedger0..7, about 300 tokens each.
+func ledgerServer(t *testing.T) *Server {
+	repo := testrepo.New(t)
+	for i := range 8 {
+		var body strings.Builder
+		for j := range 30 {
+			fmt.Fprintf(&body, "\ttotal += amount * %d // ledger posting step %d\n", j+1, j)
+		}
+		src := fmt.Sprintf("package ledger\n\n// PostLedger%d posts a ledger entry of the amount.\nfunc PostLedger%d(amount int) int {\n\ttotal := 0\n%s\treturn total\n}\n", i, i, body.String())
+		repo.Commit(fmt.Sprintf("add PostLedger%d", i), map[string]string{fmt.Sprintf("post%d.go", i): src})
+	}
+	store := blob.NewMem()
+	if _, err := index.Build(context.Background(), store, repo.Dir, index.Options{Tenant: "acme", Name: "ledger", Workers: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Store: store}
+	s.init()
+	return s
+}
+
+// TestRecallLatestQueryFirst: "the function we looked at before" brings
+// back the latest query's chunks in the order it ranked them, without
+// the history block of other files: it began with the last query's
+// weakest chunk, under commits of files the answer did not hold.
+func TestRecallLatestQueryFirst(t *testing.T) {
+	s := ledgerServer(t)
+	ctx := context.Background()
+	p := Principal{Tenant: "acme"}
+	if _, err := s.toolSearch(ctx, p, SearchInput{Query: "PostLedger5", Repos: []string{"ledger"}, Budget: new(700), Session: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	last, err := s.toolSearch(ctx, p, SearchInput{Query: "PostLedger3", Repos: []string{"ledger"}, Budget: new(700), Session: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top string
+	for _, c := range last.Chunks {
+		if !c.Stub {
+			top = c.Provenance
+			break
+		}
+	}
+	again, err := s.toolSearch(ctx, p, SearchInput{Query: "the function we looked at before", Repos: []string{"ledger"}, Budget: new(4000), Session: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Trigger != "TEMPORAL_HISTORY" || len(again.Chunks) == 0 || again.Chunks[0].Provenance != top || len(again.Commits) != 0 {
+		t.Errorf("recall: trigger %s, first chunk %+v, %d commits; want %s first and no commits", again.Trigger, again.Chunks, len(again.Commits), top)
 	}
 }

@@ -196,6 +196,10 @@ type Sent struct {
 	EndLine   int    `json:"end_line"`
 	Symbol    string `json:"symbol,omitempty"`
 	Tokens    int    `json:"tokens"`
+	// Seq numbers the session's queries, from 1: the chunks of one query
+	// share it, in the order it ranked them (0: written before queries
+	// were numbered).
+	Seq int `json:"seq,omitempty"`
 }
 
 // Rankers.
