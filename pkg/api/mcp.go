@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -875,7 +877,12 @@ func impact(segs []*segment.Segment, xg *xrepo.Graph, in ImpactInput, out *Impac
 				out.Targets = append(out.Targets, chunkRef(seg, id).Provenance)
 				if n := (xrepo.Ref{Repo: repo, Path: c.Path}); !seen[n] {
 					seen[n] = true
-					own = append(own, n)
+					// An unexported symbol is used by its callers only,
+					// not by the importers of its file (63 files at depth
+					// 1 for a method with 2 callers).
+					if exported(c) {
+						own = append(own, n)
+					}
 				}
 				for _, nb := range seg.Graph.SymbolNeighbors(id) {
 					if !nb.Out && nb.Path != c.Path && !foreign(seg, nb.Kind, nb.Path, c.Path) {
@@ -896,6 +903,28 @@ func impact(segs []*segment.Segment, xg *xrepo.Graph, in ImpactInput, out *Impac
 			dependents(n, d, false)
 		}
 	}
+}
+
+// exported reports whether code outside a declaration's package or
+// module may use it, by its language's convention: a Go name that starts
+// with a capital, a Python name without a leading underscore; any name
+// of the other languages (their modifiers are not indexed).
+func exported(c codectx.Chunk) bool {
+	name := c.Name
+	if i := strings.LastIndexAny(name, ".)"); i >= 0 {
+		name = name[i+1:]
+	}
+	if name == "" {
+		return true
+	}
+	switch c.Language {
+	case codectx.Go:
+		r, _ := utf8.DecodeRuneInString(name)
+		return unicode.IsUpper(r)
+	case codectx.Python:
+		return !strings.HasPrefix(name, "_") || strings.HasPrefix(name, "__") && strings.HasSuffix(name, "__")
+	}
+	return true
 }
 
 // ReadInput is the argument of the read tool.

@@ -1,0 +1,65 @@
+package api
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/index"
+	"codectx/pkg/testrepo"
+)
+
+// TestImpactOfUnexported: the impact of an unexported symbol starts at
+// its callers' files, not at every importer of its file (a private method
+// with 2 callers was said to affect 63 files at depth 1); an exported
+// one's still reaches the importers.
+func TestImpactOfUnexported(t *testing.T) {
+	repo := testrepo.New(t)
+	repo.Commit("initial", map[string]string{
+		"go.mod":    "module example.com/m\n\ngo 1.22\n",
+		"a/a.go":    "package a\n\nfunc helper() int { return 1 }\n\n// Exported is for other packages.\nfunc Exported() int { return helper() }\n",
+		"a/b.go":    "package a\n\nfunc useHelper() int { return helper() + 1 }\n",
+		"c/c.go":    "package c\n\nimport \"example.com/m/a\"\n\n// C calls a.\nfunc C() int { return a.Exported() }\n",
+		"tool.py":   "def _private():\n    return 1\n\n\ndef public():\n    return _private()\n",
+		"caller.py": "from tool import public\n\n\ndef run():\n    return public()\n",
+	})
+	store := blob.NewMem()
+	if _, err := index.Build(context.Background(), store, repo.Dir, index.Options{Tenant: "acme", Name: "m", Workers: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Store: store}
+	s.init()
+	// At depth 1: the files that call or name the target, and for an
+	// exported one the importers of its file. (Deeper, the callers'
+	// own importers follow: a file-level walk.)
+	for _, c := range []struct {
+		name      string
+		want, not []string
+	}{
+		{"helper", []string{"a/b.go"}, []string{"c/c.go"}},
+		{"Exported", []string{"c/c.go"}, nil},
+		{"_private", nil, []string{"caller.py"}},
+		{"public", []string{"caller.py"}, nil},
+	} {
+		out, err := s.toolImpact(context.Background(), Principal{Tenant: "acme"}, ImpactInput{Name: c.name, Depth: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var files []string
+		for _, f := range out.Files {
+			files = append(files, f.Path)
+		}
+		got := " " + strings.Join(files, " ") + " "
+		for _, w := range c.want {
+			if !strings.Contains(got, " "+w+" ") {
+				t.Errorf("impact of %s: %s; want %s", c.name, got, w)
+			}
+		}
+		for _, n := range c.not {
+			if strings.Contains(got, " "+n+" ") {
+				t.Errorf("impact of %s: %s; want no %s", c.name, got, n)
+			}
+		}
+	}
+}
