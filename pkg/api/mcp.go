@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -929,8 +930,8 @@ func exported(c codectx.Chunk) bool {
 
 // ReadInput is the argument of the read tool.
 type ReadInput struct {
-	Repo      string `json:"repo" jsonschema:"repository, as the repos tool or a provenance names it"`
-	Path      string `json:"path" jsonschema:"file path relative to the repository root"`
+	Repo      string `json:"repo" jsonschema:"repository, as the repos tool or a provenance names it: repo, or repo@commit (the commit must be the indexed one)"`
+	Path      string `json:"path" jsonschema:"file path relative to the repository root; path#Lstart-Lend as a provenance writes it reads those lines"`
 	StartLine int    `json:"start_line,omitempty" jsonschema:"first line, 1-based; 0 or left out: 1"`
 	EndLine   int    `json:"end_line,omitempty" jsonschema:"last line, inclusive; 0 or left out: start_line+399"`
 	Tenant    string `json:"tenant,omitempty" jsonschema:"tenant to act for; only an operator key may name another than its own"`
@@ -958,8 +959,39 @@ func cleanPath(p string) (string, error) {
 	return c, nil
 }
 
+// provenanceParts reads the parts of a provenance an agent copies into
+// read's arguments: repo@commit as the repository (returning the commit)
+// and path#Lstart-Lend as the path (its lines unless the call gives
+// some). Both were refused: the first by the repository name's pattern,
+// the second as a file that does not exist.
+func provenanceParts(in ReadInput) (ReadInput, string, error) {
+	repo, commit, at := strings.Cut(in.Repo, "@")
+	if at && commit == "" {
+		return in, "", badRequest{fmt.Errorf("repo %q: want repo or repo@commit", in.Repo)}
+	}
+	in.Repo = repo
+	if path, lines, ok := strings.Cut(in.Path, "#L"); ok {
+		in.Path = path
+		from, to, _ := strings.Cut(lines, "-")
+		to = strings.TrimPrefix(to, "L")
+		start, err1 := strconv.Atoi(from)
+		end, err2 := strconv.Atoi(cmp.Or(to, from))
+		if err1 != nil || err2 != nil || start < 1 || end < start {
+			return in, "", badRequest{fmt.Errorf("path %q: want path#Lstart-Lend, as a provenance writes it", path+"#L"+lines)}
+		}
+		if in.StartLine == 0 && in.EndLine == 0 {
+			in.StartLine, in.EndLine = start, end
+		}
+	}
+	return in, commit, nil
+}
+
 func (s *Server) toolRead(ctx context.Context, p Principal, in ReadInput) (ReadOutput, error) {
 	tenant, err := p.tenantFor(in.Tenant)
+	if err != nil {
+		return ReadOutput{}, err
+	}
+	in, commit, err := provenanceParts(in)
 	if err != nil {
 		return ReadOutput{}, err
 	}
@@ -976,6 +1008,9 @@ func (s *Server) toolRead(ctx context.Context, p Principal, in ReadInput) (ReadO
 	seg, err := s.load(ctx, tenant, in.Repo)
 	if err != nil {
 		return ReadOutput{}, err
+	}
+	if commit != "" && !strings.HasPrefix(seg.Meta.Commit, commit) {
+		return ReadOutput{}, fmt.Errorf("%s is indexed at %.12s, not %s: read it without @%s for the text at the indexed commit", in.Repo, seg.Meta.Commit, commit, commit)
 	}
 	f, ok := seg.File(clean)
 	if !ok {

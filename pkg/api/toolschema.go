@@ -50,7 +50,8 @@ var toolRules = map[reflect.Type]func(*jsonschema.Schema){
 	},
 	typeOf[ReadInput](): func(s *jsonschema.Schema) {
 		tenantProp(s.Properties["tenant"])
-		repoProp(s.Properties["repo"], false, false)
+		r := s.Properties["repo"]
+		r.Pattern, r.MaxLength = `^(`+repoName+`)(@[A-Za-z0-9_-]{1,80})?$`, ptr(maxName+81)
 		s.Properties["path"].MinLength = ptr(1)
 		s.Properties["start_line"].Minimum = ptr(0.0)
 		s.Properties["end_line"].Minimum = ptr(0.0)

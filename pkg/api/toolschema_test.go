@@ -83,6 +83,8 @@ func TestToolSchemasAgreeWithTools(t *testing.T) {
 		{"read", `{"repo":"r00","path":"a.go","start_line":-1}`, false},
 		{"read", `{"repo":"r00","path":"a.go","end_line":-1}`, false},
 		{"read", `{"repo":"*","path":"a.go"}`, false},
+		{"read", `{"repo":"r00@","path":"a.go"}`, false},
+		{"read", `{"repo":"r00@a b","path":"a.go"}`, false},
 		{"repos", `{}`, true},
 		{"repos", `{"tenant":"acme"}`, true},
 		{"repos", `{"tenant":"a/b"}`, false},
@@ -152,5 +154,35 @@ func directly[In, Out any](ctx context.Context, p Principal, f func(context.Cont
 		}
 		_, err := f(ctx, p, in)
 		return err
+	}
+}
+
+// TestReadProvenance: read takes the parts of a provenance as search
+// gives them, repo@commit and path#Lstart-Lend, and returns those lines;
+// a commit that is not the indexed one is refused, saying which is.
+func TestReadProvenance(t *testing.T) {
+	ctx := context.Background()
+	s := &Server{Store: manyRepos(t, "acme", 1, "package a\n\n// ParseToken parses.\nfunc ParseToken() {}\n\nfunc use() { ParseToken() }\n")}
+	s.init()
+	p := Principal{Tenant: "acme"}
+	found, err := s.toolSymbol(ctx, p, SymbolInput{Name: "ParseToken"})
+	if err != nil || len(found.Definitions) != 1 {
+		t.Fatalf("symbol: %+v, %v", found, err)
+	}
+	prov := found.Definitions[0].Provenance // r00@COMMIT:a.go#L3-4
+	repo, path, _ := strings.Cut(prov, ":")
+	out, err := s.toolRead(ctx, p, ReadInput{Repo: repo, Path: path})
+	if err != nil || out.Provenance != prov || out.Text != "// ParseToken parses.\nfunc ParseToken() {}\n" {
+		t.Fatalf("read %s %s = %+v, %v; want the lines of %s", repo, path, out, err, prov)
+	}
+	name, _, _ := strings.Cut(repo, "@")
+	for _, c := range []struct{ repo, path, want string }{
+		{name + "@0123abcd", "a.go", "is indexed at"},
+		{name, "a.go#L4-3", "want path#Lstart-Lend"},
+		{name, "a.go#Lx", "want path#Lstart-Lend"},
+	} {
+		if _, err := s.toolRead(ctx, p, ReadInput{Repo: c.repo, Path: c.path}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("read %s %s: %v, want an error with %q", c.repo, c.path, err, c.want)
+		}
 	}
 }
