@@ -183,7 +183,7 @@ func (s *Server) load(ctx context.Context, tenant, repo string) (*segment.Segmen
 	head, err := index.ReadHead(hctx, s.Store, tenant, repo)
 	if errors.Is(err, blob.ErrNotFound) {
 		s.heads.Delete(key)
-		return nil, fmt.Errorf("repository %s/%s is %w", tenant, repo, errNotIndexed)
+		return nil, fmt.Errorf("repository %s/%s is %w (the repos tool and GET /v1/repos list those that are)", tenant, repo, errNotIndexed)
 	}
 	if err != nil && ctx.Err() == nil {
 		if haveKnown {
