@@ -154,7 +154,7 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 			"Every result names its source as repo@commit:path#Lstart-Lend.",
 	})
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(bool)}
-	mcp.AddTool(srv, &mcp.Tool{Name: "search", Annotations: ro, InputSchema: toolSchema[SearchInput](), Description: "Find the code relevant to a task or question and return it packed into a token budget. " +
+	mcp.AddTool(srv, &mcp.Tool{Name: "search", Title: "Search code", Annotations: ro, InputSchema: toolSchema[SearchInput](), Description: "Find the code relevant to a task or question and return it packed into a token budget. " +
 		"Give the task in natural language, identifiers, or both (\"where is the retry backoff computed\", \"Router.Mount\"). " +
 		"Searches one repository, a list, or all of the tenant's (\"*\", the default) in one ranking. " +
 		"Returns the context text (chunks headed by repo@commit:path#Lstart-Lend) and the list of chunks. " +
@@ -168,7 +168,7 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 			}
 			return textResult(out.text()), out, nil
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "symbol", Annotations: ro, InputSchema: toolSchema[SymbolInput](), Description: "Look up the definition of a symbol by name: a function, method, type, class or interface. " +
+	mcp.AddTool(srv, &mcp.Tool{Name: "symbol", Title: "Find a definition", Annotations: ro, InputSchema: toolSchema[SymbolInput](), Description: "Look up the definition of a symbol by name: a function, method, type, class or interface. " +
 		"Accepts a short name (\"Mount\") or a qualified one (\"Router.Mount\", \"(*Router).Mount\", \"Flask.add_url_rule\"). " +
 		"Returns each definition with its signature, doc comment, body and provenance."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in SymbolInput) (*mcp.CallToolResult, SymbolOutput, error) {
@@ -178,7 +178,7 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 			}
 			return textResult(out.text()), out, nil
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "references", Annotations: ro, InputSchema: toolSchema[ReferencesInput](), Description: "Find who uses a symbol or a file: the functions that call it or reference its type, " +
+	mcp.AddTool(srv, &mcp.Tool{Name: "references", Title: "Find references", Annotations: ro, InputSchema: toolSchema[ReferencesInput](), Description: "Find who uses a symbol or a file: the functions that call it or reference its type, " +
 		"and for a file the files that import it. Give name (a symbol) or path (a file). " +
 		"Resolved from the code graph, across repositories too: an import of a package another of the tenant's repositories provides " +
 		"(Go module, npm package, Python distribution, Maven artifact, Cargo crate) reaches that repository's files. " +
@@ -190,7 +190,7 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 			}
 			return textResult(out.text()), out, nil
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "impact", Annotations: ro, InputSchema: toolSchema[ImpactInput](), Description: "List the files that depend on a file or symbol, directly or transitively (imports, calls, type references): " +
+	mcp.AddTool(srv, &mcp.Tool{Name: "impact", Title: "What a change affects", Annotations: ro, InputSchema: toolSchema[ImpactInput](), Description: "List the files that depend on a file or symbol, directly or transitively (imports, calls, type references): " +
 		"what a change there may break, nearest first, in the target's repository and in the tenant's other repositories that import it " +
 		"(Go module, npm package, Python distribution, Maven artifact, Cargo crate). " +
 		"Give path (a file) or name (a symbol), optionally repo (the target's repository) and depth (hops, default 3)."},
@@ -201,7 +201,7 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 			}
 			return textResult(out.text()), out, nil
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "read", Annotations: ro, InputSchema: toolSchema[ReadInput](), Description: "Read an indexed file, or a line range of it, exactly as it is at the indexed commit. " +
+	mcp.AddTool(srv, &mcp.Tool{Name: "read", Title: "Read a file", Annotations: ro, InputSchema: toolSchema[ReadInput](), Description: "Read an indexed file, or a line range of it, exactly as it is at the indexed commit. " +
 		"path is relative to the repository root, as search results name it. " +
 		"Without a range, the first 400 lines; at most 2000 lines (and 256 KiB) per call: end_line says where the text ends."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, ReadOutput, error) {
@@ -211,7 +211,7 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 			}
 			return textResult(out.Provenance + "\n" + out.Text), out, nil
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "repos", Annotations: ro, InputSchema: toolSchema[ReposInput](), Description: "List the indexed repositories of the tenant with the commit each is indexed at, " +
+	mcp.AddTool(srv, &mcp.Tool{Name: "repos", Title: "List repositories", Annotations: ro, InputSchema: toolSchema[ReposInput](), Description: "List the indexed repositories of the tenant with the commit each is indexed at, " +
 		"when it was indexed and how many files it has. Use the names in the repos argument of the other tools."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ReposInput) (*mcp.CallToolResult, ReposOutput, error) {
 			out, err := s.toolRepos(ctx, p, in)
@@ -407,18 +407,27 @@ func (s *Server) toolSymbol(ctx context.Context, p Principal, in SymbolInput) (S
 		return SymbolOutput{}, err
 	}
 	out := SymbolOutput{Definitions: []Definition{}}
-	for _, seg := range segs {
-		for _, id := range seg.Lookup(strings.TrimSpace(in.Name)) {
-			c := seg.Chunks[id]
-			if !isDecl(c.Kind) {
-				continue
+	// A name qualified by its package or module (api.Server.search) is
+	// looked up without the qualifier when it finds nothing whole, down
+	// to Type.method: the index names a symbol within its file.
+	for name := strings.TrimSpace(in.Name); name != ""; {
+		for _, seg := range segs {
+			for _, id := range seg.Lookup(name) {
+				c := seg.Chunks[id]
+				if !isDecl(c.Kind) {
+					continue
+				}
+				if len(out.Definitions) == maxDefinitions {
+					out.More++
+					continue
+				}
+				out.Definitions = append(out.Definitions, Definition{ChunkRef: chunkRef(seg, id), Signature: c.Signature, Doc: c.Doc, Body: c.Body})
 			}
-			if len(out.Definitions) == maxDefinitions {
-				out.More++
-				continue
-			}
-			out.Definitions = append(out.Definitions, Definition{ChunkRef: chunkRef(seg, id), Signature: c.Signature, Doc: c.Doc, Body: c.Body})
 		}
+		if len(out.Definitions) > 0 || strings.Count(name, ".") < 2 {
+			break
+		}
+		_, name, _ = strings.Cut(name, ".")
 	}
 	return out, nil
 }
