@@ -4,10 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-
-	"codectx/pkg/blob"
-	"codectx/pkg/index"
-	"codectx/pkg/testrepo"
 )
 
 // TestImpactOfUnexported: the impact of an unexported symbol starts at
@@ -15,8 +11,7 @@ import (
 // with 2 callers was said to affect 63 files at depth 1); an exported
 // one's still reaches the importers.
 func TestImpactOfUnexported(t *testing.T) {
-	repo := testrepo.New(t)
-	repo.Commit("initial", map[string]string{
+	s := serveRepo(t, "m", map[string]string{
 		"go.mod":    "module example.com/m\n\ngo 1.22\n",
 		"a/a.go":    "package a\n\nfunc helper() int { return 1 }\n\n// Exported is for other packages.\nfunc Exported() int { return helper() }\n",
 		"a/b.go":    "package a\n\nfunc useHelper() int { return helper() + 1 }\n",
@@ -24,12 +19,6 @@ func TestImpactOfUnexported(t *testing.T) {
 		"tool.py":   "def _private():\n    return 1\n\n\ndef public():\n    return _private()\n",
 		"caller.py": "from tool import public\n\n\ndef run():\n    return public()\n",
 	})
-	store := blob.NewMem()
-	if _, err := index.Build(context.Background(), store, repo.Dir, index.Options{Tenant: "acme", Name: "m", Workers: 1}); err != nil {
-		t.Fatal(err)
-	}
-	s := &Server{Store: store}
-	s.init()
 	// At depth 1: the files that call or name the target, and for an
 	// exported one the importers of its file. (Deeper, the callers'
 	// own importers follow: a file-level walk.)

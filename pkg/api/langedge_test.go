@@ -2,13 +2,8 @@ package api
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"codectx/pkg/blob"
-	"codectx/pkg/index"
 )
 
 // TestReferencesStayInLanguage: the graph resolves calls by name, so a
@@ -17,26 +12,11 @@ import (
 // into the script. references and impact
 // keep the Go caller and leave the script out.
 func TestReferencesStayInLanguage(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "svc")
-	files := map[string]string{
+	s := serveRepo(t, "svc", map[string]string{
 		"server.go": "package svc\n\n// Server answers.\ntype Server struct{}\n\n// search finds.\nfunc (s *Server) search(q string) int { return len(q) }\n",
 		"query.go":  "package svc\n\n// Query asks.\nfunc (s *Server) Query(q string) int { return s.search(q) }\n",
 		"mine.py":   "import re\n\npattern = re.compile(\"fix\")\n\n\ndef candidate(text):\n    return pattern.search(text)\n",
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	store := blob.NewMem()
-	if _, err := index.Build(context.Background(), store, dir, index.Options{Tenant: "acme", Name: "svc", Workers: 1}); err != nil {
-		t.Fatal(err)
-	}
-	s := &Server{Store: store}
-	s.init()
+	})
 	ctx := context.Background()
 	p := Principal{Tenant: "acme"}
 	refs, err := s.toolReferences(ctx, p, ReferencesInput{Name: "(*Server).search"})

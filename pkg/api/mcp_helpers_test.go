@@ -6,6 +6,10 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/index"
+	"codectx/pkg/testrepo"
 )
 
 // Helpers of the MCP tests, exported for the api_test package too.
@@ -37,4 +41,19 @@ func ToolText(res *mcp.CallToolResult) string {
 		}
 	}
 	return b.String()
+}
+
+// serveRepo commits files to a new repository, indexes it as tenant
+// acme's repository name, and returns a server of the store.
+func serveRepo(t *testing.T, name string, files map[string]string) *Server {
+	t.Helper()
+	repo := testrepo.New(t)
+	repo.Commit("initial", files)
+	store := blob.NewMem()
+	if _, err := index.Build(context.Background(), store, repo.Dir, index.Options{Tenant: "acme", Name: name, Workers: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Store: store}
+	s.init()
+	return s
 }

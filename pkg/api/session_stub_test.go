@@ -5,10 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"codectx/pkg/blob"
-	"codectx/pkg/index"
-	"codectx/pkg/testrepo"
 )
 
 // TestSessionStubsNotSent: a chunk packed as a stub (signature and doc)
@@ -63,22 +59,15 @@ func TestSessionStubsNotSent(t *testing.T) {
 // ledgerServer serves acme's repository ledger: eight files of one
 // function each, PostLedger0..7, about 300 tokens each.
 func ledgerServer(t *testing.T) *Server {
-	repo := testrepo.New(t)
+	files := map[string]string{}
 	for i := range 8 {
 		var body strings.Builder
 		for j := range 30 {
 			fmt.Fprintf(&body, "\ttotal += amount * %d // ledger posting step %d\n", j+1, j)
 		}
-		src := fmt.Sprintf("package ledger\n\n// PostLedger%d posts a ledger entry of the amount.\nfunc PostLedger%d(amount int) int {\n\ttotal := 0\n%s\treturn total\n}\n", i, i, body.String())
-		repo.Commit(fmt.Sprintf("add PostLedger%d", i), map[string]string{fmt.Sprintf("post%d.go", i): src})
+		files[fmt.Sprintf("post%d.go", i)] = fmt.Sprintf("package ledger\n\n// PostLedger%d posts a ledger entry of the amount.\nfunc PostLedger%d(amount int) int {\n\ttotal := 0\n%s\treturn total\n}\n", i, i, body.String())
 	}
-	store := blob.NewMem()
-	if _, err := index.Build(context.Background(), store, repo.Dir, index.Options{Tenant: "acme", Name: "ledger", Workers: 1}); err != nil {
-		t.Fatal(err)
-	}
-	s := &Server{Store: store}
-	s.init()
-	return s
+	return serveRepo(t, "ledger", files)
 }
 
 // TestRecallLatestQueryFirst: "the function we looked at before" brings

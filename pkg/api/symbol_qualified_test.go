@@ -3,27 +3,16 @@ package api
 import (
 	"context"
 	"testing"
-
-	"codectx/pkg/blob"
-	"codectx/pkg/index"
-	"codectx/pkg/testrepo"
 )
 
 // TestSymbolPackageQualified: a name qualified by its package, as an
 // agent writes a Go method (svc.Server.search), finds the method; it
 // found nothing.
 func TestSymbolPackageQualified(t *testing.T) {
-	repo := testrepo.New(t)
-	repo.Commit("initial", map[string]string{
+	s := serveRepo(t, "svc", map[string]string{
 		"go.mod":        "module example.com/svc\n\ngo 1.22\n",
 		"svc/server.go": "package svc\n\n// Server answers.\ntype Server struct{}\n\n// search finds.\nfunc (s *Server) search(q string) int { return len(q) }\n",
 	})
-	store := blob.NewMem()
-	if _, err := index.Build(context.Background(), store, repo.Dir, index.Options{Tenant: "acme", Name: "svc", Workers: 1}); err != nil {
-		t.Fatal(err)
-	}
-	s := &Server{Store: store}
-	s.init()
 	for name, want := range map[string]int{
 		"svc.Server.search":      1,
 		"svc.Server.search.more": 0,
