@@ -224,7 +224,11 @@ func best(r *query.Response) query.Chunk {
 // is a clear error on the CLI, not an answer without it.
 func TestDenseArmNeedsEmbedder(t *testing.T) {
 	t.Setenv("CODECTX_EMBEDDER", "")
-	err := run(context.Background(), []string{"query", "--data", t.TempDir(), "--repo", "x", "--arms", "dense", "anything"}, &syncBuffer{}, &syncBuffer{})
+	data := t.TempDir()
+	if _, err := openStore(data); err != nil { // a data directory, with nothing indexed
+		t.Fatal(err)
+	}
+	err := run(context.Background(), []string{"query", "--data", data, "--repo", "x", "--arms", "dense", "anything"}, &syncBuffer{}, &syncBuffer{})
 	if !errors.Is(err, errNoEmbedder) {
 		t.Fatalf("query --arms dense without an embedder: %v, want %v", err, errNoEmbedder)
 	}
