@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"path"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -153,6 +154,7 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 			"`read` for a file or line range at the indexed commit, `repos` to see what is indexed. " +
 			"Every result names its source as repo@commit:path#Lstart-Lend.",
 	})
+	srv.AddReceivingMiddleware(plainRefusals)
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(bool)}
 	mcp.AddTool(srv, &mcp.Tool{Name: "search", Title: "Search code", Annotations: ro, InputSchema: toolSchema[SearchInput](), Description: "Find the code relevant to a task or question and return it packed into a token budget. " +
 		"Give the task in natural language, identifiers, or both (\"where is the retry backoff computed\", \"Router.Mount\"). " +
@@ -221,6 +223,35 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 			return nil, out, nil
 		})
 	return srv
+}
+
+// plainRefusals rewrites the SDK's refusal of a tool call's arguments
+// into plainer words: under two layers of prefix, its validator printed
+// a bound as "minimum: 0/1 is less than 1.000000".
+func plainRefusals(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if r, ok := res.(*mcp.CallToolResult); ok && err == nil && r.IsError {
+			for _, c := range r.Content {
+				if t, ok := c.(*mcp.TextContent); ok {
+					t.Text = plainRefusal(t.Text)
+				}
+			}
+		}
+		return res, err
+	}
+}
+
+var boundRE = regexp.MustCompile(`: (-?\d+)/1 is (less|greater) than (-?\d+)\.0+$`)
+
+func plainRefusal(s string) string {
+	rest, ok := strings.CutPrefix(s, `validating "arguments": `)
+	if !ok {
+		return s
+	}
+	rest = strings.TrimPrefix(rest, "validating root: ")
+	rest = strings.ReplaceAll(rest, "validating /properties/", "argument ")
+	return "invalid arguments: " + boundRE.ReplaceAllString(rest, ": $1 is $2 than $3")
 }
 
 func textResult(text string) *mcp.CallToolResult {

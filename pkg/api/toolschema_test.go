@@ -104,7 +104,7 @@ func TestToolSchemasAgreeWithTools(t *testing.T) {
 			}
 			continue
 		}
-		if !res.IsError || !strings.Contains(answer, `validating "arguments"`) {
+		if !res.IsError || !strings.HasPrefix(answer, "invalid arguments: ") {
 			t.Errorf("%s %.80s: the schema should refuse it; answered %.200s", c.tool, c.args, answer)
 		}
 		if err := direct[c.tool](json.RawMessage(c.args)); err == nil {
@@ -183,6 +183,21 @@ func TestReadProvenance(t *testing.T) {
 	} {
 		if _, err := s.toolRead(ctx, p, ReadInput{Repo: c.repo, Path: c.path}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("read %s %s: %v, want an error with %q", c.repo, c.path, err, c.want)
+		}
+	}
+}
+
+// TestPlainRefusal: the SDK's refusals of a call's arguments read plainly.
+func TestPlainRefusal(t *testing.T) {
+	for in, want := range map[string]string{
+		`validating "arguments": validating root: validating /properties/budget: minimum: 0/1 is less than 1.000000`:       "invalid arguments: argument budget: minimum: 0 is less than 1",
+		`validating "arguments": validating root: validating /properties/depth: maximum: 10/1 is greater than 6.000000`:    "invalid arguments: argument depth: maximum: 10 is greater than 6",
+		`validating "arguments": validating root: required: missing properties: ["repo"]`:                                  `invalid arguments: required: missing properties: ["repo"]`,
+		`validating "arguments": validating root: validating /properties/repo: pattern: "a/1" does not match regular expr`: `invalid arguments: argument repo: pattern: "a/1" does not match regular expr`,
+		`repository acme/x is not indexed`: `repository acme/x is not indexed`,
+	} {
+		if got := plainRefusal(in); got != want {
+			t.Errorf("plainRefusal(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
