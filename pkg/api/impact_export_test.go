@@ -15,6 +15,8 @@ func TestImpactOfUnexported(t *testing.T) {
 		"go.mod":    "module example.com/m\n\ngo 1.22\n",
 		"a/a.go":    "package a\n\nfunc helper() int { return 1 }\n\n// Exported is for other packages.\nfunc Exported() int { return helper() }\n",
 		"a/b.go":    "package a\n\nfunc useHelper() int { return helper() + 1 }\n",
+		"d/d.go":    "package d\n\nfunc search() int { return 1 }\n\n// Search is for other packages.\nfunc Search() int { return search() }\n\n// Other is too.\nfunc Other() int { return 2 }\n",
+		"e/e.go":    "package e\n\nimport \"example.com/m/d\"\n\n// E imports d for Other.\nfunc E() int { return d.Other() }\n",
 		"c/c.go":    "package c\n\nimport \"example.com/m/a\"\n\n// C calls a.\nfunc C() int { return a.Exported() }\n",
 		"tool.py":   "def _private():\n    return 1\n\n\ndef public():\n    return _private()\n",
 		"caller.py": "from tool import public\n\n\ndef run():\n    return public()\n",
@@ -30,6 +32,9 @@ func TestImpactOfUnexported(t *testing.T) {
 		{"Exported", []string{"c/c.go"}, nil},
 		{"_private", nil, []string{"caller.py"}},
 		{"public", []string{"caller.py"}, nil},
+		// One file declares search and Search, which the lookup joins:
+		// Search is exported, so the file's importers are listed.
+		{"search", []string{"e/e.go"}, nil},
 	} {
 		out, err := s.toolImpact(context.Background(), Principal{Tenant: "acme"}, ImpactInput{Name: c.name, Depth: 1})
 		if err != nil {

@@ -916,14 +916,14 @@ func impact(segs []*segment.Segment, xg *xrepo.Graph, in ImpactInput, out *Impac
 					continue
 				}
 				out.Targets = append(out.Targets, chunkRef(seg, id).Provenance)
-				if n := (xrepo.Ref{Repo: repo, Path: c.Path}); !seen[n] {
-					seen[n] = true
-					// An unexported symbol is used by its callers only,
-					// not by the importers of its file (63 files at depth
-					// 1 for a method with 2 callers).
-					if exported(c) {
-						own = append(own, n)
-					}
+				// An unexported symbol is used by its callers only, not by
+				// the importers of its file (63 files at depth 1 for a
+				// method with 2 callers). The lookup ignores case, so one
+				// file may declare both (search and Search).
+				n := xrepo.Ref{Repo: repo, Path: c.Path}
+				seen[n] = true
+				if exported(c) && !slices.Contains(own, n) {
+					own = append(own, n)
 				}
 				for _, nb := range seg.Graph.SymbolNeighbors(id) {
 					if !nb.Out && nb.Path != c.Path && !foreign(seg, nb.Kind, nb.Path, c.Path) {
