@@ -383,17 +383,17 @@ func (o SymbolOutput) text() string {
 	return b.String()
 }
 
-// repoSegs resolves the repos of a tool call (default: all of the
-// tenant's) and loads their segments.
-func (s *Server) repoSegs(ctx context.Context, p Principal, tenant string, repos []string) ([]*segment.Segment, error) {
+// repoSegs resolves the repos of a tool call and its repo, one more name
+// or "" (default: all of the tenant's), and loads their segments.
+func (s *Server) repoSegs(ctx context.Context, p Principal, tenant string, repos []string, one string) ([]*segment.Segment, error) {
 	tenant, err := p.tenantFor(tenant)
 	if err != nil {
 		return nil, err
 	}
-	if len(repos) == 0 {
+	if len(repos) == 0 && one == "" {
 		repos = []string{AllRepos}
 	}
-	names, err := s.resolveRepos(ctx, tenant, repos, "")
+	names, err := s.resolveRepos(ctx, tenant, repos, one)
 	if err != nil {
 		return nil, err
 	}
@@ -403,15 +403,6 @@ func (s *Server) repoSegs(ctx context.Context, p Principal, tenant string, repos
 	// p.Tenant's rate let the request in (an operator's: not tenant's).
 	s.chargeRepos(p.Tenant, len(names))
 	return s.loadAll(ctx, tenant, names)
-}
-
-// withRepo is the repositories a tool call names: repo, one more beside
-// repos (the argument search, read and impact take too).
-func withRepo(repo string, repos []string) []string {
-	if repo == "" {
-		return repos
-	}
-	return append([]string{repo}, repos...)
 }
 
 func chunkRef(seg *segment.Segment, id int) ChunkRef {
@@ -433,7 +424,7 @@ func (s *Server) toolSymbol(ctx context.Context, p Principal, in SymbolInput) (S
 	if strings.TrimSpace(in.Name) == "" {
 		return SymbolOutput{}, errors.New("no name")
 	}
-	segs, err := s.repoSegs(ctx, p, in.Tenant, withRepo(in.Repo, in.Repos))
+	segs, err := s.repoSegs(ctx, p, in.Tenant, in.Repos, in.Repo)
 	if err != nil {
 		return SymbolOutput{}, err
 	}
@@ -519,7 +510,7 @@ func (s *Server) toolReferences(ctx context.Context, p Principal, in ReferencesI
 			return ReferencesOutput{}, badRequest{err}
 		}
 	}
-	tenant, segs, err := s.scopeSegs(ctx, p, in.Tenant, withRepo(in.Repo, in.Repos), "")
+	tenant, segs, err := s.scopeSegs(ctx, p, in.Tenant, in.Repos, in.Repo, "")
 	if err != nil {
 		return ReferencesOutput{}, err
 	}
@@ -583,10 +574,10 @@ func (s *Server) toolReferences(ctx context.Context, p Principal, in ReferencesI
 	return out, nil
 }
 
-// scopeSegs resolves the tenant and repositories of a tool call (default:
-// all of the tenant's) and loads their segments, plus the segment of
+// scopeSegs resolves the tenant and repositories of a tool call (repos
+// and one, as repoSegs) and loads their segments, plus the segment of
 // target when it is named and not among them.
-func (s *Server) scopeSegs(ctx context.Context, p Principal, asked string, repos []string, target string) (string, []*segment.Segment, error) {
+func (s *Server) scopeSegs(ctx context.Context, p Principal, asked string, repos []string, one, target string) (string, []*segment.Segment, error) {
 	tenant, err := p.tenantFor(asked)
 	if err != nil {
 		return "", nil, err
@@ -596,7 +587,7 @@ func (s *Server) scopeSegs(ctx context.Context, p Principal, asked string, repos
 			return "", nil, badRequest{err}
 		}
 	}
-	segs, err := s.repoSegs(ctx, p, tenant, repos)
+	segs, err := s.repoSegs(ctx, p, tenant, repos, one)
 	if err != nil {
 		return "", nil, err
 	}
@@ -837,7 +828,7 @@ func (s *Server) toolImpact(ctx context.Context, p Principal, in ImpactInput) (I
 		}
 		in.Path = clean
 	}
-	tenant, segs, err := s.scopeSegs(ctx, p, in.Tenant, in.Repos, in.Repo)
+	tenant, segs, err := s.scopeSegs(ctx, p, in.Tenant, in.Repos, "", in.Repo)
 	if err != nil {
 		return ImpactOutput{}, err
 	}
