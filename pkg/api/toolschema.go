@@ -65,9 +65,9 @@ var (
 	toolSchemaOnce sync.Once
 	toolSchemaDefs map[reflect.Type]*jsonschema.Schema
 	toolSchemaErr  error
-	// toolCache keeps the tools' resolved schemas: /v1/mcp builds a
-	// server per request, and without it each request inferred and
-	// resolved the six output schemas again.
+	// toolCache keeps the tools' resolved schemas across the servers
+	// built (one per /v1/mcp caller, one per `codectx mcp`): without it
+	// each build inferred and resolved the six output schemas again.
 	toolCache = mcp.NewSchemaCache()
 )
 

@@ -30,10 +30,16 @@ func serverClient(server string) (*api.Client, error) {
 func keyHint(err error) error {
 	var e *api.Error
 	if errors.As(err, &e) && e.Code == http.StatusUnauthorized {
-		if os.Getenv(envAPIKey) == "" {
-			return fmt.Errorf("%w: set $%s to an API key of the server", err, envAPIKey)
-		}
-		return fmt.Errorf("%w: the key in $%s is not one of the server's", err, envAPIKey)
+		return fmt.Errorf("%w: %s", err, keyAdvice(os.Getenv(envAPIKey)))
 	}
 	return err
+}
+
+// keyAdvice says what to do about a 401 from a server the CLI sent key,
+// the value of $CODECTX_API_KEY, to.
+func keyAdvice(key string) string {
+	if key == "" {
+		return fmt.Sprintf("the server wants an API key (read from $%s, which is not set): set $%s to an API key of the server", envAPIKey, envAPIKey)
+	}
+	return fmt.Sprintf("the server refused the API key read from $%s: it is not one of the server's", envAPIKey)
 }

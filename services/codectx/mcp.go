@@ -110,10 +110,8 @@ func mcpProxy(ctx context.Context, url, key string) (*mcp.Server, func(), error)
 	remote, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: dt}, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
 	switch {
 	case err == nil:
-	case dt.denied.Load() && key == "":
-		return nil, nil, fmt.Errorf("mcp: connect to %s: the server wants an API key (read from $%s, which is not set): %w", endpoint, envAPIKey, err)
 	case dt.denied.Load():
-		return nil, nil, fmt.Errorf("mcp: connect to %s: the server refused the API key read from $%s: %w", endpoint, envAPIKey, err)
+		return nil, nil, fmt.Errorf("mcp: connect to %s: %s: %w", endpoint, keyAdvice(key), err)
 	default:
 		return nil, nil, fmt.Errorf("mcp: connect to %s: %w", endpoint, err)
 	}
