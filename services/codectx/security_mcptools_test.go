@@ -58,8 +58,27 @@ func TestSecurityMCPTools(t *testing.T) {
 			call{"symbol", map[string]any{"name": "MasterToken", "repos": []string{repo}}},
 			call{"references", map[string]any{"name": "MasterToken", "repos": []string{repo}}},
 			call{"impact", map[string]any{"path": "vault/keys.go", "repo": repo}},
+			// repo, one repository, which search, symbol and references
+			// take too.
+			call{"search", map[string]any{"query": "MasterToken vault keys", "repo": repo}},
+			call{"symbol", map[string]any{"name": "MasterToken", "repo": repo}},
+			call{"references", map[string]any{"name": "MasterToken", "repo": repo}},
 		)
 	}
+	// The parts of a provenance read takes (repo@commit, path#Lstart-Lend),
+	// with beta's commit (a prefix the leak check does not look for), and
+	// a package-qualified name.
+	for _, repo := range []string{"vault@" + betaCommit[:10], "beta/vault@" + betaCommit[:10], "shop@" + betaCommit[:10], "vault@HEAD"} {
+		calls = append(calls,
+			call{"read", map[string]any{"repo": repo, "path": "vault/keys.go#L1-40"}},
+			call{"read", map[string]any{"tenant": tenantB, "repo": repo, "path": "vault/keys.go"}},
+		)
+	}
+	calls = append(calls,
+		call{"read", map[string]any{"repo": "shop", "path": "../vault/vault/keys.go#L1-40"}},
+		call{"symbol", map[string]any{"name": "vault.MasterToken.x"}},
+		call{"symbol", map[string]any{"tenant": tenantB, "name": "vault.vault.MasterToken"}},
+	)
 	for _, tenant := range []string{tenantB, "*", "beta/", "../beta", "BETA", "default", ""} {
 		calls = append(calls,
 			call{"read", map[string]any{"tenant": tenant, "repo": "vault", "path": "vault/keys.go"}},
