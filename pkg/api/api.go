@@ -141,6 +141,14 @@ type RepoStatus struct {
 	EmbedReused int         `json:"embed_reused"`              // chunks whose vector came from the embedding cache
 	Restored    int         `json:"restored,omitempty"`        // already indexed: vector points of the published snapshot the vector store had lost, written again
 	Head        *index.Head `json:"head,omitempty"`            // the published HEAD, nil if none
+	// What the published HEAD holds, when no snapshot is running (as GET
+	// /v1/repos counts it): Files counts the snapshot's listing, Indexed
+	// the files in the index, Skipped those of the listing the parser
+	// left out (too large, binary, minified, generated, ...) by reason,
+	// Degraded those cut into line windows by reason.
+	Indexed  int            `json:"indexed,omitempty"`
+	Skipped  map[string]int `json:"skipped,omitempty"`
+	Degraded map[string]int `json:"degraded,omitempty"`
 	// Progress is how far the running snapshot is (nil when idle, or when
 	// the orchestrator cannot say yet).
 	Progress *Progress `json:"progress,omitempty"`

@@ -2,6 +2,7 @@ package api
 
 import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"maps"
 
 	"context"
 	"crypto/rand"
@@ -618,6 +619,17 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	if !known {
 		writeError(w, http.StatusNotFound, fmt.Errorf("unknown repository %s/%s", tenant, repo))
 		return
+	}
+	if st.Head != nil && st.State != StateIndexing && st.State != StateQueued {
+		// Not while a snapshot runs: a client waiting on it polls
+		// status, and the segment is the next one's only at the end.
+		// Without it the status still answers (the listing's 503 is
+		// for the listing).
+		if seg, err := s.segs.get(ctx, st.Head.Segment); err == nil {
+			st.Indexed, st.Skipped, st.Degraded = len(seg.Files), maps.Clone(seg.Meta.Skipped), maps.Clone(seg.Meta.Degraded)
+		} else {
+			s.Log.Warn("status: published segment unreadable", "tenant", tenant, "repo", repo, "error", err)
+		}
 	}
 	writeJSON(w, http.StatusOK, st)
 }

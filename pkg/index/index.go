@@ -828,15 +828,15 @@ func FormatSummary(s *Summary) string {
 		commit = commit[:12]
 	}
 	fmt.Fprintf(&b, "indexed %s@%s (tenant %s)\n", s.Repo, commit, s.Tenant)
-	fmt.Fprintf(&b, "  files     %d (%s)\n", s.Files, formatCounts(s.FilesByLanguage))
-	fmt.Fprintf(&b, "  chunks    %d (%s)\n", s.Chunks, formatCounts(s.ChunksByKind))
-	fmt.Fprintf(&b, "  edges     %s\n", formatCounts(s.Edges))
+	fmt.Fprintf(&b, "  files     %d (%s)\n", s.Files, FormatCounts(s.FilesByLanguage))
+	fmt.Fprintf(&b, "  chunks    %d (%s)\n", s.Chunks, FormatCounts(s.ChunksByKind))
+	fmt.Fprintf(&b, "  edges     %s\n", FormatCounts(s.Edges))
 	fmt.Fprintf(&b, "  parsed    %d, reused %d from cache\n", s.Parsed, s.Reused)
 	if len(s.Skipped) > 0 {
-		fmt.Fprintf(&b, "  skipped   %s\n", formatCounts(s.Skipped))
+		fmt.Fprintf(&b, "  skipped   %s\n", FormatCounts(s.Skipped))
 	}
 	if len(s.Degraded) > 0 {
-		fmt.Fprintf(&b, "  degraded  %s\n", formatCounts(s.Degraded))
+		fmt.Fprintf(&b, "  degraded  %s\n", FormatCounts(s.Degraded))
 	}
 	fmt.Fprintf(&b, "  bytes     %.2f MB source, %.2f MB segment\n", float64(s.Bytes)/1e6, float64(s.SegmentBytes)/1e6)
 	fmt.Fprintf(&b, "  time      %.2f s (%.1f MB/s)\n", s.Seconds, s.MBPerSecond)
@@ -847,7 +847,8 @@ func FormatSummary(s *Summary) string {
 	return b.String()
 }
 
-func formatCounts(m map[string]int) string {
+// FormatCounts renders counts by name, largest first: "go 469, text 42".
+func FormatCounts(m map[string]int) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -390,15 +390,32 @@ func formatIndexed(st *api.RepoStatus) string {
 	if len(commit) > 12 && !strings.HasPrefix(commit, "worktree-") {
 		commit = commit[:12]
 	}
+	// The index's own count when the server says it (as `index` prints
+	// it), the listing's beside it when files were left out.
+	files := fmt.Sprintf("%d files", st.Files)
+	if st.Indexed > 0 || len(st.Skipped) > 0 {
+		files = fmt.Sprintf("%d files", st.Indexed)
+		if st.Indexed != st.Files && !st.Already {
+			files += fmt.Sprintf(" of %d listed", st.Files)
+		}
+	}
+	var s string
 	if st.Already {
-		return fmt.Sprintf("indexed %s@%s: %d files (already indexed)", st.Repo, commit, st.Files)
+		s = fmt.Sprintf("indexed %s@%s: %s (already indexed)", st.Repo, commit, files)
+	} else {
+		s = fmt.Sprintf("indexed %s@%s: %s (%d parsed, %d reused)", st.Repo, commit, files, st.Parsed, st.Reused)
+		if st.Failed > 0 {
+			s += fmt.Sprintf(", %d failed to parse", st.Failed)
+		}
+		if st.Embed != "" {
+			s += "; embed " + st.Embed
+		}
 	}
-	s := fmt.Sprintf("indexed %s@%s: %d files (%d parsed, %d reused)", st.Repo, commit, st.Files, st.Parsed, st.Reused)
-	if st.Failed > 0 {
-		s += fmt.Sprintf(", %d failed to parse", st.Failed)
+	if len(st.Skipped) > 0 {
+		s += "\n  skipped " + index.FormatCounts(st.Skipped)
 	}
-	if st.Embed != "" {
-		s += "; embed " + st.Embed
+	if len(st.Degraded) > 0 {
+		s += "\n  degraded " + index.FormatCounts(st.Degraded)
 	}
 	for _, f := range st.LeftOut {
 		s += fmt.Sprintf("\n  left out %s: %s", f.Path, f.Reason)

@@ -85,3 +85,29 @@ func TestUpIndexMissingPath(t *testing.T) {
 		t.Errorf("up printed:\n%s\nwant the failure in its own words", out)
 	}
 }
+
+// TestFormatIndexedCounts: the line `up --index` and `index --server`
+// print at the end counts the files in the index, as `index` does, and
+// says which files of the listing were left out and why.
+func TestFormatIndexedCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		st   api.RepoStatus
+		want string
+	}{
+		{"old server", api.RepoStatus{Repo: "shop", LastCommit: "c0ffee", Files: 3, Parsed: 3},
+			"indexed shop@c0ffee: 3 files (3 parsed, 0 reused)"},
+		{"files left out", api.RepoStatus{Repo: "shop", LastCommit: "c0ffee", Files: 538, Parsed: 537, Indexed: 534,
+			Skipped: map[string]int{"minified": 2, "generated": 1, "too_large": 1}},
+			"indexed shop@c0ffee: 534 files of 538 listed (537 parsed, 0 reused)\n  skipped minified 2, generated 1, too_large 1"},
+		{"none left out", api.RepoStatus{Repo: "shop", LastCommit: "c0ffee", Files: 3, Parsed: 1, Reused: 2, Indexed: 3},
+			"indexed shop@c0ffee: 3 files (1 parsed, 2 reused)"},
+		{"already", api.RepoStatus{Repo: "shop", LastCommit: "c0ffee", Files: 4, Indexed: 3, Already: true,
+			Skipped: map[string]int{"binary": 1}, Degraded: map[string]int{"parse_timeout": 1}},
+			"indexed shop@c0ffee: 3 files (already indexed)\n  skipped binary 1\n  degraded parse_timeout 1"},
+	} {
+		if got := formatIndexed(&tc.st); got != tc.want {
+			t.Errorf("%s: formatIndexed =\n%s\nwant\n%s", tc.name, got, tc.want)
+		}
+	}
+}
