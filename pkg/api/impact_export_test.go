@@ -20,6 +20,12 @@ func TestImpactOfUnexported(t *testing.T) {
 		"c/c.go":    "package c\n\nimport \"example.com/m/a\"\n\n// C calls a.\nfunc C() int { return a.Exported() }\n",
 		"tool.py":   "def _private():\n    return 1\n\n\ndef public():\n    return _private()\n",
 		"caller.py": "from tool import public\n\n\ndef run():\n    return public()\n",
+		// A private member is used inside its class only: the callers in
+		// its file, none of its file's importers.
+		"src/main/java/p/Store.java": "package p;\n\npublic class Store {\n  private int hidden() {\n    return 1;\n  }\n\n  public int shown() {\n    return hidden();\n  }\n}\n",
+		"src/main/java/q/Use.java":   "package q;\n\nimport p.Store;\n\npublic class Use {\n  int run(Store s) {\n    return s.shown();\n  }\n}\n",
+		"web/cache.ts":               "export class Cache {\n  private evict(): number {\n    return 1\n  }\n  #drop(): number {\n    return 2\n  }\n  put(): number {\n    return this.evict() + this.#drop()\n  }\n}\n",
+		"web/app.ts":                 "import { Cache } from './cache'\n\nexport function run(c: Cache): number {\n  return c.put()\n}\n",
 	})
 	// At depth 1: the files that call or name the target, and for an
 	// exported one the importers of its file. (Deeper, the callers'
@@ -35,6 +41,11 @@ func TestImpactOfUnexported(t *testing.T) {
 		// One file declares search and Search, which the lookup joins:
 		// Search is exported, so the file's importers are listed.
 		{"search", []string{"e/e.go"}, nil},
+		{"hidden", nil, []string{"src/main/java/q/Use.java"}},
+		{"shown", []string{"src/main/java/q/Use.java"}, nil},
+		{"evict", nil, []string{"web/app.ts"}},
+		{"Cache.#drop", nil, []string{"web/app.ts"}},
+		{"put", []string{"web/app.ts"}, nil},
 	} {
 		out, err := s.toolImpact(context.Background(), Principal{Tenant: "acme"}, ImpactInput{Name: c.name, Depth: 1})
 		if err != nil {

@@ -939,8 +939,13 @@ func impact(segs []*segment.Segment, xg *xrepo.Graph, in ImpactInput, out *Impac
 
 // exported reports whether code outside a declaration's package or
 // module may use it, by its language's convention: a Go name that starts
-// with a capital, a Python name without a leading underscore; any name
-// of the other languages (their modifiers are not indexed).
+// with a capital, a Python name without a leading underscore; in Java,
+// TypeScript and JavaScript a member that is not private (the private
+// modifier of its signature, a #name), since a private one is used
+// inside its class only, hence its file. Any other name counts as
+// exported: Java's package-private members (an interface's are public
+// without a modifier) and Rust's items without pub (a child module in
+// another file uses them through an import) are not told apart.
 func exported(c codectx.Chunk) bool {
 	name := c.Name
 	if i := strings.LastIndexAny(name, ".)"); i >= 0 {
@@ -955,8 +960,25 @@ func exported(c codectx.Chunk) bool {
 		return unicode.IsUpper(r)
 	case codectx.Python:
 		return !strings.HasPrefix(name, "_") || strings.HasPrefix(name, "__") && strings.HasSuffix(name, "__")
+	case codectx.Java, codectx.TypeScript, codectx.TSX, codectx.JavaScript:
+		return !strings.HasPrefix(name, "#") && !private(c.Signature)
 	}
 	return true
+}
+
+// private reports whether a declaration's signature has the private
+// modifier among the words before its name, parameters or value
+// ("@Override private void run()", "private static readonly x =").
+func private(sig string) bool {
+	for _, w := range strings.Fields(sig) {
+		if w == "private" {
+			return true
+		}
+		if strings.ContainsAny(w, "(=:<{") {
+			return false
+		}
+	}
+	return false
 }
 
 // ReadInput is the argument of the read tool.
