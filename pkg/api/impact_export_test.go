@@ -45,6 +45,7 @@ func TestImpactOfUnexported(t *testing.T) {
 		{"shown", []string{"src/main/java/q/Use.java"}, nil},
 		{"evict", nil, []string{"web/app.ts"}},
 		{"Cache.#drop", nil, []string{"web/app.ts"}},
+		{"#drop", nil, []string{"web/app.ts"}},
 		{"put", []string{"web/app.ts"}, nil},
 	} {
 		out, err := s.toolImpact(context.Background(), Principal{Tenant: "acme"}, ImpactInput{Name: c.name, Depth: 1})

@@ -26,3 +26,19 @@ func TestSymbolPackageQualified(t *testing.T) {
 		}
 	}
 }
+
+// TestSymbolPrivateName: a JavaScript private name is found as it is
+// written, #drop; its short name was kept under a key no lookup reached.
+func TestSymbolPrivateName(t *testing.T) {
+	s := serveRepo(t, "m", map[string]string{
+		"web/cache.ts": "export class Cache {\n  #drop(): number {\n    return 2\n  }\n  put(): number {\n    return this.#drop()\n  }\n}\n",
+	})
+	out, err := s.toolImpact(context.Background(), Principal{Tenant: "acme"}, ImpactInput{Name: "#drop", Depth: 1})
+	if err != nil || len(out.Targets) != 1 {
+		t.Fatalf("impact of #drop: targets %v, %v", out.Targets, err)
+	}
+	sym, err := s.toolSymbol(context.Background(), Principal{Tenant: "acme"}, SymbolInput{Name: "#drop"})
+	if err != nil || len(sym.Definitions) != 1 {
+		t.Fatalf("symbol #drop: %+v, %v", sym, err)
+	}
+}

@@ -390,7 +390,13 @@ func buildSymbols(chunks []codectx.Chunk) symPart {
 		}
 		full := NormalizeName(c.Name)
 		m[full] = append(m[full], id)
-		if short := strings.ToLower(ShortName(c.Name)); short != full && short != "" {
+		short := strings.ToLower(ShortName(c.Name))
+		if strings.HasPrefix(short, "#") {
+			// A JavaScript private name: kept as Lookup normalizes "#drop"
+			// (unreachable as it was).
+			short = NormalizeName(short)
+		}
+		if short != full && short != "" {
 			m[short] = append(m[short], id)
 		}
 	}
