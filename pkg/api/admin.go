@@ -86,7 +86,35 @@ func (s *Server) listRepos(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ctx := r.Context()
+	page, err := s.repoPage(r.Context(), tenant, cursor, limit, func(n int) { s.chargeRepos(pay, n) })
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// Repos returns one page of a tenant's repositories, by name, as GET
+// /v1/repos answers it: at most limit (1..500; 0: 50) after cursor (""
+// = from the first). For an in-process caller (codectx repos --data):
+// no key, no charge.
+func (s *Server) Repos(ctx context.Context, tenant, cursor string, limit int) (RepoPage, error) {
+	s.init()
+	if !index.ValidTenant(tenant) {
+		return RepoPage{}, fmt.Errorf("invalid tenant %q", tenant)
+	}
+	if limit == 0 {
+		limit = defaultPage
+	}
+	if limit < 1 || limit > maxPage {
+		return RepoPage{}, fmt.Errorf("limit %d: want 1..%d", limit, maxPage)
+	}
+	return s.repoPage(ctx, tenant, cursor, limit, func(int) {})
+}
+
+// repoPage lists the page; charge is called with its number of
+// repositories before their entries are read.
+func (s *Server) repoPage(ctx context.Context, tenant, cursor string, limit int, charge func(n int)) (RepoPage, error) {
 	// With the repository bound on, every repository the tenant holds is
 	// listed, published or not (a registration whose first snapshot has
 	// not published, or failed): the list is what the bound counts, and
@@ -97,8 +125,7 @@ func (s *Server) listRepos(w http.ResponseWriter, r *http.Request) {
 	}
 	names, err := list(ctx, tenant)
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, err)
-		return
+		return RepoPage{}, err
 	}
 	page := RepoPage{Tenant: tenant, Repos: []RepoInfo{}}
 	start := 0
@@ -113,7 +140,7 @@ func (s *Server) listRepos(w http.ResponseWriter, r *http.Request) {
 	// Each repository of the page costs a HEAD read, a segment load and
 	// (with an orchestrator) a status query: a page pays what a query
 	// over its repositories does (search), the request the first.
-	s.chargeRepos(pay, len(names))
+	charge(len(names))
 	page.Repos = make([]RepoInfo, len(names))
 	err = forEach(len(names), func(i int) error {
 		info, err := s.repoInfo(ctx, tenant, names[i])
@@ -121,10 +148,9 @@ func (s *Server) listRepos(w http.ResponseWriter, r *http.Request) {
 		return err
 	})
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, err)
-		return
+		return RepoPage{}, err
 	}
-	writeJSON(w, http.StatusOK, page)
+	return page, nil
 }
 
 func (s *Server) repoInfo(ctx context.Context, tenant, repo string) (RepoInfo, error) {

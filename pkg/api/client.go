@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -78,6 +79,44 @@ func (c *Client) Delete(ctx context.Context, tenant, repo string) (*DeleteRespon
 	var out DeleteResponse
 	if err := c.do(ctx, http.MethodDelete, "/v1/repos/"+url.PathEscape(tenant)+"/"+escapeRepo(repo), nil, &out); err != nil {
 		return nil, fmt.Errorf("delete %s/%s: %w", tenant, repo, err)
+	}
+	return &out, nil
+}
+
+// ListRepos returns one page of a tenant's repositories (tenant "": the
+// key's own, which the page names); cursor is the last page's Next,
+// limit 0 the server's default.
+func (c *Client) ListRepos(ctx context.Context, tenant, cursor string, limit int) (*RepoPage, error) {
+	q := url.Values{}
+	if tenant != "" {
+		q.Set("tenant", tenant)
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	path := "/v1/repos"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var out RepoPage
+	if err := c.do(ctx, http.MethodGet, path, nil, &out); err != nil {
+		return nil, fmt.Errorf("list repositories: %w", err)
+	}
+	return &out, nil
+}
+
+// Reindex asks the server to fetch a repository again from where its
+// last push came from and index it (index scope).
+func (c *Client) Reindex(ctx context.Context, tenant, repo string) (*IndexResponse, error) {
+	if tenant == "" {
+		tenant = index.DefaultTenant
+	}
+	var out IndexResponse
+	if err := c.do(ctx, http.MethodPost, "/v1/repos/"+url.PathEscape(tenant)+"/"+escapeRepo(repo)+"/reindex", nil, &out); err != nil {
+		return nil, fmt.Errorf("reindex %s/%s: %w", tenant, repo, err)
 	}
 	return &out, nil
 }

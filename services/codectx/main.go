@@ -61,6 +61,7 @@ var commands = []struct {
 	{command{"bench-query", "--server URL --repo NAME[,NAME...] [--clients 8] [--requests 2000] [--json]", "load-test a running query API", runBenchQuery}, false},
 	{command{"bench-push", "--server URL[,URL...] --dir WORKTREE[,...] --repo NAME [--pushes 20] [--json]", "measure one-file push to queryable on running servers (signed webhooks)", runBenchPush}, false},
 	{command{"bench-parse", "[--rounds 1] [--json] PATH", "measure tree-sitter's parse, chunk.Parse and go/parser on a snapshot's files, one core", runBenchParse}, false},
+	{command{"repos", "[list | status REPO | reindex REPO | delete REPO] [--data DIR | --server URL] [--tenant T] [--json]", "list the indexed repositories; one's status, reindex or delete", runRepos}, false},
 	{command{"key", "create --tenant T [--scope query|index|admin] | list | revoke ID", "create, list and revoke API keys", runKey}, false},
 	{command{"version", "", "print the module version and VCS revision of this binary", runVersion}, false},
 	{command{"orchestrator", "", "Temporal worker of the indexing workflows", orchestratorRole().run}, true},
@@ -144,7 +145,7 @@ func (r reported) Unwrap() error { return r.error }
 // is a boolean flag of these commands (eval's names an output file).
 func wantsJSON(cmd string, args []string) bool {
 	switch cmd {
-	case "index", "query", "gc", "key", "bench-query", "bench-push", "bench-parse":
+	case "index", "query", "gc", "key", "repos", "bench-query", "bench-push", "bench-parse":
 	default:
 		return false
 	}
