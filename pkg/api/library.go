@@ -303,6 +303,11 @@ func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) 
 		if skey, err = session.Key(q.Tenant, q.Session); err != nil {
 			return nil, badRequest{err}
 		}
+		unlock, err := s.sessLocks.lock(ctx, skey)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
 		if sess, err = s.Sessions.Load(ctx, skey); err != nil {
 			return nil, err
 		}

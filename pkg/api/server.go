@@ -168,6 +168,7 @@ type Server struct {
 
 	mcpMu      sync.Mutex
 	mcpServers map[Principal]*mcp.Server // /v1/mcp's server of each caller (mcpServerFor)
+	sessLocks  sessionLocks              // a session's queries one at a time
 }
 
 // init fills in the defaults, once.
