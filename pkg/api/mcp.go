@@ -24,6 +24,7 @@ import (
 	"codectx/pkg/pack"
 	"codectx/pkg/query"
 	"codectx/pkg/segment"
+	"codectx/pkg/tokens"
 	"codectx/pkg/xrepo"
 )
 
@@ -350,6 +351,7 @@ func (s *Server) toolSearch(ctx context.Context, p Principal, in SearchInput) (S
 // SymbolInput is the argument of the symbol tool.
 type SymbolInput struct {
 	Name   string   `json:"name" jsonschema:"symbol name, short (Mount) or qualified (Router.Mount)"`
+	Budget *int     `json:"budget,omitempty" jsonschema:"o200k tokens of definition bodies at most (default 6000): a body past it is left out, its signature and doc kept (stub); read its lines for it"`
 	Repo   string   `json:"repo,omitempty" jsonschema:"one repository to look in (with repos, both are)"`
 	Repos  []string `json:"repos,omitempty" jsonschema:"repositories to look in; default all of the tenant's"`
 	Tenant string   `json:"tenant,omitempty" jsonschema:"tenant to act for; only an operator key may name another than its own"`
@@ -367,6 +369,8 @@ type Definition struct {
 type SymbolOutput struct {
 	Definitions []Definition `json:"definitions"`
 	More        int          `json:"more,omitempty" jsonschema:"definitions left out beyond the first 20"`
+	Tokens      int          `json:"tokens" jsonschema:"o200k tokens of the bodies given"`
+	Budget      int          `json:"budget"`
 }
 
 func (o SymbolOutput) text() string {
@@ -375,6 +379,14 @@ func (o SymbolOutput) text() string {
 	}
 	var b strings.Builder
 	for _, d := range o.Definitions {
+		if d.Stub {
+			fmt.Fprintf(&b, "%s  %s %s (body left out: past the budget of %d tokens; read its lines)\n", d.Provenance, d.Kind, d.Symbol, o.Budget)
+			if d.Doc != "" {
+				fmt.Fprintf(&b, "%s\n", d.Doc)
+			}
+			fmt.Fprintf(&b, "%s\n\n", d.Signature)
+			continue
+		}
 		fmt.Fprintf(&b, "%s  %s %s\n%s\n\n", d.Provenance, d.Kind, d.Symbol, d.Body)
 	}
 	if o.More > 0 {
@@ -424,11 +436,18 @@ func (s *Server) toolSymbol(ctx context.Context, p Principal, in SymbolInput) (S
 	if strings.TrimSpace(in.Name) == "" {
 		return SymbolOutput{}, errors.New("no name")
 	}
+	budget := mcpDefaultBudget // only when the argument is left out: 0 is an error
+	if in.Budget != nil {
+		budget = *in.Budget
+	}
+	if budget < 1 || budget > mcpMaxBudget {
+		return SymbolOutput{}, fmt.Errorf("budget %d out of range (1..%d)", budget, mcpMaxBudget)
+	}
 	segs, err := s.repoSegs(ctx, p, in.Tenant, in.Repos, in.Repo)
 	if err != nil {
 		return SymbolOutput{}, err
 	}
-	out := SymbolOutput{Definitions: []Definition{}}
+	out := SymbolOutput{Definitions: []Definition{}, Budget: budget}
 	// A name qualified by its package or module (api.Server.search) is
 	// looked up without the qualifier when it finds nothing whole, down
 	// to Type.method: the index names a symbol within its file.
@@ -443,7 +462,17 @@ func (s *Server) toolSymbol(ctx context.Context, p Principal, in SymbolInput) (S
 					out.More++
 					continue
 				}
-				out.Definitions = append(out.Definitions, Definition{ChunkRef: chunkRef(seg, id), Signature: c.Signature, Doc: c.Doc, Body: c.Body})
+				// Bodies while they fit, in the order found: 20 of a
+				// common name's (run) were 62 KB, and one body of a big
+				// file may be far more.
+				d := Definition{ChunkRef: chunkRef(seg, id), Signature: c.Signature, Doc: c.Doc, Body: c.Body}
+				if n, ok := tokens.CountAtMost(c.Body, budget-out.Tokens); ok {
+					d.Tokens = n
+					out.Tokens += n
+				} else {
+					d.Body, d.Stub = "", true
+				}
+				out.Definitions = append(out.Definitions, d)
 			}
 		}
 		if len(out.Definitions) > 0 || strings.Count(name, ".") < 2 {

@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -40,5 +42,50 @@ func TestSymbolPrivateName(t *testing.T) {
 	sym, err := s.toolSymbol(context.Background(), Principal{Tenant: "acme"}, SymbolInput{Name: "#drop"})
 	if err != nil || len(sym.Definitions) != 1 {
 		t.Fatalf("symbol #drop: %+v, %v", sym, err)
+	}
+}
+
+// TestSymbolBudget: the symbol tool gives bodies within its token budget
+// (default 6000) and leaves the rest as stubs, signature and doc, that
+// say to read their lines: twenty definitions of a common name were
+// sent whole, whatever their size.
+func TestSymbolBudget(t *testing.T) {
+	files := map[string]string{}
+	for i := range 5 {
+		body := strings.Repeat(fmt.Sprintf("\tx%d := %d\n\t_ = x%d\n", i, i, i), 200)
+		files[fmt.Sprintf("p%d/run.go", i)] = fmt.Sprintf("package p%d\n\n// Run runs step %d.\nfunc Run() {\n%s}\n", i, i, body)
+	}
+	s := serveRepo(t, "big", files)
+	ctx := context.Background()
+	all, err := s.toolSymbol(ctx, Principal{Tenant: "acme"}, SymbolInput{Name: "Run", Budget: ptr(mcpMaxBudget)})
+	if err != nil || len(all.Definitions) != 5 {
+		t.Fatalf("symbol Run at the largest budget: %d definitions, %v", len(all.Definitions), err)
+	}
+	each := all.Definitions[0].Tokens
+	if each == 0 || all.Tokens != 5*each {
+		t.Fatalf("bodies of %d tokens, %d in all; want 5 alike", each, all.Tokens)
+	}
+	budget := 2*each + each/2
+	out, err := s.toolSymbol(ctx, Principal{Tenant: "acme"}, SymbolInput{Name: "Run", Budget: &budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := 0
+	for _, d := range out.Definitions {
+		switch {
+		case d.Stub && (d.Body != "" || d.Signature != "func Run()" || !strings.HasPrefix(d.Doc, "Run runs step")):
+			t.Errorf("stub %+v: want no body, its signature and doc", d.ChunkRef)
+		case !d.Stub:
+			whole++
+		}
+	}
+	if len(out.Definitions) != 5 || whole != 2 || out.Tokens > budget || out.Tokens != 2*each {
+		t.Errorf("budget %d: %d definitions, %d whole, %d tokens; want 5, 2 whole, %d tokens", budget, len(out.Definitions), whole, out.Tokens, 2*each)
+	}
+	if text := out.text(); !strings.Contains(text, "body left out") || strings.Count(text, "x4 := 4") > 200 {
+		t.Errorf("text does not say a body was left out, or holds them all:\n%.400s", text)
+	}
+	if _, err := s.toolSymbol(ctx, Principal{Tenant: "acme"}, SymbolInput{Name: "Run", Budget: ptr(0)}); err == nil {
+		t.Error("budget 0: want an error")
 	}
 }

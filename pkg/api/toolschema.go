@@ -35,6 +35,8 @@ var toolRules = map[reflect.Type]func(*jsonschema.Schema){
 		repoProp(s.Properties["repo"], true, true)
 		reposProp(s.Properties["repos"])
 		textProp(s.Properties["name"])
+		b := s.Properties["budget"]
+		b.Minimum, b.Maximum = ptr(1.0), ptr(float64(mcpMaxBudget))
 	},
 	typeOf[ReferencesInput](): func(s *jsonschema.Schema) {
 		tenantProp(s.Properties["tenant"])
