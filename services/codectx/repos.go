@@ -224,7 +224,7 @@ func printRepos(w io.Writer, page api.RepoPage, asJSON bool) error {
 			commit = commit[:12]
 		}
 		state := cmp.Or(r.State, "-")
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.Repo, commit, r.Files, r.Skipped, r.Degraded, state, cmp.Or(oneLine(r.LastError), "-"))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", termSafe(r.Repo, false), termSafe(commit, false), r.Files, r.Skipped, r.Degraded, termSafe(state, false), cmp.Or(oneLine(r.LastError), "-"))
 	}
 	return tw.Flush()
 }
@@ -232,9 +232,10 @@ func printRepos(w io.Writer, page api.RepoPage, asJSON bool) error {
 // formatStatus renders one repository's status for a terminal.
 func formatStatus(st *api.RepoStatus) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s/%s: %s\n", st.Tenant, st.Repo, st.State)
+	line := func(s string) string { return termSafe(s, false) }
+	fmt.Fprintf(&b, "%s/%s: %s\n", line(st.Tenant), line(st.Repo), line(st.State))
 	if st.Head != nil {
-		fmt.Fprintf(&b, "  published %s (built %s)\n", st.Head.Commit, st.Head.Built)
+		fmt.Fprintf(&b, "  published %s (built %s)\n", line(st.Head.Commit), line(st.Head.Built))
 	} else {
 		fmt.Fprintf(&b, "  published nothing yet\n")
 	}
@@ -242,16 +243,16 @@ func formatStatus(st *api.RepoStatus) string {
 		fmt.Fprintf(&b, "  files     %d in the index\n", st.Indexed)
 	}
 	if len(st.Skipped) > 0 {
-		fmt.Fprintf(&b, "  skipped   %s\n", index.FormatCounts(st.Skipped))
+		fmt.Fprintf(&b, "  skipped   %s\n", line(index.FormatCounts(st.Skipped)))
 	}
 	if len(st.Degraded) > 0 {
-		fmt.Fprintf(&b, "  degraded  %s\n", index.FormatCounts(st.Degraded))
+		fmt.Fprintf(&b, "  degraded  %s\n", line(index.FormatCounts(st.Degraded)))
 	}
 	if st.Received > 0 {
 		fmt.Fprintf(&b, "  pushes    %d received, %d covered\n", st.Received, st.Covered)
 	}
 	if st.Current != "" {
-		fmt.Fprintf(&b, "  indexing  %s\n", st.Current)
+		fmt.Fprintf(&b, "  indexing  %s\n", line(st.Current))
 	}
 	if st.Progress != nil {
 		fmt.Fprintln(&b, formatProgress(st.Progress))
@@ -260,17 +261,18 @@ func formatStatus(st *api.RepoStatus) string {
 		fmt.Fprintf(&b, "  last error %s\n", oneLine(st.LastError))
 	}
 	for _, f := range st.LeftOut {
-		fmt.Fprintf(&b, "  left out %s: %s\n", f.Path, f.Reason)
+		fmt.Fprintf(&b, "  left out %s: %s\n", line(f.Path), line(f.Reason))
 	}
 	return b.String()
 }
 
-// oneLine keeps a table row on one line.
+// oneLine keeps a table row on one line, escaped for a terminal (an
+// error may quote a path of the repository).
 func oneLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i] + " ..."
 	}
-	return s
+	return termSafe(s, false)
 }
 
 func writeIndented(w io.Writer, v any) error {

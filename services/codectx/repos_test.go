@@ -49,3 +49,24 @@ func TestReposLocal(t *testing.T) {
 		t.Error("repos status --data: want an error (status, reindex and delete need a server)")
 	}
 }
+
+// TestReposOutputEscaped: what repos prints of a server's answer reaches
+// a terminal escaped: a repository names its files, and an error may
+// quote one.
+func TestReposOutputEscaped(t *testing.T) {
+	const esc = "\x1b]0;pwned\x07"
+	st := &api.RepoStatus{Tenant: "acme", Repo: "shop", State: "idle", LastError: "parse " + esc,
+		Skipped: map[string]int{"too_large" + esc: 1}, LeftOut: []api.LeftOut{{Path: esc + ".go", Reason: esc}}}
+	var list strings.Builder
+	if err := printRepos(&list, api.RepoPage{Tenant: "acme", Repos: []api.RepoInfo{{Repo: "shop", LastError: "clone " + esc + "\nsecond line"}}}, false); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"status": formatStatus(st), "list": list.String()} {
+		if strings.ContainsAny(out, "\x1b\x07") || !strings.Contains(out, `\x1b]0;pwned\x07`) {
+			t.Errorf("%s printed a raw escape, or not the escaped one:\n%q", name, out)
+		}
+	}
+	if strings.Contains(list.String(), "second line") {
+		t.Errorf("list printed an error's second line:\n%s", list.String())
+	}
+}

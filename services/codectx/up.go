@@ -350,7 +350,7 @@ func indexAndWait(ctx context.Context, cl *api.Client, req api.IndexRequest, out
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "indexing %s/%s from %s\n", resp.Tenant, resp.Repo, req.Location)
+	fmt.Fprintf(out, "indexing %s/%s from %s\n", termSafe(resp.Tenant, false), termSafe(resp.Repo, false), termSafe(req.Location, false))
 	last := ""
 	st, err := cl.WaitIndexedFunc(ctx, resp.Tenant, resp.Repo, req.Commit, func(st *api.RepoStatus) {
 		line := ""
@@ -378,7 +378,7 @@ func formatProgress(p *api.Progress) string {
 	if p.Stage == api.StageSnapshot {
 		return "  stage snapshot: opening and planning"
 	}
-	s := fmt.Sprintf("  stage %s: %d files, %d planned, %d parsed, %d reused", p.Stage, p.Files, p.Planned, p.Parsed, p.Reused)
+	s := fmt.Sprintf("  stage %s: %d files, %d planned, %d parsed, %d reused", termSafe(p.Stage, false), p.Files, p.Planned, p.Parsed, p.Reused)
 	if p.Failed > 0 {
 		s += fmt.Sprintf(", %d failed", p.Failed)
 	}
@@ -386,6 +386,9 @@ func formatProgress(p *api.Progress) string {
 }
 
 func formatIndexed(st *api.RepoStatus) string {
+	// What the server says is printed escaped (termSafe): the
+	// repository names its paths, its parser's errors the reasons.
+	line := func(s string) string { return termSafe(s, false) }
 	commit := st.LastCommit
 	if len(commit) > 12 && !strings.HasPrefix(commit, "worktree-") {
 		commit = commit[:12]
@@ -401,24 +404,24 @@ func formatIndexed(st *api.RepoStatus) string {
 	}
 	var s string
 	if st.Already {
-		s = fmt.Sprintf("indexed %s@%s: %s (already indexed)", st.Repo, commit, files)
+		s = fmt.Sprintf("indexed %s@%s: %s (already indexed)", line(st.Repo), line(commit), files)
 	} else {
-		s = fmt.Sprintf("indexed %s@%s: %s (%d parsed, %d reused)", st.Repo, commit, files, st.Parsed, st.Reused)
+		s = fmt.Sprintf("indexed %s@%s: %s (%d parsed, %d reused)", line(st.Repo), line(commit), files, st.Parsed, st.Reused)
 		if st.Failed > 0 {
 			s += fmt.Sprintf(", %d failed to parse", st.Failed)
 		}
 		if st.Embed != "" {
-			s += "; embed " + st.Embed
+			s += "; embed " + line(st.Embed)
 		}
 	}
 	if len(st.Skipped) > 0 {
-		s += "\n  skipped " + index.FormatCounts(st.Skipped)
+		s += "\n  skipped " + line(index.FormatCounts(st.Skipped))
 	}
 	if len(st.Degraded) > 0 {
-		s += "\n  degraded " + index.FormatCounts(st.Degraded)
+		s += "\n  degraded " + line(index.FormatCounts(st.Degraded))
 	}
 	for _, f := range st.LeftOut {
-		s += fmt.Sprintf("\n  left out %s: %s", f.Path, f.Reason)
+		s += fmt.Sprintf("\n  left out %s: %s", line(f.Path), line(f.Reason))
 	}
 	return s
 }

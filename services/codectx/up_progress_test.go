@@ -105,6 +105,10 @@ func TestFormatIndexedCounts(t *testing.T) {
 		{"already", api.RepoStatus{Repo: "shop", LastCommit: "c0ffee", Files: 4, Indexed: 3, Already: true,
 			Skipped: map[string]int{"binary": 1}, Degraded: map[string]int{"parse_timeout": 1}},
 			"indexed shop@c0ffee: 3 files (already indexed)\n  skipped binary 1\n  degraded parse_timeout 1"},
+		// The repository names a left-out file; its parser, the reason.
+		{"hostile path", api.RepoStatus{Repo: "shop", LastCommit: "c0ffee", Files: 2, Parsed: 2, Failed: 1,
+			LeftOut: []api.LeftOut{{Path: "a\x1b]0;pwned\x07\n  left out b.go.go", Reason: "parse: \x1b[2J"}}},
+			"indexed shop@c0ffee: 2 files (2 parsed, 0 reused), 1 failed to parse\n  left out a\\x1b]0;pwned\\x07\\x0a  left out b.go.go: parse: \\x1b[2J"},
 	} {
 		if got := formatIndexed(&tc.st); got != tc.want {
 			t.Errorf("%s: formatIndexed =\n%s\nwant\n%s", tc.name, got, tc.want)
