@@ -11,6 +11,7 @@ import (
 	"codectx/pkg/blob"
 	"codectx/pkg/index"
 	"codectx/pkg/keys"
+	"codectx/pkg/source"
 )
 
 // RepoInfo is one repository in GET /v1/repos.
@@ -268,6 +269,12 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 	defer unlock()
 	ctx := r.Context()
 	res := DeleteResponse{Tenant: tenant, Repo: repo}
+	// Where the repository was fetched from, read before its record goes:
+	// its clone is removed last.
+	loc := ""
+	if s.CloneDir != "" {
+		loc = s.repoLocation(ctx, tenant, repo)
+	}
 	// HEAD first, in both layouts (RepoPrefix, and the older one without
 	// the /@/ separator), so queries stop finding the repository.
 	n, err := s.deleteHeads(ctx, tenant, repo)
@@ -340,11 +347,38 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 	if n > 0 {
 		s.released(ctx, tenant)
 	}
+	if loc != "" {
+		// After the workflow ended, so no snapshot of it fetches into the
+		// clone again. Another repository of the tenant indexed from the
+		// same URL clones it again on its next push.
+		removed, err := source.RemoveClone(s.CloneDir, tenant, loc)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, err)
+			return
+		}
+		if removed {
+			res.Deleted++
+		}
+	}
 	if res.Deleted == 0 {
 		writeError(w, http.StatusNotFound, fmt.Errorf("unknown repository %s/%s", tenant, repo))
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// repoLocation is where tenant/repo was last fetched from: the location
+// recorded in the store, else its workflow's; "" if neither says.
+func (s *Server) repoLocation(ctx context.Context, tenant, repo string) string {
+	if loc, err := s.storedLocation(ctx, tenant, repo); err == nil && loc != "" {
+		return loc
+	}
+	if s.Indexer != nil {
+		if st, err := s.Indexer.Status(ctx, tenant, repo); err == nil {
+			return st.Location
+		}
+	}
+	return ""
 }
 
 // HeadNotices tells the servers sharing a store that a repository's HEAD

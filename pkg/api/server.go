@@ -124,6 +124,11 @@ type Server struct {
 	// removes (every model's); nil: only the embedded store's objects in
 	// Store are removed.
 	Vectors RepoVectors
+	// CloneDir is the clone cache of the snapshots this process takes
+	// (codectx up): DELETE of a repository removes its clone there, which
+	// holds its source. "": the workers' caches are elsewhere, and their
+	// age bound removes the clone.
+	CloneDir string
 	// Notices, when set, carries a DELETE's word to the other servers
 	// sharing the store, so that each forgets the HEAD it last read of the
 	// repository (ForgetHead) and never answers from it while its store

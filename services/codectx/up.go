@@ -230,7 +230,7 @@ Stop with SIGINT or SIGTERM.`)
 		Store:      store, Indexer: temporalIndexer{tc}, LocalPaths: true, Metrics: m, Routes: api.AllRoutes,
 		Checks: d.checks(useTemporal | useNATS), Notes: map[string]string{"embed": kit.note()}, Log: log, Dense: kit.arm(),
 		Webhooks: webhooks, Keys: selfKeys, Sessions: sessions, CacheSize: cacheBytes, OnMapped: onMapped, Net: c.netPolicy(),
-		ShardCache: shards,
+		ShardCache: shards, CloneDir: filepath.Join(data, "clones"),
 	}
 	if keyStore != nil {
 		srv.KeyStore = keyStore
