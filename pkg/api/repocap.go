@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -299,17 +300,20 @@ func (s *Server) holdRepo(ctx context.Context, tenant, repo string, operator boo
 	}
 	unlock := s.registering.lock(tenant)
 	defer unlock()
-	for range registerTries {
+	for i := range registerTries {
 		code, err := s.register(ctx, tenant, repo, limit, operator)
 		if !errors.Is(err, blob.ErrConflict) {
 			return code, err
 		}
 		// Another server registered one of the tenant's repositories
-		// between this count and this swap: count again.
+		// between this count and this swap: count again, after a random
+		// wait that grows (1 ms, up to 2, 4, ... 32): two servers that
+		// waited 1 ms each met again, and under load one request in 48
+		// lost all its rounds (TestTenantReposConcurrent).
 		select {
 		case <-ctx.Done():
 			return http.StatusServiceUnavailable, ctx.Err()
-		case <-time.After(time.Millisecond):
+		case <-time.After(time.Duration(1+mrand.IntN(1<<min(i, 5))) * time.Millisecond):
 		}
 	}
 	return http.StatusServiceUnavailable, errRegisterBusy
