@@ -78,6 +78,17 @@ func fixture(t *testing.T, store *blob.Bucket, extra string) *index.Summary {
 		"auth/token.go":   "package auth\n\n// ParseToken validates a bearer token and returns its subject.\nfunc ParseToken(s string) (string, error) {\n\treturn s, nil\n}\n",
 		"util/strings.go": "package util\n\n// Reverse reverses a string.\nfunc Reverse(s string) string {\n\treturn s\n}\n" + extra,
 	}
+	writeFiles(t, dir, files)
+	sum, err := index.Build(context.Background(), store, dir, index.Options{Name: "demo", Workers: 1})
+	if err != nil {
+		t.Fatalf("index fixture: %v", err)
+	}
+	return sum
+}
+
+// writeFiles writes files (path -> content) under dir.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
 	for name, body := range files {
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -87,11 +98,6 @@ func fixture(t *testing.T, store *blob.Bucket, extra string) *index.Summary {
 			t.Fatal(err)
 		}
 	}
-	sum, err := index.Build(context.Background(), store, dir, index.Options{Name: "demo", Workers: 1})
-	if err != nil {
-		t.Fatalf("index fixture: %v", err)
-	}
-	return sum
 }
 
 func newServer(t *testing.T, s *Server) (*httptest.Server, *Client) {
