@@ -110,7 +110,7 @@ func runRepos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if *asJSON {
 			return writeIndented(stdout, res)
 		}
-		fmt.Fprintf(stdout, "deleted %s/%s: %d objects removed\n", res.Tenant, res.Repo, res.Deleted)
+		fmt.Fprintf(stdout, "deleted %s/%s: %d objects removed\n", termSafe(res.Tenant, false), termSafe(res.Repo, false), res.Deleted)
 		return nil
 	}
 	// reindex
@@ -122,29 +122,19 @@ func runRepos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if *asJSON {
 			return writeIndented(stdout, res)
 		}
-		fmt.Fprintf(stdout, "reindexing %s/%s (run %s)\n", res.Tenant, res.Repo, res.RunID)
+		fmt.Fprintf(stdout, "reindexing %s/%s (run %s)\n", termSafe(res.Tenant, false), termSafe(res.Repo, false), termSafe(res.RunID, false))
 		return nil
 	}
 	wctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	var last string
-	st, err := cl.WaitIndexedFunc(wctx, res.Tenant, res.Repo, "", func(st *api.RepoStatus) {
-		if *asJSON || st.Progress == nil {
-			return
-		}
-		if line := formatProgress(st.Progress); line != last {
-			fmt.Fprintln(stdout, line)
-			last = line
-		}
-	})
+	if !*asJSON {
+		return waitPrinted(wctx, cl, res.Tenant, res.Repo, "", stdout)
+	}
+	st, err := cl.WaitIndexed(wctx, res.Tenant, res.Repo, "")
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		return writeIndented(stdout, st)
-	}
-	fmt.Fprintln(stdout, formatIndexed(st))
-	return nil
+	return writeIndented(stdout, st)
 }
 
 // keyTenant is the tenant a per-repository request names in its path:
@@ -161,23 +151,15 @@ func keyTenant(ctx context.Context, cl *api.Client, tenant string) (string, erro
 	return page.Tenant, nil
 }
 
-// reposList prints every page of the tenant's repositories.
+// reposList prints every page of the tenant's repositories on a server.
 func reposList(ctx context.Context, cl *api.Client, tenant string, asJSON bool, stdout io.Writer) error {
-	var all []api.RepoInfo
-	cursor := ""
-	for {
-		page, err := cl.ListRepos(ctx, tenant, cursor, 500)
-		if err != nil {
-			return err
-		}
-		tenant = page.Tenant
-		all = append(all, page.Repos...)
-		if page.Next == "" {
-			break
-		}
-		cursor = page.Next
+	all, err := allRepos(tenant, func(tenant, cursor string) (*api.RepoPage, error) {
+		return cl.ListRepos(ctx, tenant, cursor, 500)
+	})
+	if err != nil {
+		return err
 	}
-	return printRepos(stdout, api.RepoPage{Tenant: tenant, Repos: all}, asJSON)
+	return printRepos(stdout, all, asJSON)
 }
 
 // reposLocal lists the repositories of a data directory.
@@ -186,24 +168,33 @@ func reposLocal(ctx context.Context, data, tenant string, asJSON bool, stdout io
 	if err != nil {
 		return fmt.Errorf("repos: %w", err)
 	}
-	if tenant == "" {
-		tenant = index.DefaultTenant
-	}
 	srv := &api.Server{Store: store}
-	all := api.RepoPage{Tenant: tenant, Repos: []api.RepoInfo{}}
-	cursor := ""
-	for {
+	all, err := allRepos(cmp.Or(tenant, index.DefaultTenant), func(tenant, cursor string) (*api.RepoPage, error) {
 		page, err := srv.Repos(ctx, tenant, cursor, 500)
+		return &page, err
+	})
+	if err != nil {
+		return fmt.Errorf("repos: %w", err)
+	}
+	return printRepos(stdout, all, asJSON)
+}
+
+// allRepos joins the pages that list gives from the first on. The first
+// page names the tenant when tenant is "" (a server's: the key's own).
+func allRepos(tenant string, list func(tenant, cursor string) (*api.RepoPage, error)) (api.RepoPage, error) {
+	all := api.RepoPage{Tenant: tenant, Repos: []api.RepoInfo{}}
+	for cursor := ""; ; {
+		page, err := list(all.Tenant, cursor)
 		if err != nil {
-			return fmt.Errorf("repos: %w", err)
+			return api.RepoPage{}, err
 		}
+		all.Tenant = page.Tenant
 		all.Repos = append(all.Repos, page.Repos...)
 		if page.Next == "" {
-			break
+			return all, nil
 		}
 		cursor = page.Next
 	}
-	return printRepos(stdout, all, asJSON)
 }
 
 func printRepos(w io.Writer, page api.RepoPage, asJSON bool) error {
@@ -217,12 +208,7 @@ func printRepos(w io.Writer, page api.RepoPage, asJSON bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "REPO\tCOMMIT\tFILES\tSKIPPED\tDEGRADED\tSTATE\tLAST ERROR\n")
 	for _, r := range page.Repos {
-		commit := r.Commit
-		if commit == "" {
-			commit = "(none yet)"
-		} else if len(commit) > 12 && !strings.HasPrefix(commit, "worktree-") {
-			commit = commit[:12]
-		}
+		commit := cmp.Or(shortCommit(r.Commit), "(none yet)")
 		state := cmp.Or(r.State, "-")
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", termSafe(r.Repo, false), termSafe(commit, false), r.Files, r.Skipped, r.Degraded, termSafe(state, false), cmp.Or(oneLine(r.LastError), "-"))
 	}

@@ -351,8 +351,15 @@ func indexAndWait(ctx context.Context, cl *api.Client, req api.IndexRequest, out
 		return err
 	}
 	fmt.Fprintf(out, "indexing %s/%s from %s\n", termSafe(resp.Tenant, false), termSafe(resp.Repo, false), termSafe(req.Location, false))
+	return waitPrinted(ctx, cl, resp.Tenant, resp.Repo, req.Commit, out)
+}
+
+// waitPrinted waits for tenant/repo's snapshot (of commit, "" for every
+// push it received), printing its progress as it changes, then what the
+// snapshot indexed.
+func waitPrinted(ctx context.Context, cl *api.Client, tenant, repo, commit string, out io.Writer) error {
 	last := ""
-	st, err := cl.WaitIndexedFunc(ctx, resp.Tenant, resp.Repo, req.Commit, func(st *api.RepoStatus) {
+	st, err := cl.WaitIndexedFunc(ctx, tenant, repo, commit, func(st *api.RepoStatus) {
 		line := ""
 		switch {
 		case st.State == api.StateQueued:
@@ -372,6 +379,15 @@ func indexAndWait(ctx context.Context, cl *api.Client, req api.IndexRequest, out
 	return nil
 }
 
+// shortCommit is a commit hash's first 12 digits; a working tree's
+// pseudo-commit (worktree-...) is kept whole.
+func shortCommit(c string) string {
+	if len(c) > 12 && !strings.HasPrefix(c, "worktree-") {
+		return c[:12]
+	}
+	return c
+}
+
 // formatProgress is the line `index --server` prints when the progress of
 // the running snapshot changes.
 func formatProgress(p *api.Progress) string {
@@ -389,10 +405,7 @@ func formatIndexed(st *api.RepoStatus) string {
 	// What the server says is printed escaped (termSafe): the
 	// repository names its paths, its parser's errors the reasons.
 	line := func(s string) string { return termSafe(s, false) }
-	commit := st.LastCommit
-	if len(commit) > 12 && !strings.HasPrefix(commit, "worktree-") {
-		commit = commit[:12]
-	}
+	commit := shortCommit(st.LastCommit)
 	// The index's own count when the server says it (as `index` prints
 	// it), the listing's beside it when files were left out.
 	files := fmt.Sprintf("%d files", st.Files)
