@@ -313,6 +313,19 @@ func (o SearchOutput) text() string {
 	return b.String()
 }
 
+// mcpBudget is a tool's token budget: mcpDefaultBudget only when the
+// argument is left out (0 is an error), within 1..mcpMaxBudget.
+func mcpBudget(arg *int) (int, error) {
+	budget := mcpDefaultBudget
+	if arg != nil {
+		budget = *arg
+	}
+	if budget < 1 || budget > mcpMaxBudget {
+		return 0, fmt.Errorf("budget %d out of range (1..%d)", budget, mcpMaxBudget)
+	}
+	return budget, nil
+}
+
 func (s *Server) toolSearch(ctx context.Context, p Principal, in SearchInput) (SearchOutput, error) {
 	tenant, err := p.tenantFor(in.Tenant)
 	if err != nil {
@@ -321,12 +334,9 @@ func (s *Server) toolSearch(ctx context.Context, p Principal, in SearchInput) (S
 	if strings.TrimSpace(in.Query) == "" {
 		return SearchOutput{}, errors.New("empty query")
 	}
-	budget := mcpDefaultBudget // only when the argument is left out: 0 is an error
-	if in.Budget != nil {
-		budget = *in.Budget
-	}
-	if budget < 1 || budget > mcpMaxBudget {
-		return SearchOutput{}, fmt.Errorf("budget %d out of range (1..%d)", budget, mcpMaxBudget)
+	budget, err := mcpBudget(in.Budget)
+	if err != nil {
+		return SearchOutput{}, err
 	}
 	repos := in.Repos
 	if len(repos) == 0 && in.Repo == "" {
@@ -436,12 +446,9 @@ func (s *Server) toolSymbol(ctx context.Context, p Principal, in SymbolInput) (S
 	if strings.TrimSpace(in.Name) == "" {
 		return SymbolOutput{}, errors.New("no name")
 	}
-	budget := mcpDefaultBudget // only when the argument is left out: 0 is an error
-	if in.Budget != nil {
-		budget = *in.Budget
-	}
-	if budget < 1 || budget > mcpMaxBudget {
-		return SymbolOutput{}, fmt.Errorf("budget %d out of range (1..%d)", budget, mcpMaxBudget)
+	budget, err := mcpBudget(in.Budget)
+	if err != nil {
+		return SymbolOutput{}, err
 	}
 	segs, err := s.repoSegs(ctx, p, in.Tenant, in.Repos, in.Repo)
 	if err != nil {
