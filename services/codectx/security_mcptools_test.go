@@ -62,6 +62,8 @@ func TestSecurityMCPTools(t *testing.T) {
 			// take too.
 			call{"search", map[string]any{"query": "MasterToken vault keys", "repo": repo}},
 			call{"symbol", map[string]any{"name": "MasterToken", "repo": repo}},
+			// symbol's budget: the largest, the bodies it would let through.
+			call{"symbol", map[string]any{"name": "MasterToken", "repo": repo, "budget": 100000}},
 			call{"references", map[string]any{"name": "MasterToken", "repo": repo}},
 		)
 	}
