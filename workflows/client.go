@@ -98,6 +98,9 @@ type IndexRepoInput struct {
 // orgAttempts bounds those.
 const indexRepoTries = 3
 
+// resumeTries bounds the status reads resumed makes before it pushes again.
+const resumeTries = 5
+
 // IndexRepo pushes the location's HEAD to its RepoWorkflow and waits,
 // heartbeating, until a finished snapshot covers that push. It fails if
 // that snapshot failed: retryably until its indexRepoTries-th failure,
@@ -162,7 +165,7 @@ func (a *Activities) indexRepo(ctx context.Context, in IndexRepoInput, b *indexB
 	// stop cut short waits for the same push rather than pushing again,
 	// which would cost the repository another snapshot (the one in
 	// progress covers only what it had received when it began).
-	b.want = resumed(ctx, c, tenant, repo, b.want)
+	b.want = resumed(ctx, c, tenant, repo, b.want, a.poll())
 	if b.want == 0 {
 		if _, err := SignalPush(ctx, c, Push{Tenant: tenant, Repo: repo, Location: in.Location}); err != nil {
 			return RepoStatus{}, err
@@ -237,12 +240,27 @@ func halfBeat(ctx context.Context) time.Duration {
 // resumed is want, the push count an earlier attempt of this IndexRepo
 // recorded, if the repository's workflow still counts it and has not yet
 // answered it with a failure (a failed snapshot is pushed again); 0 means
-// push.
-func resumed(ctx context.Context, c client.Client, tenant, repo string, want int) int {
+// push. A failed status read is tried again (resumeTries, every wait)
+// before it counts as a lost workflow: right after a worker's restart
+// the read can fail, and the push it caused cost the repository a
+// snapshot more (TestOrgIndexRetriesAfterStops saw 3 where 2 are due:
+// the second push waited behind the failed first snapshot, and the
+// attempt waiting on the first failed and pushed a third time).
+func resumed(ctx context.Context, c client.Client, tenant, repo string, want int, wait time.Duration) int {
 	if want <= 0 {
 		return 0
 	}
 	st, err := Status(ctx, c, tenant, repo)
+	for try := 1; err != nil && try < resumeTries; try++ {
+		select {
+		case <-ctx.Done():
+			return 0
+		case <-stopping(ctx):
+			return want // the attempt ends; the next one resumes
+		case <-time.After(wait):
+		}
+		st, err = Status(ctx, c, tenant, repo)
+	}
 	if err != nil || st.Received < want || (st.Covered >= want && st.LastError != "") {
 		return 0 // a new run of the workflow, or the push failed: push again
 	}
