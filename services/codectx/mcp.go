@@ -45,7 +45,7 @@ the data directory; with --server it forwards every call to the server's
 	if !index.ValidTenant(*tenant) {
 		return fmt.Errorf("mcp: invalid tenant %q", *tenant)
 	}
-	t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
+	t := stdioTransport(stdin, stdout)
 	if *server != "" {
 		srv, closeRemote, err := mcpProxy(ctx, *server, os.Getenv(envAPIKey))
 		if err != nil {
@@ -70,10 +70,6 @@ func ignoreEOF(err error) error {
 	}
 	return fmt.Errorf("mcp: %w", err)
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // bearerTransport adds the API key to every request.
 type bearerTransport struct{ key string }

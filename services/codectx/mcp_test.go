@@ -152,3 +152,82 @@ func TestMCPStdioServer(t *testing.T) {
 	t.Setenv(envAPIKey, "acme-key")
 	checkStdio(ctx, t, stdioSession(ctx, t, "--server", srv.URL))
 }
+
+// TestMCPStdioBadLines: a line that is not JSON, or JSON but no JSON-RPC
+// message, or longer than the bound, gets a JSON-RPC error and the session
+// goes on (the SDK's transport ended it, and the agent's next write broke
+// its pipe).
+func TestMCPStdioBadLines(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := testrepo.New(t)
+	r.Commit("initial", testrepo.Small)
+	data := t.TempDir()
+	if _, err := runCLI(t, "index", "--data", data, "--tenant", "acme", "--name", "shop", r.Dir); err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	stdin = inR
+	t.Cleanup(func() { stdin = nil })
+	done := make(chan error, 1)
+	go func() {
+		err := run(ctx, []string{"mcp", "--data", data, "--tenant", "acme"}, outW, io.Discard)
+		outW.Close()
+		done <- err
+	}()
+	dec := json.NewDecoder(outR)
+	type reply struct {
+		ID     any                 `json:"id"`
+		Error  *struct{ Code int } `json:"error"`
+		Result json.RawMessage     `json:"result"`
+	}
+	send := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatalf("write %.40q: %v", line, err)
+		}
+	}
+	next := func() reply {
+		t.Helper()
+		var rp reply
+		if err := dec.Decode(&rp); err != nil {
+			t.Fatalf("read a reply: %v", err)
+		}
+		return rp
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`)
+	if rp := next(); rp.Error != nil || rp.ID != float64(1) {
+		t.Fatalf("initialize: %+v", rp)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for _, c := range []struct {
+		line string
+		code int
+	}{
+		{`{not json`, rpcParseError},
+		{`{"a":1} {"b":2}`, rpcParseError},
+		{`{"hello":"world"}`, rpcInvalidRequest},
+		{`{"jsonrpc":"1.0","id":2,"method":"tools/list"}`, rpcInvalidRequest},
+		{`[]`, rpcInvalidRequest},
+		{`[1,2]`, rpcInvalidRequest},
+		{`"x"`, rpcInvalidRequest},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":"` + strings.Repeat("x", maxStdioLine) + `"}`, rpcInvalidRequest},
+	} {
+		send(c.line)
+		if rp := next(); rp.Error == nil || rp.Error.Code != c.code || rp.ID != nil {
+			t.Errorf("%.40q: %+v, want error %d with id null", c.line, rp, c.code)
+		}
+	}
+	// Blank lines are no messages; the session still answers.
+	send("")
+	send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"symbol","arguments":{"name":"Cart.Total"}}}`)
+	rp := next()
+	if rp.Error != nil || rp.ID != float64(4) || !strings.Contains(string(rp.Result), "cart/cart.go") {
+		t.Fatalf("symbol after bad lines: %+v %s", rp, rp.Result)
+	}
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("codectx mcp: %v", err)
+	}
+}
