@@ -39,9 +39,12 @@ func TestSymbolPrivateName(t *testing.T) {
 	if err != nil || len(out.Targets) != 1 {
 		t.Fatalf("impact of #drop: targets %v, %v", out.Targets, err)
 	}
-	sym, err := s.toolSymbol(context.Background(), Principal{Tenant: "acme"}, SymbolInput{Name: "#drop"})
-	if err != nil || len(sym.Definitions) != 1 {
-		t.Fatalf("symbol #drop: %+v, %v", sym, err)
+	// As written, qualified as the index names it, and in Javadoc's way.
+	for _, name := range []string{"#drop", "Cache.#drop", "Cache#drop", "cache.drop"} {
+		sym, err := s.toolSymbol(context.Background(), Principal{Tenant: "acme"}, SymbolInput{Name: name})
+		if err != nil || len(sym.Definitions) != 1 {
+			t.Fatalf("symbol %s: %+v, %v", name, sym, err)
+		}
 	}
 }
 

@@ -365,8 +365,10 @@ func NormalizeName(name string) string {
 
 // nameReplacer is built once: building it (a generic replacer's tables)
 // cost more than the replacing, and NormalizeName runs for every symbol of
-// a segment when it is loaded.
-var nameReplacer = strings.NewReplacer("(*", "", "(", "", ")", "", "::", ".", "#", ".")
+// a segment when it is loaded. A JavaScript private member is named
+// "Cache.#drop": ".#", tried before "#", makes it the "cache.drop" that
+// "Cache#drop" (Javadoc's way) and "Cache.drop" look up.
+var nameReplacer = strings.NewReplacer("(*", "", "(", "", ")", "", "::", ".", ".#", ".", "#", ".")
 
 // symPart is the symbol table of a range of chunks (the whole segment, or
 // one shard of a joined segment): the sorted lowercased names (qualified
