@@ -122,9 +122,7 @@ func runBenchQuery(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return fmt.Errorf("bench-query: %w", err)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeIndented(stdout, rep)
 	}
 	fmt.Fprintf(stdout, "%d clients, %d answers (%d errors) in %.1fs: %.0f queries/s\n", rep.Clients, rep.Requests, rep.Errors, rep.Seconds, rep.QPS)
 	fmt.Fprintf(stdout, "latency p50 %.1f ms, p95 %.1f ms, p99 %.1f ms, mean %.1f ms (server: engine %.1f ms, pack %.1f ms)\n",

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"go/parser"
@@ -145,15 +144,13 @@ func runBenchParse(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
 		if cmp != nil {
-			return enc.Encode(struct {
+			return writeIndented(stdout, struct {
 				Rows    []ParseRate `json:"rows"`
 				Compare *goCompare  `json:"compare_go"`
 			}{rows, cmp})
 		}
-		return enc.Encode(rows)
+		return writeIndented(stdout, rows)
 	}
 	fmt.Fprintf(stdout, "%-48s %7s %9s %8s %8s %10s\n", "parser", "files", "MB", "CPU s", "wall s", "MB/CPU s")
 	for _, r := range rows {

@@ -148,9 +148,7 @@ func runBenchPush(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		rep.Targets = append(rep.Targets, summarisePushes(p.url, p.dir, p.each))
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeIndented(stdout, rep)
 	}
 	for _, t := range rep.Targets {
 		fmt.Fprintf(stdout, "%s: %d pushes, push to queryable p50 %.0f ms, p95 %.0f ms, mean %.0f ms (min %.0f, max %.0f); webhook answered in %.1f ms, %.1f queries a push\n",

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -48,9 +47,7 @@ func runGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(gcReport{GCStats: st, Embeddings: emb})
+		return writeIndented(stdout, gcReport{GCStats: st, Embeddings: emb})
 	}
 	verb := "deleted"
 	if *dry {

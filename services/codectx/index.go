@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -150,9 +149,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+		return writeIndented(stdout, struct {
 			*index.Summary
 			Dense *dense.Stats `json:"dense,omitempty"`
 		}{sum, ds})
@@ -183,7 +180,5 @@ func indexRemote(ctx context.Context, url string, req api.IndexRequest, timeout 
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(st)
+	return writeIndented(stdout, st)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -100,9 +99,7 @@ func runKey(_ context.Context, args []string, stdout, stderr io.Writer) error {
 			for _, k := range ks {
 				out = append(out, entry{k.ID, k.Tenant, k.Scope, k.Created})
 			}
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(out)
+			return writeIndented(stdout, out)
 		}
 		for _, k := range ks {
 			fmt.Fprintf(stdout, "%-12s %-20s %-6s %s\n", k.ID, k.Tenant, k.Scope, k.Created)

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -130,9 +129,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(resp)
+		return writeIndented(stdout, resp)
 	}
 	writeHuman(stdout, resp)
 	return nil

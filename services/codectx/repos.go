@@ -261,6 +261,8 @@ func oneLine(s string) string {
 	return termSafe(s, false)
 }
 
+// writeIndented writes v as JSON indented by two spaces: what every
+// command prints under --json.
 func writeIndented(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
