@@ -368,7 +368,7 @@ func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) 
 				// sending its body.
 				continue
 			}
-			sent = append(sent, query.Sent{Repo: c.Repo, Commit: c.Commit, Path: c.Path, StartLine: c.StartLine, EndLine: c.EndLine, Symbol: c.Symbol, Tokens: c.Tokens, Seq: seq})
+			sent = append(sent, query.Sent{Repo: c.Repo, Commit: c.Commit, Path: c.Path, StartLine: c.StartLine, EndLine: c.EndLine, Symbol: c.Symbol, Tokens: c.Tokens, Seq: seq, Outline: c.Outline})
 		}
 		// Appended, not saved: the session's other queries may have
 		// written it since it was read (an agent's calls at once).

@@ -100,3 +100,53 @@ func TestRecallLatestQueryFirst(t *testing.T) {
 		t.Errorf("recall: trigger %s, first chunk %+v, %d commits; want %s first and no commits", again.Trigger, again.Chunks, len(again.Commits), top)
 	}
 }
+
+// TestSessionOutlineNotMembers: a class sent as an outline (its methods
+// cut to their declarations) does not count as sending its methods, so a
+// later query of the session that names one gets its body. The outline's
+// span covered the methods' lines, and the method was named as already
+// sent.
+func TestSessionOutlineNotMembers(t *testing.T) {
+	var body strings.Builder
+	for j := range 40 {
+		fmt.Fprintf(&body, "        part = part + %d  # walk the payload, step %d\n", j, j)
+	}
+	src := "class Message:\n    \"\"\"A mail message.\"\"\"\n\n" +
+		"    def get_payload(self, i=None):\n        part = 0\n" + body.String() + "        return part\n\n" +
+		"    def set_payload(self, payload):\n        self._payload = payload\n\n" +
+		"    def attach(self, payload):\n        self._payload.append(payload)\n"
+	s := serveRepo(t, "mail", map[string]string{"email/message.py": src})
+	ctx := context.Background()
+	p := Principal{Tenant: "acme"}
+	first, err := s.toolSearch(ctx, p, SearchInput{Query: "class Message", Repos: []string{"mail"}, Budget: new(200), Session: "o"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outlined := false
+	for _, c := range first.Chunks {
+		if c.Symbol == "Message" && !c.Stub {
+			outlined = strings.Contains(first.Context, "def get_payload(self, i=None):") && !strings.Contains(first.Context, "step 39")
+		}
+		if strings.HasSuffix(c.Symbol, "get_payload") && !c.Stub {
+			t.Fatalf("the first search sent get_payload whole: %+v", first.Chunks)
+		}
+	}
+	if !outlined {
+		t.Fatalf("the first search sent no outline of Message: %+v\n%s", first.Chunks, first.Context)
+	}
+	second, err := s.toolSearch(ctx, p, SearchInput{Query: "Message.get_payload", Repos: []string{"mail"}, Budget: new(4000), Session: "o"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(second.Context, "step 39") {
+		t.Errorf("get_payload's body was not sent; already sent %v, chunks %+v", second.AlreadySent, second.Chunks)
+	}
+	// The same outline again is still left out.
+	third, err := s.toolSearch(ctx, p, SearchInput{Query: "class Message", Repos: []string{"mail"}, Budget: new(4000), Session: "o"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(third.AlreadySent) == 0 || !strings.Contains(strings.Join(third.AlreadySent, " "), "email/message.py#L1-") {
+		t.Errorf("the outline sent before is not named as sent: %v", third.AlreadySent)
+	}
+}

@@ -200,6 +200,9 @@ type Sent struct {
 	// share it, in the order it ranked them (0: written before queries
 	// were numbered).
 	Seq int `json:"seq,omitempty"`
+	// Outline: what was sent outlined the span, its members cut to their
+	// declarations; it does not count as sending them.
+	Outline bool `json:"outline,omitempty"`
 }
 
 // Rankers.
@@ -253,6 +256,10 @@ type Chunk struct {
 	Signals     []string `json:"signals"`
 	Provenance  string   `json:"provenance"`
 	Text        string   `json:"text"`
+	// Outline: Text outlines the span (a class with its members cut to
+	// their declarations), so a session records it as sent without its
+	// members.
+	Outline bool `json:"-"`
 }
 
 // Response is the answer to a Request.
@@ -702,6 +709,7 @@ func PackAll(parts []Part, req Request, count func(string) int) *Response {
 			Repo: p.Repo, Commit: p.Commit, Path: p.Path, StartLine: p.StartLine, EndLine: p.EndLine,
 			Symbol: p.Symbol, Kind: p.Kind, Granularity: string(p.Granularity), Tokens: p.Tokens,
 			Score: p.Score, Signals: p.Signals, Provenance: pack.Provenance(p.Candidate), Text: p.Text,
+			Outline: p.Outline,
 		})
 	}
 	return out
@@ -777,6 +785,12 @@ func leaveOutSent(cands []pack.Candidate, sent []Sent) ([]pack.Candidate, []stri
 		for _, i := range byFile[fileKey{c.Repo, c.Commit, c.Path}] {
 			s := sent[i]
 			if c.StartLine > s.EndLine || c.EndLine < s.StartLine {
+				continue
+			}
+			if (s.Outline || c.Outline) && !(s.Outline && c.Outline && s.StartLine == c.StartLine && s.EndLine == c.EndLine) {
+				// As in the pack: an outline neither holds its members
+				// nor is held by them. A class outline sent is not its
+				// methods' bodies, and a method sent is not the outline.
 				continue
 			}
 			drop = true
