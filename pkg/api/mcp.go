@@ -293,25 +293,55 @@ type SearchOutput struct {
 	Repos       []string       `json:"repos"`
 	AlreadySent []string       `json:"already_sent,omitempty" jsonschema:"provenance of relevant chunks left out because this session was already sent them"`
 	TokensSaved int            `json:"tokens_saved,omitempty" jsonschema:"tokens those chunks would have cost"`
+	Dropped     int            `json:"dropped,omitempty" jsonschema:"relevant chunks left out for the budget"`
 	Commits     []query.Commit `json:"commits,omitempty" jsonschema:"for a history question: the commits that touched the files of the answer, most relevant first (also at the head of the context)"`
 }
 
 // text is what a model reads of a search: the context, headed by the
 // chunks left out because the session was sent them. Many clients show
 // the model the text alone, not already_sent.
+//
+// The head names at most maxSentNamed chunks, the most relevant first: a
+// long session listed all of them, 60 lines above 200 tokens of context.
+// An answer without code says why: nothing matched, nothing fit the
+// budget, or all of it was sent before (it was an empty text).
 func (o SearchOutput) text() string {
-	if len(o.AlreadySent) == 0 {
+	empty := len(o.Chunks) == 0 && len(o.Commits) == 0
+	if len(o.AlreadySent) == 0 && !empty {
 		return o.Context
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "// already sent in this session, not repeated (%d tokens saved):\n", o.TokensSaved)
-	for _, p := range o.AlreadySent {
-		b.WriteString("//   " + p + "\n")
+	if len(o.AlreadySent) > 0 {
+		fmt.Fprintf(&b, "// already sent in this session, not repeated (%d tokens saved):\n", o.TokensSaved)
+		for i, p := range o.AlreadySent {
+			if i == maxSentNamed {
+				fmt.Fprintf(&b, "//   and %d more (already_sent lists them)\n", len(o.AlreadySent)-i)
+				break
+			}
+			b.WriteString("//   " + p + "\n")
+		}
+		b.WriteString("\n")
 	}
-	b.WriteString("\n")
+	if empty {
+		switch {
+		case o.Dropped > 0:
+			fmt.Fprintf(&b, "no code fits: %d chunks matched, none within a budget of %d tokens; ask again with a larger budget\n", o.Dropped, o.Budget)
+		case len(o.AlreadySent) > 0:
+			b.WriteString("no new code: what matched was sent before in this session (above)\n")
+		default:
+			searched := fmt.Sprintf("the %d repositories searched", len(o.Repos))
+			if len(o.Repos) <= 5 {
+				searched = strings.Join(o.Repos, ", ")
+			}
+			fmt.Fprintf(&b, "no code matched in %s; other words, or the symbol tool for a name, may find it\n", searched)
+		}
+	}
 	b.WriteString(o.Context)
 	return b.String()
 }
+
+// maxSentNamed bounds the chunks a search's text names as sent before.
+const maxSentNamed = 10
 
 // mcpBudget is a tool's token budget: mcpDefaultBudget only when the
 // argument is left out (0 is an error), within 1..mcpMaxBudget.
@@ -347,7 +377,7 @@ func (s *Server) toolSearch(ctx context.Context, p Principal, in SearchInput) (S
 		return SearchOutput{}, err
 	}
 	out := SearchOutput{Context: resp.Context, Tokens: resp.Tokens, Budget: resp.Budget, Trigger: resp.Trigger, Repos: resp.Repos, Chunks: []ChunkRef{},
-		AlreadySent: resp.AlreadySent, TokensSaved: resp.TokensSaved, Commits: resp.Commits}
+		AlreadySent: resp.AlreadySent, TokensSaved: resp.TokensSaved, Dropped: resp.Dropped, Commits: resp.Commits}
 	if out.Repos == nil {
 		out.Repos = []string{resp.Repo}
 	}
