@@ -1133,7 +1133,7 @@ func (s *Server) toolRead(ctx context.Context, p Principal, in ReadInput) (ReadO
 	}
 	f, ok := seg.File(clean)
 	if !ok {
-		return ReadOutput{}, fmt.Errorf("no file %q in %s at %.12s", clean, in.Repo, seg.Meta.Commit)
+		return ReadOutput{}, noFile(seg, clean)
 	}
 	data, err := index.ReadContent(ctx, s.Store, seg.Meta.Tenant, f.Path, f.Blob)
 	if err != nil {
@@ -1164,6 +1164,22 @@ func (s *Server) toolRead(ctx context.Context, p Principal, in ReadInput) (ReadO
 	}
 	text := string(bytes.Join(lines[start-1:end], nil))
 	return ReadOutput{Provenance: provenance(seg, clean, start, end), Text: text, StartLine: start, EndLine: end, TotalLines: len(lines)}, nil
+}
+
+// noFile is read's error for a path the index does not hold. The index
+// keeps how many files it skipped and why, not their paths, so a skipped
+// file (generated, minified, too large) is named as possibly one of them:
+// "no file" alone told an agent that net/http's h2_bundle.go does not
+// exist.
+func noFile(seg *segment.Segment, path string) error {
+	n := 0
+	for _, c := range seg.Meta.Skipped {
+		n += c
+	}
+	if n == 0 {
+		return fmt.Errorf("no file %q in %s at %.12s (a path relative to the repository root)", path, seg.Meta.Repo, seg.Meta.Commit)
+	}
+	return fmt.Errorf("no file %q in the index of %s at %.12s: no such file, or one of the %d files left out when indexed (%s), whose text is not kept", path, seg.Meta.Repo, seg.Meta.Commit, n, index.FormatCounts(seg.Meta.Skipped))
 }
 
 // ReposInput is the argument of the repos tool.
