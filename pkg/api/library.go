@@ -262,6 +262,13 @@ type Search struct {
 	Payer string
 }
 
+// Search answers q in process, as POST /v1/query does without a key:
+// what `codectx query --data` asks of several repositories.
+func (s *Server) Search(ctx context.Context, q Search) (*query.Response, error) {
+	s.init()
+	return s.search(ctx, q)
+}
+
 // search answers a query over several repositories: each is searched on
 // its own segment, then the candidates of all are fused into one ranking
 // and packed into one budget (query.PackAll). With a session, chunks it

@@ -17,6 +17,7 @@ import (
 	"codectx/pkg/blob"
 	"codectx/pkg/dense"
 	"codectx/pkg/embed/embedtest"
+	"codectx/pkg/query"
 	"codectx/pkg/testrepo"
 	"codectx/pkg/tokens"
 	"codectx/pkg/vector"
@@ -481,6 +482,54 @@ func TestReadOnlyDataMustExist(t *testing.T) {
 		}
 		if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("codectx %s created %s (%v)", strings.Join(args, " "), missing, err)
+		}
+	}
+}
+
+// TestQueryManyRepos: --repo takes several names or *, fused into one
+// answer, with --data as with --server, and the files of the answer name
+// their repository. With --data it failed ("default/* has no published
+// index"), and with --server a list was refused as a name.
+func TestQueryManyRepos(t *testing.T) {
+	data := t.TempDir()
+	for name, files := range map[string]map[string]string{
+		"shop": testrepo.Small,
+		"web":  {"web/checkout.ts": "export function checkoutTotal(prices: number[]): number {\n  return prices.reduce((a, b) => a + b, 0)\n}\n"},
+	} {
+		r := testrepo.New(t)
+		r.Commit("initial", files)
+		if _, err := runCLI(t, "index", "--data", data, "--tenant", "acme", "--name", name, r.Dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store, err := openStore(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer((&api.Server{Store: store, Routes: api.QueryRoutes}).Handler())
+	defer srv.Close()
+	for _, where := range [][]string{{"--data", data}, {"--server", srv.URL}} {
+		for _, repos := range []string{"*", "shop, web"} {
+			args := append([]string{"query", "--tenant", "acme", "--repo", repos, "--budget", "4000"}, where...)
+			out, err := runCLI(t, append(args, "--json", "cart total of prices at checkout")...)
+			if err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+			var resp query.Response
+			if err := json.Unmarshal([]byte(out), &resp); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]bool{}
+			for _, c := range resp.Chunks {
+				got[c.Repo] = true
+			}
+			if !got["shop"] || !got["web"] || resp.Repo != "" {
+				t.Errorf("%v: chunks of %v, repo %q; want both repositories in one answer", args, got, resp.Repo)
+			}
+			human, err := runCLI(t, append(args, "cart total of prices at checkout")...)
+			if err != nil || !strings.Contains(human, "repos    shop, web") || !strings.Contains(human, "web:web/checkout.ts") {
+				t.Errorf("%v: %v\n%s", args, err, human)
+			}
 		}
 	}
 }

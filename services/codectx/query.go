@@ -55,7 +55,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("query", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	data := fs.String("data", dataDir(), "data directory (embedded mode)")
-	repo := fs.String("repo", "", "repository name, as indexed (required)")
+	repo := fs.String("repo", "", "repository name, as indexed, or several separated by commas, or * for all of the tenant's (required)")
 	tenant := fs.String("tenant", "", "tenant (default: with --server, the API key's tenant for a tenant's key, else "+index.DefaultTenant+")")
 	budget := fs.Int("budget", 8000, "hard token budget (o200k tokens), at least 1")
 	langList := fs.String("languages", "", "comma-separated languages to keep: "+strings.Join(codectx.LanguageNames(), ",")+" (default: all)")
@@ -91,15 +91,46 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("query: %w", err)
 	}
+	// One name, or several fused into one ranking and one budget.
+	var repos []string
+	if strings.Contains(*repo, ",") || *repo == api.AllRepos {
+		for _, r := range strings.Split(*repo, ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				repos = append(repos, r)
+			}
+		}
+	}
 	var resp *query.Response
 	if *server != "" {
 		cl, err := serverClient(*server)
 		if err != nil {
 			return fmt.Errorf("query: %w", err)
 		}
-		resp, err = cl.Query(ctx, api.QueryRequest{Tenant: *tenant, Repo: *repo, Query: strings.Join(fs.Args(), " "), Budget: *budget, Arms: arms, NoRoute: *noRoute, Languages: langs})
+		req := api.QueryRequest{Tenant: *tenant, Repo: *repo, Query: strings.Join(fs.Args(), " "), Budget: *budget, Arms: arms, NoRoute: *noRoute, Languages: langs}
+		if repos != nil {
+			req.Repo, req.Repos = "", repos
+		}
+		resp, err = cl.Query(ctx, req)
 		if err != nil {
 			return keyHint(err)
+		}
+	} else if repos != nil {
+		store, err := openData(*data)
+		if err != nil {
+			return err
+		}
+		kit, err := df.open(ctx, store)
+		if err != nil {
+			return fmt.Errorf("query: %w", err)
+		}
+		defer kit.close()
+		if err := checkArms(arms, kit); err != nil {
+			return fmt.Errorf("query: %w", err)
+		}
+		srv := &api.Server{Store: store, Dense: kit.arm()}
+		resp, err = srv.Search(ctx, api.Search{Tenant: cmp.Or(*tenant, index.DefaultTenant), Repos: repos, Query: strings.Join(fs.Args(), " "), Budget: *budget, Arms: arms, NoRoute: *noRoute, Languages: langs})
+		if err != nil {
+			return fmt.Errorf("query: %w", err)
 		}
 	} else {
 		store, err := openData(*data)
@@ -151,13 +182,22 @@ func writeHuman(w io.Writer, r *query.Response) {
 	if len(r.Symbols) > 0 {
 		fmt.Fprintf(w, "  symbols: %s", line(strings.Join(r.Symbols, ", ")))
 	}
-	fmt.Fprintf(w, "\nrepo     %s@%s  arms: %s\n", line(r.Repo), line(commit), line(strings.Join(r.Arms, ",")))
+	if r.Repo == "" && len(r.Repos) > 0 {
+		// An answer over several repositories: each file names its own.
+		fmt.Fprintf(w, "\nrepos    %s  arms: %s\n", line(strings.Join(r.Repos, ", ")), line(strings.Join(r.Arms, ",")))
+	} else {
+		fmt.Fprintf(w, "\nrepo     %s@%s  arms: %s\n", line(r.Repo), line(commit), line(strings.Join(r.Arms, ",")))
+	}
 	fmt.Fprintf(w, "tokens   %d of %d, %d chunks, %d dropped\n\nfiles:\n", r.Tokens, r.Budget, len(r.Chunks), r.Dropped)
 	for i, f := range r.Files {
 		if i == 10 {
 			break
 		}
-		fmt.Fprintf(w, "  %2d. %-60s %.4f [%s]\n", i+1, line(f.Path), f.Score, line(strings.Join(f.Signals, ",")))
+		path := f.Path
+		if f.Repo != "" {
+			path = f.Repo + ":" + path
+		}
+		fmt.Fprintf(w, "  %2d. %-60s %.4f [%s]\n", i+1, line(path), f.Score, line(strings.Join(f.Signals, ",")))
 	}
 	fmt.Fprintf(w, "\ncontext:\n%s\n", termSafe(r.Context, true))
 }
