@@ -764,3 +764,40 @@ func TestConcurrentParse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestNestedChunksKeepIndentation: a nested declaration's chunk starts at
+// its line's indentation, so its first line sits where the source has it
+// beside the lines below (a Python method's def line came at column 0
+// above a body indented eight columns; an agent copying it got the
+// indentation wrong). A declaration that does not start its line keeps
+// its start.
+func TestNestedChunksKeepIndentation(t *testing.T) {
+	for _, c := range []struct {
+		path, src, name, first string
+	}{
+		{"m.py", "class Klass:\n    def method(self):\n        return 1\n", "Klass.method", "    def method(self):"},
+		{"m.py", "class Outer:\n    class Inner:\n        def f(self):\n            return 1\n", "Outer.Inner", "    class Inner:"},
+		{"m.ts", "export class Api {\n\tonError(e: Error): void {\n\t\tthrow e\n\t}\n}\n", "Api.onError", "\tonError(e: Error): void {"},
+		{"M.java", "class M {\n  int get() {\n    return 1;\n  }\n}\n", "M.get", "  int get() {"},
+		{"m.go", "package m\n\nfunc F() int { return 1 }\n", "F", "func F() int { return 1 }"},
+		{"m.js", "const x = 1; function g() {\n  return x\n}\n", "g", "function g() {"},
+	} {
+		res := Parse(context.Background(), c.path, []byte(c.src), Options{})
+		found := false
+		for _, ch := range res.Chunks {
+			if ch.Name != c.name {
+				continue
+			}
+			found = true
+			if first, _, _ := strings.Cut(ch.Body, "\n"); first != c.first {
+				t.Errorf("%s %s: first line %q, want %q", c.path, c.name, first, c.first)
+			}
+			if !ch.Outlined() && c.src[ch.StartByte:ch.EndByte] != ch.Body {
+				t.Errorf("%s %s: body is not the source's [StartByte, EndByte)", c.path, c.name)
+			}
+		}
+		if !found {
+			t.Errorf("%s: no chunk %s", c.path, c.name)
+		}
+	}
+}
