@@ -38,9 +38,11 @@ func TestImpactOfUnexported(t *testing.T) {
 		{"Exported", []string{"c/c.go"}, nil},
 		{"_private", nil, []string{"caller.py"}},
 		{"public", []string{"caller.py"}, nil},
-		// One file declares search and Search, which the lookup joins:
-		// Search is exported, so the file's importers are listed.
-		{"search", []string{"e/e.go"}, nil},
+		// One file declares search and Search: each name is its own
+		// declaration (the lookup ignores case, the exact case wins), and
+		// only Search, exported, reaches the file's importers.
+		{"search", nil, []string{"e/e.go"}},
+		{"Search", []string{"e/e.go"}, nil},
 		{"hidden", nil, []string{"src/main/java/q/Use.java"}},
 		{"shown", []string{"src/main/java/q/Use.java"}, nil},
 		{"evict", nil, []string{"web/app.ts"}},

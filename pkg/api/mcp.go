@@ -172,7 +172,9 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 			return textResult(out.text()), out, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "symbol", Title: "Find a definition", Annotations: ro, InputSchema: toolSchema[SymbolInput](), Description: "Look up the definition of a symbol by name: a function, method, type, class or interface. " +
-		"Accepts a short name (\"Mount\") or a qualified one (\"Router.Mount\", \"(*Router).Mount\", \"Flask.add_url_rule\"). " +
+		"Accepts a short name (\"Mount\"), one qualified by its type (\"Router.Mount\", \"(*Router).Mount\", \"Flask.add_url_rule\") " +
+		"or by its package or module (\"http.ListenAndServe\", \"http.Server.ListenAndServe\", \"json.loads\", \"email.utils.parseaddr\"); " +
+		"a name in its own case wins over one in another (Handler, not handler, when both exist). " +
 		"Returns each definition with its signature, doc comment, body and provenance."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in SymbolInput) (*mcp.CallToolResult, SymbolOutput, error) {
 			out, err := s.toolSymbol(ctx, p, in)
@@ -182,7 +184,8 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 			return textResult(out.text()), out, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "references", Title: "Find references", Annotations: ro, InputSchema: toolSchema[ReferencesInput](), Description: "Find who uses a symbol or a file: the functions that call it or reference its type, " +
-		"and for a file the files that import it. Give name (a symbol) or path (a file). " +
+		"and for a file the files that import or use it, each once with all the ways it does (via import,call). " +
+		"Give name (a symbol, written as symbol takes it: Mount, Router.Mount, http.ListenAndServe, json.loads) or path (a file). " +
 		"Resolved from the code graph, across repositories too: an import of a package another of the tenant's repositories provides " +
 		"(Go module, npm package, Python distribution, Maven artifact, Cargo crate) reaches that repository's files. " +
 		"A name that is ambiguous in a repository gives no edge there."},
@@ -196,7 +199,7 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 	mcp.AddTool(srv, &mcp.Tool{Name: "impact", Title: "What a change affects", Annotations: ro, InputSchema: toolSchema[ImpactInput](), Description: "List the files that depend on a file or symbol, directly or transitively (imports, calls, type references): " +
 		"what a change there may break, nearest first, in the target's repository and in the tenant's other repositories that import it " +
 		"(Go module, npm package, Python distribution, Maven artifact, Cargo crate). " +
-		"Give path (a file) or name (a symbol), optionally repo (the target's repository) and depth (hops, default 3)."},
+		"Give path (a file) or name (a symbol, written as symbol takes it: Mount, Router.Mount, http.ListenAndServe, json.loads), optionally repo (the target's repository) and depth (hops, default 3)."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ImpactInput) (*mcp.CallToolResult, ImpactOutput, error) {
 			out, err := s.toolImpact(ctx, p, in)
 			if err != nil {
@@ -390,7 +393,7 @@ func (s *Server) toolSearch(ctx context.Context, p Principal, in SearchInput) (S
 
 // SymbolInput is the argument of the symbol tool.
 type SymbolInput struct {
-	Name   string   `json:"name" jsonschema:"symbol name, short (Mount) or qualified (Router.Mount)"`
+	Name   string   `json:"name" jsonschema:"symbol name: short (Mount), qualified by its type (Router.Mount) or by its package or module (pkg.Func: http.ListenAndServe; module.func: json.loads)"`
 	Budget *int     `json:"budget,omitempty" jsonschema:"o200k tokens of definition bodies at most (default 6000): a body past it is left out, its signature and doc kept (stub); read its lines for it"`
 	Repo   string   `json:"repo,omitempty" jsonschema:"one repository to look in (with repos, both are)"`
 	Repos  []string `json:"repos,omitempty" jsonschema:"repositories to look in; default all of the tenant's"`
@@ -415,7 +418,7 @@ type SymbolOutput struct {
 
 func (o SymbolOutput) text() string {
 	if len(o.Definitions) == 0 {
-		return "no definition found: give a short name (Mount) or a qualified one (Router.Mount, (*Router).Mount); search finds code by other words"
+		return "no definition found: give a short name (Mount) or a qualified one (Router.Mount, (*Router).Mount, pkg.Func, module.func); search finds code by other words"
 	}
 	var b strings.Builder
 	for _, d := range o.Definitions {
@@ -485,44 +488,30 @@ func (s *Server) toolSymbol(ctx context.Context, p Principal, in SymbolInput) (S
 		return SymbolOutput{}, err
 	}
 	out := SymbolOutput{Definitions: []Definition{}, Budget: budget}
-	// A name qualified by its package or module (api.Server.search) is
-	// looked up without the qualifier when it finds nothing whole, down
-	// to Type.method: the index names a symbol within its file.
-	for name := strings.TrimSpace(in.Name); name != ""; {
-		for _, seg := range segs {
-			for _, id := range seg.Lookup(name) {
-				c := seg.Chunks[id]
-				if !isDecl(c.Kind) {
-					continue
-				}
-				if len(out.Definitions) == maxDefinitions {
-					out.More++
-					continue
-				}
-				// Bodies while they fit, in the order found: 20 of a
-				// common name's (run) were 62 KB, and one body of a big
-				// file may be far more.
-				d := Definition{ChunkRef: chunkRef(seg, id), Signature: c.Signature, Doc: c.Doc, Body: c.Body}
-				if n, ok := tokens.CountAtMost(c.Body, budget-out.Tokens); ok {
-					d.Tokens = n
-					out.Tokens += n
-				} else {
-					d.Body, d.Stub = "", true
-				}
-				out.Definitions = append(out.Definitions, d)
-			}
+	for _, h := range resolveSymbol(segs, in.Name) {
+		if len(out.Definitions) == maxDefinitions {
+			out.More++
+			continue
 		}
-		if len(out.Definitions) > 0 || strings.Count(name, ".") < 2 {
-			break
+		// Bodies while they fit, in the order found: 20 of a common
+		// name's (run) were 62 KB, and one body of a big file may be far
+		// more.
+		c := h.seg.Chunks[h.id]
+		d := Definition{ChunkRef: chunkRef(h.seg, h.id), Signature: c.Signature, Doc: c.Doc, Body: c.Body}
+		if n, ok := tokens.CountAtMost(c.Body, budget-out.Tokens); ok {
+			d.Tokens = n
+			out.Tokens += n
+		} else {
+			d.Body, d.Stub = "", true
 		}
-		_, name, _ = strings.Cut(name, ".")
+		out.Definitions = append(out.Definitions, d)
 	}
 	return out, nil
 }
 
 // ReferencesInput is the argument of the references tool.
 type ReferencesInput struct {
-	Name   string   `json:"name,omitempty" jsonschema:"symbol whose callers and users to find"`
+	Name   string   `json:"name,omitempty" jsonschema:"symbol whose callers and users to find: short (Mount), qualified by its type (Router.Mount) or by its package or module (pkg.Func, module.func)"`
 	Path   string   `json:"path,omitempty" jsonschema:"file whose importers and users to find (relative to the repository root)"`
 	Repo   string   `json:"repo,omitempty" jsonschema:"one repository to look in (with repos, both are)"`
 	Repos  []string `json:"repos,omitempty" jsonschema:"repositories to look in; default all of the tenant's"`
@@ -532,7 +521,7 @@ type ReferencesInput struct {
 // Reference is one use of the symbol or file asked about.
 type Reference struct {
 	ChunkRef
-	Via    string `json:"via" jsonschema:"call, type or import"`
+	Via    string `json:"via" jsonschema:"how it uses the target: call, type or import; a file or symbol that uses it more than one way is listed once with them all, comma-separated (import,call)"`
 	Target string `json:"target" jsonschema:"the symbol or file it uses"`
 }
 
@@ -541,13 +530,17 @@ type ReferencesOutput struct {
 	References []Reference `json:"references"`
 	More       int         `json:"more,omitempty"`
 
-	found bool // the symbol or file asked about was found
+	found bool   // the symbol or file asked about was found
+	path  string // the file asked about, when it was a file
 }
 
 func (o ReferencesOutput) text() string {
 	if len(o.References) == 0 {
 		if !o.found {
 			return "no references found: no symbol or file of that name in the repositories searched (search finds code by other words)"
+		}
+		if o.path != "" {
+			return "no references found: no indexed file imports or uses " + o.path
 		}
 		return "no references found: calls through an interface, and calls by a name declared more than once in a repository, are not resolved; search for the name finds its uses by text"
 	}
@@ -582,47 +575,60 @@ func (s *Server) toolReferences(ctx context.Context, p Principal, in ReferencesI
 	}
 	xg := s.crossGraph(ctx, tenant, segs)
 	byRepo := reposOf(segs)
-	out := ReferencesOutput{References: []Reference{}}
+	out := ReferencesOutput{References: []Reference{}, path: clean}
+	// One reference per user and target: a file that imports the target
+	// and calls it is listed once, with both kinds in via.
+	at := map[[2]string]int{} // provenance and target: index in References, -1 when left out
 	add := func(r Reference) {
+		key := [2]string{r.Provenance, r.Target}
+		if i, ok := at[key]; ok {
+			if i >= 0 {
+				out.References[i].Via = joinVia(out.References[i].Via, r.Via)
+			}
+			return
+		}
 		if len(out.References) == maxReferences {
+			at[key] = -1
 			out.More++
 			return
 		}
+		at[key] = len(out.References)
 		out.References = append(out.References, r)
 	}
+	var graphed []*segment.Segment
 	for _, seg := range segs {
-		if seg.Graph == nil {
-			continue
+		if seg.Graph != nil {
+			graphed = append(graphed, seg)
 		}
-		repo := seg.Meta.Repo
-		if in.Name != "" {
-			for _, id := range seg.Lookup(in.Name) {
-				c := seg.Chunks[id]
-				if !isDecl(c.Kind) {
+	}
+	if in.Name != "" {
+		for _, h := range resolveSymbol(graphed, in.Name) {
+			seg, c := h.seg, h.seg.Chunks[h.id]
+			repo := seg.Meta.Repo
+			out.found = true
+			for _, n := range seg.Graph.SymbolNeighbors(h.id) {
+				if n.Out || n.ID < 0 || n.ID >= len(seg.Chunks) || foreign(seg, n.Kind, n.Path, c.Path) {
 					continue
 				}
-				out.found = true
-				for _, n := range seg.Graph.SymbolNeighbors(id) {
-					if n.Out || n.ID < 0 || n.ID >= len(seg.Chunks) || foreign(seg, n.Kind, n.Path, c.Path) {
-						continue
-					}
-					add(Reference{ChunkRef: chunkRef(seg, n.ID), Via: n.Kind.String(), Target: c.Name})
-				}
-				// Across repositories: the symbols of files that import
-				// the declaring file and call or name the symbol.
-				for _, l := range crossImporters(xg, byRepo, repo, c.Path) {
-					from := byRepo[l.From.Repo]
-					f, _ := from.File(l.From.Path)
-					u := crossUse(l, seg, c)
-					for _, fid := range f.Chunks {
-						if via := u.uses(from.Chunks[fid]); via != "" {
-							add(Reference{ChunkRef: chunkRef(from, fid), Via: via, Target: repo + ":" + c.Name})
-						}
+				add(Reference{ChunkRef: chunkRef(seg, n.ID), Via: n.Kind.String(), Target: c.Name})
+			}
+			// Across repositories: the symbols of files that import the
+			// declaring file and call or name the symbol.
+			for _, l := range crossImporters(xg, byRepo, repo, c.Path) {
+				from := byRepo[l.From.Repo]
+				f, _ := from.File(l.From.Path)
+				u := crossUse(l, seg, c)
+				for _, fid := range f.Chunks {
+					if via := u.uses(from.Chunks[fid]); via != "" {
+						add(Reference{ChunkRef: chunkRef(from, fid), Via: via, Target: repo + ":" + c.Name})
 					}
 				}
 			}
-			continue
 		}
+		return out, nil
+	}
+	for _, seg := range graphed {
+		repo := seg.Meta.Repo
 		if _, ok := seg.File(clean); !ok {
 			continue
 		}
@@ -638,6 +644,26 @@ func (s *Server) toolReferences(ctx context.Context, p Principal, in ReferencesI
 		}
 	}
 	return out, nil
+}
+
+// joinVia adds kind to the edge kinds of a reference, comma-separated,
+// each once, in the order import, call, type.
+func joinVia(via, kind string) string {
+	kinds := strings.Split(via, ",")
+	if slices.Contains(kinds, kind) {
+		return via
+	}
+	kinds = append(kinds, kind)
+	order := func(k string) int {
+		for e := graph.EdgeImport; e <= graph.EdgeType; e++ {
+			if e.String() == k {
+				return int(e)
+			}
+		}
+		return int(graph.EdgeType) + 1
+	}
+	slices.SortStableFunc(kinds, func(a, b string) int { return order(a) - order(b) })
+	return strings.Join(kinds, ",")
 }
 
 // scopeSegs resolves the tenant and repositories of a tool call (repos
@@ -824,7 +850,7 @@ func fileRef(seg *segment.Segment, path string) ChunkRef {
 type ImpactInput struct {
 	Repo   string   `json:"repo,omitempty" jsonschema:"repository holding the target; default: the target is looked for in every repository searched"`
 	Path   string   `json:"path,omitempty" jsonschema:"file that would change (relative to the repository root)"`
-	Name   string   `json:"name,omitempty" jsonschema:"symbol that would change"`
+	Name   string   `json:"name,omitempty" jsonschema:"symbol that would change: short (Mount), qualified by its type (Router.Mount) or by its package or module (pkg.Func, module.func)"`
 	Depth  int      `json:"depth,omitempty" jsonschema:"hops to follow, 1..6; 0 or left out: 3"`
 	Repos  []string `json:"repos,omitempty" jsonschema:"repositories to look in; default all of the tenant's"`
 	Tenant string   `json:"tenant,omitempty" jsonschema:"tenant to act for; only an operator key may name another than its own"`
@@ -965,27 +991,23 @@ func impact(segs []*segment.Segment, xg *xrepo.Graph, in ImpactInput, out *Impac
 		// the importers of the declaring files (in its repository and in
 		// others); the declaring files change too but are not listed.
 		var own []xrepo.Ref
-		for _, seg := range targets {
+		for _, h := range resolveSymbol(targets, in.Name) {
+			seg, c := h.seg, h.seg.Chunks[h.id]
 			repo := seg.Meta.Repo
-			for _, id := range seg.Lookup(in.Name) {
-				c := seg.Chunks[id]
-				if !isDecl(c.Kind) {
-					continue
-				}
-				out.Targets = append(out.Targets, chunkRef(seg, id).Provenance)
-				// An unexported symbol is used by its callers only, not by
-				// the importers of its file (63 files at depth 1 for a
-				// method with 2 callers). The lookup ignores case, so one
-				// file may declare both (search and Search).
-				n := xrepo.Ref{Repo: repo, Path: c.Path}
-				seen[n] = true
-				if exported(c) && !slices.Contains(own, n) {
-					own = append(own, n)
-				}
-				for _, nb := range seg.Graph.SymbolNeighbors(id) {
-					if !nb.Out && nb.Path != c.Path && !foreign(seg, nb.Kind, nb.Path, c.Path) {
-						visit(xrepo.Ref{Repo: repo, Path: nb.Path}, nb.Kind.String(), c.Name, repo, 1)
-					}
+			out.Targets = append(out.Targets, chunkRef(seg, h.id).Provenance)
+			// An unexported symbol is used by its callers only, not by the
+			// importers of its file (63 files at depth 1 for a method with
+			// 2 callers). A name may resolve to several declarations of
+			// one file (in another case: search and Search, when neither
+			// is the name's own case).
+			n := xrepo.Ref{Repo: repo, Path: c.Path}
+			seen[n] = true
+			if exported(c) && !slices.Contains(own, n) {
+				own = append(own, n)
+			}
+			for _, nb := range seg.Graph.SymbolNeighbors(h.id) {
+				if !nb.Out && nb.Path != c.Path && !foreign(seg, nb.Kind, nb.Path, c.Path) {
+					visit(xrepo.Ref{Repo: repo, Path: nb.Path}, nb.Kind.String(), c.Name, repo, 1)
 				}
 			}
 		}

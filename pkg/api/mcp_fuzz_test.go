@@ -50,6 +50,11 @@ func FuzzMCPTools(f *testing.F) {
 		{0, `{"query":"CartTotal","repos":["shop","../beta/shop"],"budget":1,"languages":["go"],"session":"s1"}`},
 		{1, `{"name":"VATLine"}`},
 		{1, `{"name":"` + betaName + `","repos":["*"]}`},
+		// beta's package as a qualifier, and a name of many parts.
+		{1, `{"name":"ledger.` + betaName + `","repos":["*"]}`},
+		{2, `{"name":"ledger.CartTotal"}`},
+		{3, `{"name":"ledger.` + betaName + `","repo":"shop"}`},
+		{1, `{"name":"a.b.c.d.e.f.g.h.i.j.k.CartTotal"}`},
 		{2, `{"path":"tax/tax.go"}`},
 		{2, `{"name":"CartTotal","repos":["shop"]}`},
 		{3, `{"name":"VATLine","depth":6,"repo":"billing"}`},

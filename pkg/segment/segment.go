@@ -363,6 +363,12 @@ func NormalizeName(name string) string {
 	return strings.ToLower(nameReplacer.Replace(name))
 }
 
+// PlainName is NormalizeName without the lowercasing: receiver
+// decoration dropped, "::", "#" and ".#" written ".". "(*Router).Mount"
+// -> "Router.Mount", "Cache.#drop" -> "Cache.drop". Two names Lookup
+// joins are spelled alike, case and all, when their PlainNames are equal.
+func PlainName(name string) string { return nameReplacer.Replace(name) }
+
 // nameReplacer is built once: building it (a generic replacer's tables)
 // cost more than the replacing, and NormalizeName runs for every symbol of
 // a segment when it is loaded. A JavaScript private member is named

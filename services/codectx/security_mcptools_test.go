@@ -80,6 +80,14 @@ func TestSecurityMCPTools(t *testing.T) {
 		call{"read", map[string]any{"repo": "shop", "path": "../vault/vault/keys.go#L1-40"}},
 		call{"symbol", map[string]any{"name": "vault.MasterToken.x"}},
 		call{"symbol", map[string]any{"tenant": tenantB, "name": "vault.vault.MasterToken"}},
+		// A name qualified by beta's package: symbol, references and
+		// impact resolve the qualifier in the repositories of the call
+		// only.
+		call{"symbol", map[string]any{"name": "vault.MasterToken"}},
+		call{"references", map[string]any{"name": "vault.MasterToken"}},
+		call{"impact", map[string]any{"name": "vault.MasterToken"}},
+		call{"references", map[string]any{"name": "vault.MasterToken", "repos": []string{"*", "vault"}}},
+		call{"impact", map[string]any{"name": "vault.MasterToken", "repo": "vault"}},
 	)
 	for _, tenant := range []string{tenantB, "*", "beta/", "../beta", "BETA", "default", ""} {
 		calls = append(calls,
