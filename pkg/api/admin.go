@@ -57,7 +57,8 @@ func sum(m map[string]int) int {
 
 // listRepos serves GET /v1/repos?tenant=T&limit=N&cursor=C.
 func (s *Server) listRepos(w http.ResponseWriter, r *http.Request) {
-	if !s.authenticated(w, r) {
+	k, ok := s.admit(w, r)
+	if !ok {
 		return
 	}
 	q := r.URL.Query()
@@ -83,7 +84,7 @@ func (s *Server) listRepos(w http.ResponseWriter, r *http.Request) {
 		limit = n
 	}
 	cursor := q.Get("cursor")
-	pay, ok := s.authorizePayer(w, r, tenant, keys.Query)
+	pay, ok := s.authorizePayer(w, r, k, tenant, keys.Query)
 	if !ok {
 		return
 	}
@@ -250,7 +251,8 @@ func (s *Server) repoAction(w http.ResponseWriter, r *http.Request) {
 // the manifests go first, so that a graph job that still finds its
 // manifest wrote before the segments were listed).
 func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
-	if !s.authenticated(w, r) {
+	k, ok := s.admit(w, r)
+	if !ok {
 		return
 	}
 	tenant, repo := r.PathValue("tenant"), r.PathValue("rest")
@@ -258,7 +260,7 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if !s.authorize(w, r, tenant, keys.Admin) {
+	if !s.authorize(w, r, k, tenant, keys.Admin) {
 		return
 	}
 	// No push of the repository on this server checks that it is held

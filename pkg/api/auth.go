@@ -65,28 +65,50 @@ func HashKey(key string) string {
 // keysOn reports whether requests need a key.
 func (s *Server) keysOn() bool { return len(s.Keys) > 0 || s.KeyStore != nil }
 
-// authorize checks the request's bearer key against tenant and the scope
-// the route needs. With no keys configured the API is open (a single-user
-// `codectx up` on loopback). It writes the error answer and returns false
-// when the request may not proceed: 401 without a known key, 403 for a key
-// of another tenant or of a narrower scope.
-func (s *Server) authorize(w http.ResponseWriter, r *http.Request, tenant string, need keys.Scope) bool {
-	_, ok := s.authorizePayer(w, r, tenant, need)
+// admit lets a request of the keyed routes in: with keys on, it looks
+// the bearer key up (401 without a known one) and, before anything of the
+// body or parameters is read, charges the key's own bucket (payer) one
+// request and takes one of its slots. A request refused later (400, 413,
+// or 403 for a tenant its key does not reach) has then cost its sender
+// what one let in does, and its decoding ran under the sender's
+// concurrency bound: before, the body was read and its names checked
+// first, and a tenant's refused requests escaped both its rate and its
+// slots. authorize then checks the tenant and the scope without charging
+// again.
+//
+// With no keys (an open API, one user) there is no key to charge yet:
+// authorize charges the tenant the request names, as it always did.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) (keys.Key, bool) {
+	if !s.keysOn() {
+		return keys.Key{}, true
+	}
+	k, known, sent := s.keyOwner(r)
+	if !known {
+		unauthorized(w, sent)
+		return keys.Key{}, false
+	}
+	return k, s.allow(w, r, payer(k))
+}
+
+// authorize checks key k, which admit let in, against tenant and the
+// scope the route needs. With no keys configured the API is open (a
+// single-user `codectx up` on loopback), and the request is charged on
+// tenant here. It writes the error answer and returns false when the
+// request may not proceed: 403 for a key of another tenant or of a
+// narrower scope.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, k keys.Key, tenant string, need keys.Scope) bool {
+	_, ok := s.authorizePayer(w, r, k, tenant, need)
 	return ok
 }
 
-// authorizePayer is authorize, and returns the tenant whose rate let the
+// authorizePayer is authorize, and returns the bucket whose rate let the
 // request in (payer), for the routes that charge more for work over many
 // repositories.
-func (s *Server) authorizePayer(w http.ResponseWriter, r *http.Request, tenant string, need keys.Scope) (string, bool) {
+func (s *Server) authorizePayer(w http.ResponseWriter, r *http.Request, k keys.Key, tenant string, need keys.Scope) (string, bool) {
 	if !s.keysOn() {
 		return tenant, s.allow(w, r, tenant)
 	}
-	k, known, sent := s.keyOwner(r)
 	switch {
-	case !known:
-		unauthorized(w, sent)
-		return "", false
 	case k.Tenant != AllTenants && k.Tenant != tenant:
 		// Say no more than that the key does not reach this tenant: not
 		// whether the tenant or its repositories exist.
@@ -96,19 +118,27 @@ func (s *Server) authorizePayer(w http.ResponseWriter, r *http.Request, tenant s
 		writeError(w, http.StatusForbidden, fmt.Errorf("this API key has scope %s; this needs %s", k.Scope, need))
 		return "", false
 	}
-	pay := payer(k, tenant)
-	return pay, s.allow(w, r, pay)
+	// admit charged it already.
+	return payer(k), true
 }
 
-// payer is the tenant whose rate and slots a request of key k for tenant
-// pays with: an operator's on the default tenant, as its MCP calls are
-// (principal), so that what it does for a tenant does not spend that
-// tenant's rate; anyone else's on the tenant.
-func payer(k keys.Key, tenant string) string {
+// operatorBucket is the rate bucket and the slots that operators' keys
+// pay with: no tenant is named "*" (index.ValidTenant), so no tenant's
+// key can spend the operators' rate or hold their slots, and what an
+// operator does for a tenant does not spend that tenant's. Operators'
+// keys were charged on tenant default's bucket, and anyone with a key of
+// tenant default, even of scope query, could keep the operator's
+// requests (a DELETE during an incident) answered 429.
+const operatorBucket = AllTenants
+
+// payer is the bucket whose rate and slots a request with key k pays
+// with: the operators' for an operator's key, else the key's tenant (the
+// only tenant it reaches).
+func payer(k keys.Key) string {
 	if k.Tenant == AllTenants {
-		return index.DefaultTenant
+		return operatorBucket
 	}
-	return tenant
+	return k.Tenant
 }
 
 // operator reports whether the request may act beyond one tenant: always
@@ -165,24 +195,32 @@ func (s *Server) keyOwner(r *http.Request) (k keys.Key, known, sent bool) {
 }
 
 // principal authenticates a request that acts for the tenant of its key
-// (MCP): with no keys configured, an operator of the default tenant. It
-// writes the 401 answer and returns false without a known key.
+// (MCP): with no keys configured, an operator of the default tenant. An
+// operator's key acts for the default tenant unless a call names another,
+// and pays with the operators' bucket. It writes the 401 answer and
+// returns false without a known key.
 func (s *Server) principal(w http.ResponseWriter, r *http.Request) (Principal, bool) {
 	if !s.keysOn() {
-		return Principal{Tenant: index.DefaultTenant, Operator: true}, s.allow(w, r, index.DefaultTenant)
+		return Principal{Tenant: index.DefaultTenant, Payer: index.DefaultTenant, Operator: true}, s.allow(w, r, index.DefaultTenant)
 	}
 	k, known, sent := s.keyOwner(r)
-	switch {
-	case !known:
+	if !known {
 		unauthorized(w, sent)
 		return Principal{}, false
+	}
+	// Charged before the scope is checked, as admit does: a refused
+	// request costs its sender as one let in.
+	if !s.allow(w, r, payer(k)) {
+		return Principal{}, false
+	}
+	switch {
 	case !k.Scope.Allows(keys.Query):
 		writeError(w, http.StatusForbidden, fmt.Errorf("this API key has scope %s; MCP needs query", k.Scope))
 		return Principal{}, false
 	case k.Tenant == AllTenants:
-		return Principal{Tenant: index.DefaultTenant, Operator: true}, s.allow(w, r, index.DefaultTenant)
+		return Principal{Tenant: index.DefaultTenant, Payer: operatorBucket, Operator: true}, true
 	}
-	return Principal{Tenant: k.Tenant}, s.allow(w, r, k.Tenant)
+	return Principal{Tenant: k.Tenant, Payer: k.Tenant}, true
 }
 
 // lookup finds the tenant of key. It compares the key's hash with every
@@ -197,21 +235,6 @@ func (k Keys) lookup(key string) (owner string, known bool) {
 		}
 	}
 	return owner, known
-}
-
-// authenticated answers 401 for a request without a known key when keys
-// are on, before its body or parameters are looked at: a stranger learns
-// nothing from the validation errors. Whether the key reaches the tenant
-// and scope is authorize's to say.
-func (s *Server) authenticated(w http.ResponseWriter, r *http.Request) bool {
-	if !s.keysOn() {
-		return true
-	}
-	if _, known, sent := s.keyOwner(r); !known {
-		unauthorized(w, sent)
-		return false
-	}
-	return true
 }
 
 // tenantOr is the tenant a request acts for: asked, or when it names

@@ -113,9 +113,9 @@ func TestUnauthorizedAnswersAlike(t *testing.T) {
 	keys := Keys{HashKey("key-of-acme"): "acme", HashKey("operator"): AllTenants}
 	ts, _ := newServer(t, &Server{Store: store, Indexer: &fakeIndexer{}, Routes: AllRoutes, Keys: keys})
 	for _, route := range []struct{ method, path, body string }{
-		{"POST", "/v1/query", `{"repo":"demo","query":"x"}`},            // authenticated, then authorize
-		{"GET", "/v1/repos/acme/demo/status", ""},                       // authorize
-		{"GET", "/v1/repos?tenant=acme", ""},                            // authenticated (admin listing)
+		{"POST", "/v1/query", `{"repo":"demo","query":"x"}`},            // admit, then authorize
+		{"GET", "/v1/repos/acme/demo/status", ""},                       // admit (repoRoute)
+		{"GET", "/v1/repos?tenant=acme", ""},                            // admit (listing)
 		{"POST", "/v1/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`}, // principal
 		{"GET", "/metrics", ""},                                         // metricsGuard
 	} {

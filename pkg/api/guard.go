@@ -331,12 +331,17 @@ func (l *rateLimiter) prune(now time.Time) {
 // allow spends one request of tenant's rate and, on the routes that
 // hold tenant slots (holdSlots), takes one of tenant's slots until the
 // handler returns; it writes 429 with Retry-After and returns false when
-// the tenant is over its rate or its slots stayed busy.
+// the tenant is over its rate or its slots stayed busy. tenant is a
+// bucket: a tenant's, or operatorBucket, the operators' keys'.
 func (s *Server) allow(w http.ResponseWriter, r *http.Request, tenant string) bool {
+	who, is, has := fmt.Sprintf("tenant %q", tenant), "is", "has"
+	if tenant == operatorBucket {
+		who, is, has = "the operators' keys", "are", "have"
+	}
 	ok, wait := s.rate.take(tenant)
 	if !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
-		writeError(w, http.StatusTooManyRequests, fmt.Errorf("tenant %q is over its rate of %g requests per second", tenant, s.limits.Rate))
+		writeError(w, http.StatusTooManyRequests, fmt.Errorf("%s %s over the rate of %g requests per second", who, is, s.limits.Rate))
 		return false
 	}
 	hd, _ := r.Context().Value(heldKey{}).(*held)
@@ -346,7 +351,7 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request, tenant string) bo
 	release, ok := s.busy.acquire(r.Context(), tenant, tenantWait)
 	if !ok {
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusTooManyRequests, fmt.Errorf("tenant %q has %d requests being worked on: retry", tenant, s.limits.TenantConcurrency))
+		writeError(w, http.StatusTooManyRequests, fmt.Errorf("%s %s %d requests being worked on: retry", who, has, s.limits.TenantConcurrency))
 		return false
 	}
 	hd.release = release

@@ -256,9 +256,9 @@ type Search struct {
 	NoRoute   bool
 	Languages []string
 	Session   string // id of the caller's session; "" = none
-	// Payer is the tenant whose rate let the request in ("" = Tenant): an
-	// operator's MCP call is let in on its own tenant's rate, and its
-	// cost must not land on the tenant it reads.
+	// Payer is the bucket whose rate let the request in ("" = Tenant): an
+	// operator's call is let in on the operators' bucket, and its cost
+	// must not land on the tenant it reads.
 	Payer string
 }
 

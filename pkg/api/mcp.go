@@ -32,12 +32,26 @@ import (
 // report; the binary sets it at start.
 var Version = "dev"
 
-// Principal is who calls the tools: the tenant of the API key, and
-// whether the key reaches every tenant (an operator's key, or an API
-// without keys).
+// Principal is who calls the tools: the tenant of the API key (an
+// operator's: the default tenant, unless a call names another), whether
+// the key reaches every tenant (an operator's key, or an API without
+// keys), and the bucket whose rate let the request in and pays for the
+// repositories it reads.
 type Principal struct {
 	Tenant   string
 	Operator bool
+	// Payer is the rate bucket the calls are charged on: the key's
+	// tenant, or an operator's own bucket, which no tenant can spend
+	// (operatorBucket). "" = Tenant.
+	Payer string
+}
+
+// payer is the bucket p's calls are charged on.
+func (p Principal) payer() string {
+	if p.Payer != "" {
+		return p.Payer
+	}
+	return p.Tenant
 }
 
 // tenantFor returns the tenant a tool call acts for: the one asked (only
@@ -83,7 +97,7 @@ func (s *Server) mcpHandler() http.Handler {
 		return s.mcpServerFor(p)
 	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, MaxRequestBodyBytes: s.limits.MCPBody, Logger: s.Log})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// principal has spent one request of the tenant's rate.
+		// principal has spent one request of its key's bucket (the tenant's, or the operators').
 		p, ok := s.principal(w, r)
 		if !ok {
 			return
@@ -375,7 +389,7 @@ func (s *Server) toolSearch(ctx context.Context, p Principal, in SearchInput) (S
 	if len(repos) == 0 && in.Repo == "" {
 		repos = []string{AllRepos}
 	}
-	resp, err := s.search(ctx, Search{Tenant: tenant, Repo: in.Repo, Repos: repos, Query: in.Query, Budget: budget, Languages: in.Languages, Session: in.Session, Payer: p.Tenant})
+	resp, err := s.search(ctx, Search{Tenant: tenant, Repo: in.Repo, Repos: repos, Query: in.Query, Budget: budget, Languages: in.Languages, Session: in.Session, Payer: p.payer()})
 	if err != nil {
 		return SearchOutput{}, err
 	}
@@ -455,8 +469,8 @@ func (s *Server) repoSegs(ctx context.Context, p Principal, tenant string, repos
 	// Loading and walking many repositories costs what a search over them
 	// does (search): the same charge, or symbol, references and impact
 	// (MCP and /v1/references, /v1/impact) would be a way around it.
-	// p.Tenant's rate let the request in (an operator's: not tenant's).
-	s.chargeRepos(p.Tenant, len(names))
+	// p's payer let the request in (an operator's: not tenant's).
+	s.chargeRepos(p.payer(), len(names))
 	return s.loadAll(ctx, tenant, names)
 }
 
@@ -1237,7 +1251,7 @@ func (s *Server) toolRepos(ctx context.Context, p Principal, in ReposInput) (Rep
 	// Every repository's HEAD and segment are read and the graph across
 	// them built: the call pays what a search over them does (repoSegs),
 	// on the rate that let it in.
-	s.chargeRepos(p.Tenant, len(names))
+	s.chargeRepos(p.payer(), len(names))
 	out := ReposOutput{Tenant: tenant, Repos: make([]RepoSummary, len(names))}
 	segs := make([]*segment.Segment, len(names))
 	err = forEach(len(names), func(i int) error {

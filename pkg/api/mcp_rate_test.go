@@ -26,9 +26,10 @@ func TestMCPRateOnce(t *testing.T) {
 	}
 }
 
-// An operator's MCP call is let in on the operator's rate (its principal's
-// tenant): the cost of the repositories it reads is charged there too, not
-// to the tenant it reads, whose own requests must go on being answered.
+// An operator's MCP call is let in on the operators' own rate (its
+// principal's payer): the cost of the repositories it reads is charged
+// there too, not to the tenant it reads, whose own requests must go on
+// being answered.
 func TestMCPOperatorChargeNotOnTenant(t *testing.T) {
 	store := manyRepos(t, "acme", 1+3*reposPerToken, "package a\n\n// ParseToken parses.\nfunc ParseToken() {}\n")
 	for _, tool := range []string{

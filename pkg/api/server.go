@@ -396,7 +396,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) query(w http.ResponseWriter, r *http.Request) {
-	if !s.authenticated(w, r) {
+	k, ok := s.admit(w, r)
+	if !ok {
 		return
 	}
 	var req QueryRequest
@@ -420,7 +421,7 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	pay, ok := s.authorizePayer(w, r, req.Tenant, keys.Query)
+	pay, ok := s.authorizePayer(w, r, k, req.Tenant, keys.Query)
 	if !ok {
 		return
 	}
@@ -517,7 +518,8 @@ func searchCode(err error) int {
 }
 
 func (s *Server) index(w http.ResponseWriter, r *http.Request) {
-	if !s.authenticated(w, r) {
+	k, ok := s.admit(w, r)
+	if !ok {
 		return
 	}
 	if s.Indexer == nil {
@@ -533,7 +535,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("invalid tenant %q", req.Tenant))
 		return
 	}
-	if !s.authorize(w, r, req.Tenant, keys.Index) {
+	if !s.authorize(w, r, k, req.Tenant, keys.Index) {
 		return
 	}
 	if req.Location == "" {
@@ -567,11 +569,12 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 
 // repoRoute reads the tenant and repository of a
 // /v1/repos/{tenant}/{repo}/ACTION route in the order every such route
-// checks them: a known key, the action (404), valid names (400), then the
-// key's tenant and scope. It writes the error answer and returns false
+// checks them: a known key (charged its rate, admit), the action (404),
+// valid names (400), then the key's tenant and scope. It writes the error answer and returns false
 // when the request may not proceed.
 func (s *Server) repoRoute(w http.ResponseWriter, r *http.Request, action string, need keys.Scope) (tenant, repo string, ok bool) {
-	if !s.authenticated(w, r) {
+	k, ok := s.admit(w, r)
+	if !ok {
 		return "", "", false
 	}
 	tenant = r.PathValue("tenant")
@@ -584,7 +587,7 @@ func (s *Server) repoRoute(w http.ResponseWriter, r *http.Request, action string
 		writeError(w, http.StatusBadRequest, err)
 		return "", "", false
 	}
-	if !s.authorize(w, r, tenant, need) {
+	if !s.authorize(w, r, k, tenant, need) {
 		return "", "", false
 	}
 	return tenant, repo, true

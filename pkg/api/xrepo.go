@@ -326,7 +326,8 @@ func crossLinks(g *xrepo.Graph) query.CrossLinks {
 // tenantOr's) with a key of scope query.
 func graphRoute[In, Out any](s *Server, tool func(*Server, context.Context, Principal, In) (Out, error), tenantOf func(*In) *string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !s.authenticated(w, r) {
+		k, ok := s.admit(w, r)
+		if !ok {
 			return
 		}
 		var in In
@@ -339,16 +340,13 @@ func graphRoute[In, Out any](s *Server, tool func(*Server, context.Context, Prin
 			writeError(w, http.StatusBadRequest, fmt.Errorf("invalid tenant %q", *t))
 			return
 		}
-		pay, ok := s.authorizePayer(w, r, *t, keys.Query)
+		pay, ok := s.authorizePayer(w, r, k, *t, keys.Query)
 		if !ok {
 			return
 		}
-		// The tool charges the principal's tenant for the repositories it
-		// reads: an operator's own, as on MCP.
-		p := Principal{Tenant: *t}
-		if pay != *t {
-			p = Principal{Tenant: pay, Operator: true}
-		}
+		// The tool charges the principal's payer for the repositories it
+		// reads: an operator's own bucket, as on MCP.
+		p := Principal{Tenant: *t, Payer: pay, Operator: s.keysOn() && k.Tenant == AllTenants}
 		out, err := tool(s, r.Context(), p, in)
 		if err != nil {
 			writeError(w, searchCode(err), err)

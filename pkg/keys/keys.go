@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -145,8 +146,13 @@ func cmpString(a, b string) int {
 type File struct {
 	Path string
 
-	mu      sync.Mutex
-	loaded  bool // mod and size are those of the last read, good or bad
+	mu     sync.Mutex
+	loaded bool // held, id, mod and size are those of the last read, good or bad
+	// held is the version of the file last read, kept open: while it is,
+	// no other file can take its identity (a freed inode number reused
+	// by the next write), so id compares true only for that version.
+	held    *os.File
+	id      os.FileInfo
 	mod     time.Time
 	size    int64
 	byHash  map[[sha256.Size]byte]Key
@@ -157,28 +163,41 @@ type File struct {
 func Open(path string) (*File, error) {
 	f := &File{Path: path}
 	if err := f.refresh(); err != nil {
+		f.mu.Lock()
+		f.drop()
+		f.mu.Unlock()
 		return nil, err
 	}
 	return f, nil
 }
 
-// refresh re-reads the file when its modification time or size changed.
-// On a read or parse error it holds no key until the file is mended.
+// refresh re-reads the file when it is another file than the one last
+// read (update writes a new file and renames it over the old), or its
+// modification time or size changed. On a read or parse error it holds
+// no key until the file is mended.
+//
+// The time and size alone missed a change: every entry of one tenant and
+// scope has the same length, so revoking a key and creating another of
+// the same tenant and scope gives a file of the same size, and within the
+// timestamp granularity of the file system (a second or coarser on some
+// network and FUSE mounts) of the same time: the revoked key went on
+// working until the next change.
 func (f *File) refresh() error {
 	st, err := os.Stat(f.Path)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err != nil {
-		f.byHash, f.loaded, f.loadErr = nil, false, fmt.Errorf("keys: %w", err)
+		f.drop()
+		f.byHash, f.loadErr = nil, fmt.Errorf("keys: %w", err)
 		return f.loadErr
 	}
-	if f.loaded && st.ModTime().Equal(f.mod) && st.Size() == f.size {
+	if f.loaded && os.SameFile(st, f.id) && st.ModTime().Equal(f.mod) && st.Size() == f.size {
 		return f.loadErr
 	}
-	f.loaded, f.mod, f.size = true, st.ModTime(), st.Size()
-	data, err := os.ReadFile(f.Path)
+	f.drop()
+	data, err := f.read()
 	if err != nil {
-		f.byHash, f.loaded, f.loadErr = nil, false, fmt.Errorf("keys: %w", err)
+		f.byHash, f.loadErr = nil, fmt.Errorf("keys: %w", err)
 		return f.loadErr
 	}
 	ks, err := Parse(data)
@@ -194,6 +213,35 @@ func (f *File) refresh() error {
 	}
 	f.byHash, f.loadErr = m, nil
 	return nil
+}
+
+// read opens the file, reads it whole and holds it open (held) with the
+// identity, time and size of what was read. f.mu is held.
+func (f *File) read() ([]byte, error) {
+	h, err := os.Open(f.Path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := h.Stat()
+	if err != nil {
+		h.Close()
+		return nil, err
+	}
+	data, err := io.ReadAll(h)
+	if err != nil {
+		h.Close()
+		return nil, err
+	}
+	f.held, f.id, f.mod, f.size, f.loaded = h, st, st.ModTime(), st.Size(), true
+	return data, nil
+}
+
+// drop forgets the version last read and closes it. f.mu is held.
+func (f *File) drop() {
+	if f.held != nil {
+		f.held.Close()
+	}
+	f.held, f.id, f.loaded = nil, nil, false
 }
 
 // Err re-reads the file if it changed and reports why it holds no key:

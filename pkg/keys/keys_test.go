@@ -160,3 +160,97 @@ func TestBrokenFileHoldsNoKey(t *testing.T) {
 		}
 	}
 }
+
+// Revoking a key and creating another of the same tenant and scope gives
+// a key file of the same size; on a file system whose timestamps are
+// coarse (a second on some network and FUSE mounts) it has the same
+// modification time too. The file was re-read only when its time or size
+// changed, so the revoked key went on working. Each write is a new file
+// renamed over the old one: its identity tells them apart.
+func TestRevokedKeyRefusedSameSizeAndTime(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys.json")
+	old, k, err := keys.Create(path, "acme", keys.Query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := keys.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.Lookup(old); !ok {
+		t.Fatal("key not found")
+	}
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Revoke, then create another key of acme with the same scope, as
+	// `codectx key revoke` and `codectx key create` do, without the server
+	// looking in between.
+	if err := keys.Revoke(path, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	fresh, _, err := keys.Create(path, "acme", keys.Query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Within the file system's timestamp granularity: the same time.
+	if err := os.Chtimes(path, before.ModTime(), before.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) {
+		t.Fatalf("replacement is %d bytes at %v, the file read %d bytes at %v: the test needs them equal",
+			after.Size(), after.ModTime(), before.Size(), before.ModTime())
+	}
+	if _, ok := f.Lookup(old); ok {
+		t.Error("revoked key still valid after a same-size, same-time replacement of the key file")
+	}
+	if _, ok := f.Lookup(fresh); !ok {
+		t.Error("new key refused after a same-size, same-time replacement of the key file")
+	}
+
+	// A hand-made replacement renamed over the file (an editor's save, a
+	// configuration tool): the same.
+	next, k2, err := keys.Create(path, "acme", keys.Query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.Lookup(next); !ok {
+		t.Fatal("key created after Open not seen")
+	}
+	st, _ := os.Stat(path)
+	tmp := filepath.Join(filepath.Dir(path), "keys.json.new")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := keys.Revoke(tmp, k2.ID); err != nil {
+		t.Fatal(err)
+	}
+	last, _, err := keys.Create(tmp, "acme", keys.Query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(tmp, st.ModTime(), st.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	if st2, _ := os.Stat(path); st2.Size() != st.Size() {
+		t.Fatalf("replacement of %d bytes, want %d", st2.Size(), st.Size())
+	}
+	if _, ok := f.Lookup(next); ok {
+		t.Error("revoked key still valid after a same-size, same-time file renamed over the key file")
+	}
+	if _, ok := f.Lookup(last); !ok {
+		t.Error("new key refused after a same-size, same-time file renamed over the key file")
+	}
+}
