@@ -29,7 +29,7 @@ func TestImpactOfUnexported(t *testing.T) {
 	})
 	// At depth 1: the files that call or name the target, and for an
 	// exported one the importers of its file. (Deeper, the callers'
-	// own importers follow: a file-level walk.)
+	// callers follow: TestImpactOfSymbolWalksCalls.)
 	for _, c := range []struct {
 		name      string
 		want, not []string
@@ -67,6 +67,51 @@ func TestImpactOfUnexported(t *testing.T) {
 		for _, n := range c.not {
 			if strings.Contains(got, " "+n+" ") {
 				t.Errorf("impact of %s: %s; want no %s", c.name, got, n)
+			}
+		}
+	}
+}
+
+// TestImpactOfSymbolWalksCalls: past its first hop, a symbol's impact
+// follows callers of callers, not every importer of their files: a
+// helper with two callers was said to affect 84 of net/http's 112 files
+// at depth 3. A caller in the target's own file is followed too (its
+// file is not listed): the walk stopped there.
+func TestImpactOfSymbolWalksCalls(t *testing.T) {
+	s := serveRepo(t, "m", map[string]string{
+		"go.mod":         "module example.com/m\n\ngo 1.22\n",
+		"util/util.go":   "package util\n\n// Const is read by other.\nconst Const = 2\n\nfunc helper() int { return 1 }\n\n// A uses helper.\nfunc A() int { return helper() }\n",
+		"svc/svc.go":     "package svc\n\nimport \"example.com/m/util\"\n\n// B calls A.\nfunc B() int { return util.A() }\n",
+		"web/web.go":     "package web\n\nimport \"example.com/m/svc\"\n\n// C calls B.\nfunc C() int { return svc.B() }\n",
+		"other/other.go": "package other\n\nimport \"example.com/m/util\"\n\n// D reads Const only.\nfunc D() int { return util.Const }\n",
+		"more/more.go":   "package more\n\nimport \"example.com/m/other\"\n\n// E calls D.\nfunc E() int { return other.D() }\n",
+	})
+	for _, c := range []struct {
+		name string
+		want map[string]int // file: depth
+	}{
+		// helper's one caller is in its own file: the walk goes on from A.
+		{"helper", map[string]int{"svc/svc.go": 2, "web/web.go": 3}},
+		// A is exported: its file's importers at depth 1 (other imports
+		// util for Const), but only A's callers are walked further.
+		{"A", map[string]int{"svc/svc.go": 1, "other/other.go": 1, "web/web.go": 2}},
+	} {
+		out, err := s.toolImpact(context.Background(), Principal{Tenant: "acme"}, ImpactInput{Name: c.name, Depth: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for _, f := range out.Files {
+			got[f.Path] = f.Depth
+		}
+		if len(got) != len(c.want) {
+			t.Errorf("impact of %s = %v, want %v", c.name, got, c.want)
+			continue
+		}
+		for p, d := range c.want {
+			if got[p] != d {
+				t.Errorf("impact of %s = %v, want %v", c.name, got, c.want)
+				break
 			}
 		}
 	}

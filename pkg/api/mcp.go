@@ -894,7 +894,7 @@ type Impacted struct {
 	Provenance string `json:"provenance"`
 	Depth      int    `json:"depth" jsonschema:"hops from the target: 1 = uses it directly"`
 	Via        string `json:"via" jsonschema:"kind of the edge that reached it: import, call or type"`
-	From       string `json:"from" jsonschema:"the file (or symbol, at depth 1 for a symbol target) it depends on"`
+	From       string `json:"from" jsonschema:"what it depends on: the file, or for a symbol target's calls and type uses the symbol"`
 	FromRepo   string `json:"from_repo,omitempty" jsonschema:"the repository of from, when it is another than repo: an import across repositories"`
 }
 
@@ -952,29 +952,42 @@ func (s *Server) toolImpact(ctx context.Context, p Principal, in ImpactInput) (I
 // each repository's graph and across repositories over the links of xg
 // (nil: none), and appends the files reached. The target is looked for in
 // in.Repo, or in every segment when it is "".
+//
+// A file target's walk goes file to file: importers, and the files whose
+// symbols call or name the file's. A symbol target's goes symbol to
+// symbol within a repository: its callers and users, then theirs, each
+// listed by its file. Only across repositories, where links are imports
+// of files, does it go file to file. A symbol's walk went file to file
+// after its first hop, so a helper with two callers reached every
+// importer of their files: 84 of net/http's 112 files at depth 3.
 func impact(segs []*segment.Segment, xg *xrepo.Graph, in ImpactInput, out *ImpactOutput) {
 	scope := reposOf(segs)
 	seen := map[xrepo.Ref]bool{}
-	var frontier []xrepo.Ref
-	visit := func(n xrepo.Ref, via, from, fromRepo string, depth int) {
+	var frontier []xrepo.Ref // files whose dependents the next hop lists, file to file
+	list := func(n xrepo.Ref, via, from, fromRepo string, depth int) bool {
 		if seen[n] {
-			return
+			return false
 		}
 		seen[n] = true
-		frontier = append(frontier, n)
 		im := Impacted{Repo: n.Repo, Path: n.Path, Provenance: fileRef(scope[n.Repo], n.Path).Provenance, Depth: depth, Via: via, From: from}
 		if fromRepo != n.Repo {
 			im.FromRepo = fromRepo
 		}
 		out.Files = append(out.Files, im)
+		return true
+	}
+	visit := func(n xrepo.Ref, via, from, fromRepo string, depth int) {
+		if list(n, via, from, fromRepo, depth) {
+			frontier = append(frontier, n)
+		}
 	}
 	// dependents visits the files that depend on n: in-edges of its
-	// repository's graph (importOnly: import edges only) and the imports
-	// of other repositories resolved to it.
-	dependents := func(n xrepo.Ref, depth int, importOnly bool) {
+	// repository's graph and the imports of other repositories resolved
+	// to it.
+	dependents := func(n xrepo.Ref, depth int) {
 		if seg := scope[n.Repo]; seg.Graph != nil {
 			for _, nb := range seg.Graph.FileNeighbors(n.Path) {
-				if !nb.Out && (!importOnly || nb.Kind == graph.EdgeImport) && !foreign(seg, nb.Kind, nb.Path, n.Path) {
+				if !nb.Out && !foreign(seg, nb.Kind, nb.Path, n.Path) {
 					visit(xrepo.Ref{Repo: n.Repo, Path: nb.Path}, nb.Kind.String(), n.Path, n.Repo, depth)
 				}
 			}
@@ -989,7 +1002,6 @@ func impact(segs []*segment.Segment, xg *xrepo.Graph, in ImpactInput, out *Impac
 			targets = append(targets, seg)
 		}
 	}
-	first := 1 // depth of the first hop of the walk below
 	if in.Path != "" {
 		for _, seg := range targets {
 			if _, ok := seg.File(in.Path); !ok {
@@ -1000,41 +1012,77 @@ func impact(segs []*segment.Segment, xg *xrepo.Graph, in ImpactInput, out *Impac
 			frontier = append(frontier, n)
 			out.Targets = append(out.Targets, fileRef(seg, in.Path).Provenance)
 		}
-	} else {
-		// Depth 1: the files whose symbols call or name the target, and
-		// the importers of the declaring files (in its repository and in
-		// others); the declaring files change too but are not listed.
-		var own []xrepo.Ref
-		for _, h := range resolveSymbol(targets, in.Name) {
+		for d := 1; d <= in.Depth && len(frontier) > 0; d++ {
+			cur := frontier
+			frontier = nil
+			for _, n := range cur {
+				dependents(n, d)
+			}
+		}
+		return
+	}
+	// A symbol: the declaring files change too but are not listed.
+	var syms []symbolHit // the symbols whose callers the next hop lists
+	seenSym := map[symbolHit]bool{}
+	for _, h := range resolveSymbol(targets, in.Name) {
+		c := h.seg.Chunks[h.id]
+		out.Targets = append(out.Targets, chunkRef(h.seg, h.id).Provenance)
+		seen[xrepo.Ref{Repo: h.seg.Meta.Repo, Path: c.Path}] = true
+		if !seenSym[h] {
+			seenSym[h] = true
+			syms = append(syms, h)
+		}
+	}
+	for _, h := range syms {
+		// An exported symbol may be used wherever its file is imported:
+		// those files are listed at depth 1, in its repository and in
+		// others. An unexported one is used by its callers only (63
+		// files at depth 1 for a method with 2 callers). Only an import
+		// from another repository is walked further, file to file.
+		c := h.seg.Chunks[h.id]
+		if !exported(c) {
+			continue
+		}
+		repo := h.seg.Meta.Repo
+		for _, nb := range h.seg.Graph.FileNeighbors(c.Path) {
+			if !nb.Out && nb.Kind == graph.EdgeImport && !foreign(h.seg, nb.Kind, nb.Path, c.Path) {
+				list(xrepo.Ref{Repo: repo, Path: nb.Path}, nb.Kind.String(), c.Path, repo, 1)
+			}
+		}
+		for _, l := range crossImporters(xg, scope, repo, c.Path) {
+			visit(l.From, graph.EdgeImport.String(), c.Path, repo, 1)
+		}
+	}
+	for d := 1; d <= in.Depth && len(syms)+len(frontier) > 0; d++ {
+		cur, files := syms, frontier
+		syms, frontier = nil, nil
+		for _, h := range cur {
 			seg, c := h.seg, h.seg.Chunks[h.id]
 			repo := seg.Meta.Repo
-			out.Targets = append(out.Targets, chunkRef(seg, h.id).Provenance)
-			// An unexported symbol is used by its callers only, not by the
-			// importers of its file (63 files at depth 1 for a method with
-			// 2 callers). A name may resolve to several declarations of
-			// one file (in another case: search and Search, when neither
-			// is the name's own case).
-			n := xrepo.Ref{Repo: repo, Path: c.Path}
-			seen[n] = true
-			if exported(c) && !slices.Contains(own, n) {
-				own = append(own, n)
-			}
 			for _, nb := range seg.Graph.SymbolNeighbors(h.id) {
-				if !nb.Out && nb.Path != c.Path && !foreign(seg, nb.Kind, nb.Path, c.Path) {
-					visit(xrepo.Ref{Repo: repo, Path: nb.Path}, nb.Kind.String(), c.Name, repo, 1)
+				if nb.Out || nb.ID < 0 || nb.ID >= len(seg.Chunks) || foreign(seg, nb.Kind, nb.Path, c.Path) {
+					continue
+				}
+				list(xrepo.Ref{Repo: repo, Path: nb.Path}, nb.Kind.String(), c.Name, repo, d)
+				if u := (symbolHit{seg, nb.ID}); !seenSym[u] {
+					seenSym[u] = true
+					syms = append(syms, u)
+				}
+			}
+			if d > 1 && exported(c) {
+				// A caller found by the last hop, imported by another
+				// repository.
+				for _, l := range crossImporters(xg, scope, repo, c.Path) {
+					visit(l.From, graph.EdgeImport.String(), c.Path, repo, d)
 				}
 			}
 		}
-		for _, n := range own {
-			dependents(n, 1, true)
-		}
-		first = 2
-	}
-	for d := first; d <= in.Depth && len(frontier) > 0; d++ {
-		cur := frontier
-		frontier = nil
-		for _, n := range cur {
-			dependents(n, d, false)
+		if d > 1 {
+			for _, n := range files {
+				dependents(n, d)
+			}
+		} else {
+			frontier = files // the depth-1 imports across repositories go on at depth 2
 		}
 	}
 }
