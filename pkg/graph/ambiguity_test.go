@@ -74,6 +74,20 @@ func TestConservativeResolution(t *testing.T) {
 			ambiguous: 1,
 		},
 		{
+			// bytes.decode(), str.split(), list.extend(): a built-in
+			// type's method on a receiver of unknown type is not the
+			// repository's only method of that name (every .decode()
+			// call was JSONDecoder.decode's); through self it still is.
+			name: "built-in type's method name on unknown receiver: no edge",
+			in: Input{Files: []FileInput{
+				pyFile("a.py", nil, sym(1, "JSONDecoder.decode", method, nil, nil),
+					sym(2, "JSONDecoder.raw", method, []string{"self.decode"}, nil)),
+				pyFile("b.py", nil, sym(3, "main", fn, []string{"data.decode", "line.split"}, nil),
+					sym(4, "Words.split", method, nil, nil)),
+			}},
+			want: []string{"call JSONDecoder.raw -> JSONDecoder.decode"},
+		},
+		{
 			name: "self call to a method the class lacks: no edge",
 			in: Input{Files: []FileInput{
 				pyFile("a.py", nil, sym(1, "A", class, nil, nil), sym(2, "A.go", method, []string{"self.missing", "self.go"}, nil),

@@ -29,6 +29,58 @@ func init() {
 	}
 }
 
+// builtinMethods are, per language, the methods of its built-in and
+// standard-library types (str, bytes, list, dict; String, Array,
+// Promise; String, List, Map, Optional; Option, Result, Vec, str): a
+// call of one on a receiver of unknown type (data.decode(), s.trim())
+// is most likely of that type, so it is not resolved to the
+// repository's only method of the name (every bytes.decode() call became
+// a call of JSONDecoder.decode). Compared lower-case; a call through
+// self, this or a type still resolves.
+var builtinMethods = map[codectx.Language]map[string]bool{}
+
+func init() {
+	for lang, names := range map[codectx.Language]string{
+		codectx.Python: `decode encode split rsplit splitlines join strip lstrip rstrip lower
+			upper title capitalize casefold replace startswith endswith find rfind index
+			rindex count isdigit isalpha isalnum isspace isupper islower zfill ljust rjust
+			center partition rpartition expandtabs translate extend sort reverse
+			setdefault popitem discard union intersection difference issubset
+			issuperset readline readlines writelines seek tell fileno isoformat
+			strftime total_seconds group groups groupdict match search sub findall
+			finditer fullmatch hexdigest digest`,
+		codectx.JavaScript: jsBuiltinMethods,
+		codectx.TypeScript: jsBuiltinMethods,
+		codectx.TSX:        jsBuiltinMethods,
+		codectx.Java: `compareto getclass substring indexof lastindexof charat trim
+			tolowercase touppercase stream collect orelse orelseget orelsethrow
+			ispresent ifpresent getordefault putifabsent computeifabsent addall removeall
+			containskey containsvalue put entryset keyset startswith endswith split
+			replace replaceall matches isblank strip chars valueof intvalue longvalue
+			getkey getvalue`,
+		codectx.Rust: `unwrap expect unwrap_or unwrap_or_else unwrap_or_default as_ref
+			as_mut as_str as_bytes to_owned to_vec iter_mut into_iter collect map_err
+			ok_or ok_or_else and_then or_else is_some is_none is_ok is_err push_str
+			extend borrow borrow_mut as_slice chars split trim starts_with ends_with
+			join replace to_lowercase to_uppercase sort sort_by retain drain truncate
+			capacity entry or_insert or_default get_mut first last contains_key`,
+	} {
+		m := map[string]bool{}
+		for _, n := range strings.Fields(names) {
+			m[n] = true
+		}
+		builtinMethods[lang] = m
+	}
+}
+
+const jsBuiltinMethods = `slice splice indexof lastindexof includes concat some every find
+	findindex trim trimstart trimend tolowercase touppercase substring substr charat
+	charcodeat padstart padend match matchall replace replaceall split join sort
+	reverse fill flat flatmap entries assign freeze stringify resolve reject finally
+	bind valueof localecompare startswith endswith repeat at getitem setitem
+	removeitem addeventlistener removeeventlistener queryselector queryselectorall
+	preventdefault stoppropagation json text getattribute setattribute appendchild`
+
 func firstSegment(s string) string {
 	i := strings.Index(s, ".")
 	if j := strings.Index(s, "::"); j >= 0 && (i < 0 || j < i) {
@@ -327,6 +379,9 @@ func (b *builder) resolveCall(s *symInfo, name string) (int32, outcome) {
 		if t, o := b.pick(b.inFile(b.methods[ownerKey{s.ownerShort, m}], b.groupOf(f)), s.idx); o == found {
 			return t, o
 		}
+	}
+	if builtinMethods[f.Language][strings.ToLower(m)] {
+		return -1, none
 	}
 	return b.repoWide(b.methAll[m], m, s.idx)
 }
