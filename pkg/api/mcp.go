@@ -447,7 +447,7 @@ func (o SymbolOutput) text() string {
 		fmt.Fprintf(&b, "%s  %s %s\n%s\n\n", d.Provenance, d.Kind, d.Symbol, d.Body)
 	}
 	if o.More > 0 {
-		fmt.Fprintf(&b, "(%d more definitions)\n", o.More)
+		fmt.Fprintf(&b, "(%d more definitions: give repo, or a qualified name such as Type.method or pkg.Func, for fewer)\n", o.More)
 	}
 	return b.String()
 }
@@ -502,7 +502,7 @@ func (s *Server) toolSymbol(ctx context.Context, p Principal, in SymbolInput) (S
 		return SymbolOutput{}, err
 	}
 	out := SymbolOutput{Definitions: []Definition{}, Budget: budget}
-	for _, h := range resolveSymbol(segs, in.Name) {
+	for _, h := range symbolOrder(resolveSymbol(segs, in.Name)) {
 		if len(out.Definitions) == maxDefinitions {
 			out.More++
 			continue
@@ -521,6 +521,45 @@ func (s *Server) toolSymbol(ctx context.Context, p Principal, in SymbolInput) (S
 		out.Definitions = append(out.Definitions, d)
 	}
 	return out, nil
+}
+
+// symbolOrder is the order the symbol tool gives definitions in, within
+// its 20 and its budget: code before tests, and the repositories in turn,
+// each its first definition before any its second. They came in the
+// order of the repositories' names, so "get" over all of a tenant's gave
+// twenty of the first repository's, seven of them tests, and none of
+// the others'.
+func symbolOrder(hits []symbolHit) []symbolHit {
+	type slot struct {
+		test bool
+		turn int // this definition's place among its repository's
+		i    int
+	}
+	slots := make([]slot, len(hits))
+	turn := map[*segment.Segment]int{}
+	for i, h := range hits {
+		test := query.IsTestPath(h.seg.Chunks[h.id].Path)
+		k := h.seg
+		if test {
+			k = nil // tests take their own turns, after all code
+		}
+		slots[i] = slot{test: test, turn: turn[k], i: i}
+		turn[k]++
+	}
+	slices.SortStableFunc(slots, func(a, b slot) int {
+		if a.test != b.test {
+			if a.test {
+				return 1
+			}
+			return -1
+		}
+		return a.turn - b.turn
+	})
+	out := make([]symbolHit, len(hits))
+	for j, sl := range slots {
+		out[j] = hits[sl.i]
+	}
+	return out
 }
 
 // ReferencesInput is the argument of the references tool.

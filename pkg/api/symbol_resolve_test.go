@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -287,5 +288,50 @@ func TestResolveKeepsToTenant(t *testing.T) {
 	beta, err := s.toolSymbol(ctx, Principal{Tenant: "beta"}, SymbolInput{Name: "vault.Open"})
 	if err != nil || len(beta.Definitions) != 1 || beta.Definitions[0].Repo != "vault" {
 		t.Errorf("beta's symbol vault.Open = %+v, %v", beta.Definitions, err)
+	}
+}
+
+// TestSymbolOrderAcrossRepos: the symbol tool gives code before tests and
+// the repositories in turn: "get" over a tenant's repositories gave twenty
+// of the first repository's by name, tests among them, and none of the
+// other's; its "more" line says how to narrow the lookup.
+func TestSymbolOrderAcrossRepos(t *testing.T) {
+	store := blob.NewMem()
+	build := func(name string, files map[string]string) {
+		repo := testrepo.New(t)
+		repo.Commit("initial", files)
+		if _, err := index.Build(context.Background(), store, repo.Dir, index.Options{Tenant: "acme", Name: name, Workers: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	aa := map[string]string{}
+	for i := range 12 {
+		aa[fmt.Sprintf("p%02d/get_test.py", i)] = fmt.Sprintf("def get():\n    return %d\n", i)
+		aa[fmt.Sprintf("p%02d/store.py", i)] = fmt.Sprintf("class Store%d:\n    def get(self):\n        return %d\n", i, i)
+	}
+	build("aa", aa)
+	build("bb", map[string]string{"mail/message.py": "class Message:\n    def get(self, name):\n        return name\n"})
+	s := &Server{Store: store}
+	s.init()
+	out, err := s.toolSymbol(context.Background(), Principal{Tenant: "acme"}, SymbolInput{Name: "get"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Definitions) != maxDefinitions || out.More != 25-maxDefinitions {
+		t.Fatalf("%d definitions, %d more; want %d and %d", len(out.Definitions), out.More, maxDefinitions, 25-maxDefinitions)
+	}
+	if d := out.Definitions[1]; d.Repo != "bb" {
+		t.Errorf("second definition %s; want bb's Message.get in the repositories' turn", d.Provenance)
+	}
+	seenTest := false
+	for _, d := range out.Definitions {
+		isTest := strings.HasSuffix(d.Path, "_test.py")
+		if seenTest && !isTest {
+			t.Errorf("%s after a test", d.Provenance)
+		}
+		seenTest = seenTest || isTest
+	}
+	if !strings.Contains(out.text(), "(5 more definitions: give repo, or a qualified name") {
+		t.Errorf("more line: %s", out.text()[strings.LastIndex(out.text(), "("):])
 	}
 }
