@@ -565,7 +565,7 @@ func symbolOrder(hits []symbolHit) []symbolHit {
 // ReferencesInput is the argument of the references tool.
 type ReferencesInput struct {
 	Name   string   `json:"name,omitempty" jsonschema:"symbol whose callers and users to find: short (Mount), qualified by its type (Router.Mount) or by its package or module (pkg.Func, module.func)"`
-	Path   string   `json:"path,omitempty" jsonschema:"file whose importers and users to find (relative to the repository root)"`
+	Path   string   `json:"path,omitempty" jsonschema:"file whose importers and users to find: a path relative to the repository root, or a provenance (path#Lstart-Lend, repo@commit:path#Lstart-Lend)"`
 	Repo   string   `json:"repo,omitempty" jsonschema:"one repository to look in (with repos, both are)"`
 	Repos  []string `json:"repos,omitempty" jsonschema:"repositories to look in; default all of the tenant's"`
 	Tenant string   `json:"tenant,omitempty" jsonschema:"tenant to act for; only an operator key may name another than its own"`
@@ -618,7 +618,7 @@ func (s *Server) toolReferences(ctx context.Context, p Principal, in ReferencesI
 	var clean string
 	if in.Path != "" {
 		var err error
-		if clean, err = cleanPath(in.Path); err != nil {
+		if in.Repo, clean, err = targetPath(in.Repo, in.Path); err != nil {
 			return ReferencesOutput{}, badRequest{err}
 		}
 	}
@@ -902,7 +902,7 @@ func fileRef(seg *segment.Segment, path string) ChunkRef {
 // ImpactInput is the argument of the impact tool.
 type ImpactInput struct {
 	Repo   string   `json:"repo,omitempty" jsonschema:"repository holding the target; default: the target is looked for in every repository searched"`
-	Path   string   `json:"path,omitempty" jsonschema:"file that would change (relative to the repository root)"`
+	Path   string   `json:"path,omitempty" jsonschema:"file that would change: a path relative to the repository root, or a provenance (path#Lstart-Lend, repo@commit:path#Lstart-Lend)"`
 	Name   string   `json:"name,omitempty" jsonschema:"symbol that would change: short (Mount), qualified by its type (Router.Mount) or by its package or module (pkg.Func, module.func)"`
 	Depth  int      `json:"depth,omitempty" jsonschema:"hops to follow, 1..6; 0 or left out: 3"`
 	Repos  []string `json:"repos,omitempty" jsonschema:"repositories to look in; default all of the tenant's"`
@@ -967,11 +967,10 @@ func (s *Server) toolImpact(ctx context.Context, p Principal, in ImpactInput) (I
 		in.Depth = 3
 	}
 	if in.Path != "" {
-		clean, err := cleanPath(in.Path)
-		if err != nil {
+		var err error
+		if in.Repo, in.Path, err = targetPath(in.Repo, in.Path); err != nil {
 			return ImpactOutput{}, badRequest{err}
 		}
-		in.Path = clean
 	}
 	tenant, segs, err := s.scopeSegs(ctx, p, in.Tenant, in.Repos, "", in.Repo)
 	if err != nil {
@@ -1173,7 +1172,7 @@ func private(sig string) bool {
 // ReadInput is the argument of the read tool.
 type ReadInput struct {
 	Repo      string `json:"repo" jsonschema:"repository, as the repos tool or a provenance names it: repo, or repo@commit (the commit must be the indexed one)"`
-	Path      string `json:"path" jsonschema:"file path relative to the repository root; path#Lstart-Lend as a provenance writes it reads those lines"`
+	Path      string `json:"path" jsonschema:"file path relative to the repository root; path#Lstart-Lend, or a whole provenance repo@commit:path#Lstart-Lend, reads those lines"`
 	StartLine int    `json:"start_line,omitempty" jsonschema:"first line, 1-based; 0 or left out: 1"`
 	EndLine   int    `json:"end_line,omitempty" jsonschema:"last line, inclusive; 0 or left out: start_line+399"`
 	Tenant    string `json:"tenant,omitempty" jsonschema:"tenant to act for; only an operator key may name another than its own"`
@@ -1201,12 +1200,56 @@ func cleanPath(p string) (string, error) {
 	return c, nil
 }
 
+// provenanceRE is a whole provenance as every answer writes it,
+// repo@commit:path (then #Lstart-Lend, part of the path here): a
+// repository name's characters, a commit (hex, or worktree-hex for a
+// snapshot of a directory), the path.
+var provenanceRE = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._/-]*)@([0-9A-Za-z-]+):(.+)$`)
+
+// splitProvenance splits a whole provenance into its repository, commit
+// and path (with its #L lines, if any); ok is false for anything else.
+func splitProvenance(s string) (repo, commit, path string, ok bool) {
+	m := provenanceRE.FindStringSubmatch(s)
+	if m == nil {
+		return "", "", "", false
+	}
+	return m[1], m[2], m[3], true
+}
+
+// targetPath is the file a references or impact call names, in any form
+// an answer writes a file: path, path#Lstart-Lend, or a whole provenance
+// repo@commit:path#Lstart-Lend, whose repository becomes repo when the
+// call names none (and must be it when the call does). Only read took the
+// first two; a provenance copied whole was "no file" everywhere.
+func targetPath(repo, p string) (string, string, error) {
+	if r, _, rest, ok := splitProvenance(p); ok {
+		if repo != "" && repo != r {
+			return "", "", fmt.Errorf("the provenance in path is of repository %s, not %s", r, repo)
+		}
+		repo, p = r, rest
+	}
+	p, _, _ = strings.Cut(p, "#L")
+	clean, err := cleanPath(p)
+	return repo, clean, err
+}
+
 // provenanceParts reads the parts of a provenance an agent copies into
 // read's arguments: repo@commit as the repository (returning the commit)
 // and path#Lstart-Lend as the path (its lines unless the call gives
 // some). Both were refused: the first by the repository name's pattern,
 // the second as a file that does not exist.
 func provenanceParts(in ReadInput) (ReadInput, string, error) {
+	if r, c, rest, ok := splitProvenance(in.Path); ok {
+		// A whole provenance as the path: its repository must be the
+		// call's (with or without the same commit).
+		if name, _, _ := strings.Cut(in.Repo, "@"); in.Repo != "" && name != r {
+			return in, "", badRequest{fmt.Errorf("the provenance in path is of repository %s, not %s", r, name)}
+		}
+		if !strings.Contains(in.Repo, "@") {
+			in.Repo = r + "@" + c
+		}
+		in.Path = rest
+	}
 	repo, commit, at := strings.Cut(in.Repo, "@")
 	if at && commit == "" {
 		return in, "", badRequest{fmt.Errorf("repo %q: want repo or repo@commit", in.Repo)}

@@ -188,6 +188,30 @@ func TestReadProvenance(t *testing.T) {
 			t.Errorf("read %s %s: %v, want an error with %q", c.repo, c.path, err, c.want)
 		}
 	}
+	// A whole provenance copied into path: read, references and impact
+	// take it (each answered "no file" or "not found").
+	for _, r := range []string{name, ""} {
+		out, err := s.toolRead(ctx, p, ReadInput{Repo: r, Path: prov})
+		if err != nil || out.Provenance != prov {
+			t.Errorf("read %q %s = %+v, %v", r, prov, out, err)
+		}
+	}
+	if _, err := s.toolRead(ctx, p, ReadInput{Repo: "other", Path: prov}); err == nil || !strings.Contains(err.Error(), "is of repository "+name+", not other") {
+		t.Errorf("read of another repository's provenance: %v", err)
+	}
+	for _, path := range []string{prov, "a.go#L3-4", "a.go"} {
+		refs, err := s.toolReferences(ctx, p, ReferencesInput{Path: path})
+		if err != nil || !refs.found {
+			t.Errorf("references of %s: %+v, %v", path, refs, err)
+		}
+		imp, err := s.toolImpact(ctx, p, ImpactInput{Path: path})
+		if err != nil || len(imp.Targets) != 1 {
+			t.Errorf("impact of %s: %+v, %v", path, imp, err)
+		}
+	}
+	if _, err := s.toolImpact(ctx, p, ImpactInput{Repo: "other", Path: prov}); err == nil || !strings.Contains(err.Error(), "not other") {
+		t.Errorf("impact of another repository's provenance: %v", err)
+	}
 }
 
 // TestPlainRefusal: the SDK's refusals of a call's arguments read plainly.

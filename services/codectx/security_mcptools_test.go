@@ -76,6 +76,17 @@ func TestSecurityMCPTools(t *testing.T) {
 			call{"read", map[string]any{"tenant": tenantB, "repo": repo, "path": "vault/keys.go"}},
 		)
 	}
+	// A whole provenance of beta's file as the path: its repository is
+	// looked up among acme's only.
+	for _, prov := range []string{"vault@" + betaCommit[:12] + ":vault/keys.go#L1-40", "beta/vault@" + betaCommit[:12] + ":vault/keys.go", "shop@" + betaCommit[:12] + ":../vault/vault/keys.go"} {
+		calls = append(calls,
+			call{"read", map[string]any{"repo": "", "path": prov}},
+			call{"read", map[string]any{"repo": "vault", "path": prov}},
+			call{"references", map[string]any{"path": prov}},
+			call{"impact", map[string]any{"path": prov}},
+			call{"impact", map[string]any{"path": prov, "tenant": tenantB}},
+		)
+	}
 	calls = append(calls,
 		call{"read", map[string]any{"repo": "shop", "path": "../vault/vault/keys.go#L1-40"}},
 		call{"symbol", map[string]any{"name": "vault.MasterToken.x"}},
