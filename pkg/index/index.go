@@ -236,8 +236,15 @@ func Build(ctx context.Context, store *blob.Bucket, location string, opt Options
 	if name == "" {
 		name = snap.Repo
 	}
-	if !ValidTenant(opt.Tenant) || !ValidName(name) {
-		return nil, fmt.Errorf("index: invalid tenant %q or repository name %q (use letters, digits, . _ - and /)", opt.Tenant, name)
+	switch {
+	case !ValidTenant(opt.Tenant):
+		return nil, fmt.Errorf("index: invalid tenant %q (use letters, digits, . _ -)", opt.Tenant)
+	case !ValidName(name) && opt.Name == "":
+		// The name was taken from the location ("dir with space"): the
+		// caller never gave one, so say where it came from.
+		return nil, fmt.Errorf("index: the repository name %q, taken from the location, is not usable (use letters, digits, . _ - and /; no empty, . or .. element): give a name (--name)", name)
+	case !ValidName(name):
+		return nil, fmt.Errorf("index: invalid repository name %q (use letters, digits, . _ - and /; no empty, . or .. element)", name)
 	}
 	if snap.Commit == "" {
 		// A plain directory has no commit: name the snapshot by its content.

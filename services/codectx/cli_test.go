@@ -533,3 +533,28 @@ func TestQueryManyRepos(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexNameFromLocation: a directory whose name is no repository
+// name ("dir with space") is refused saying the name came from the
+// location and to give one; the message blamed a tenant the user never
+// gave.
+func TestIndexNameFromLocation(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "dir with space")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	_, err := runCLI(t, "index", "--data", data, dir)
+	if err == nil || !strings.Contains(err.Error(), `"dir with space", taken from the location, is not usable`) || !strings.Contains(err.Error(), "--name") || strings.Contains(err.Error(), "tenant") {
+		t.Errorf("index of %q: %v", filepath.Base(dir), err)
+	}
+	if _, err := runCLI(t, "index", "--data", data, "--name", "a b", dir); err == nil || !strings.Contains(err.Error(), `invalid repository name "a b"`) {
+		t.Errorf("--name 'a b': %v", err)
+	}
+	if _, err := runCLI(t, "index", "--data", data, "--name", "dir-with-space", dir); err != nil {
+		t.Errorf("--name dir-with-space: %v", err)
+	}
+}
