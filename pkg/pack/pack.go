@@ -225,13 +225,20 @@ func (r Result) Render() string {
 	return strings.Join(parts, Sep)
 }
 
-// Provenance returns "repo@commit:path#Lstart-Lend". The commit is cut to
-// its first 12 characters; empty fields stay empty ("repo@:path#L1-1").
-func Provenance(c Candidate) string {
-	commit := c.Commit
-	if len(commit) > 12 {
-		commit = commit[:12]
+// ShortCommit is a commit hash's first 12 digits; a working tree's
+// pseudo-commit (worktree- and its content's hash) is kept whole: cut to
+// 12 it kept 3 digits of the hash, which no longer named the snapshot.
+func ShortCommit(c string) string {
+	if len(c) > 12 && !strings.HasPrefix(c, "worktree-") {
+		return c[:12]
 	}
+	return c
+}
+
+// Provenance returns "repo@commit:path#Lstart-Lend", the commit as
+// ShortCommit writes it; empty fields stay empty ("repo@:path#L1-1").
+func Provenance(c Candidate) string {
+	commit := ShortCommit(c.Commit)
 	b := make([]byte, 0, len(c.Repo)+len(commit)+len(c.Path)+16)
 	b = append(b, c.Repo...)
 	b = append(b, '@')

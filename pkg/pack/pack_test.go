@@ -689,3 +689,19 @@ func TestPackLeadDeepTailStubs(t *testing.T) {
 }
 
 func with(o Options, budget int) Options { o.Budget = budget; return o }
+
+// TestProvenanceCommit: a provenance cuts a commit hash to 12 digits and
+// keeps a working tree's pseudo-commit whole: "worktree-769aadb151f9" was
+// cut to "worktree-769", which no longer named the snapshot.
+func TestProvenanceCommit(t *testing.T) {
+	for commit, want := range map[string]string{
+		"0123456789abcdef0123456789abcdef01234567": "r@0123456789ab:a.go#L1-2",
+		"worktree-769aadb151f9":                    "r@worktree-769aadb151f9:a.go#L1-2",
+		"abc":                                      "r@abc:a.go#L1-2",
+		"":                                         "r@:a.go#L1-2",
+	} {
+		if got := Provenance(Candidate{Repo: "r", Commit: commit, Path: "a.go", StartLine: 1, EndLine: 2}); got != want {
+			t.Errorf("Provenance at %q = %q, want %q", commit, got, want)
+		}
+	}
+}

@@ -172,10 +172,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // bytes that are not UTF-8 are shown escaped: raw, an escape sequence in
 // a file would reach the terminal of whoever runs the query.
 func writeHuman(w io.Writer, r *query.Response) {
-	commit := r.Commit
-	if len(commit) > 12 {
-		commit = commit[:12]
-	}
+	commit := shortCommit(r.Commit)
 	line := func(s string) string { return termSafe(s, false) }
 	fmt.Fprintf(w, "query    %s\n", line(r.Query))
 	fmt.Fprintf(w, "trigger  %s (confidence %.2f)", line(r.Trigger), r.Confidence)

@@ -19,6 +19,7 @@ import (
 	"codectx/pkg/index"
 	"codectx/pkg/keys"
 	"codectx/pkg/metrics"
+	"codectx/pkg/pack"
 	"codectx/pkg/pipeline"
 	"codectx/pkg/queue"
 	"codectx/pkg/queue/natsq"
@@ -379,14 +380,8 @@ func waitPrinted(ctx context.Context, cl *api.Client, tenant, repo, commit strin
 	return nil
 }
 
-// shortCommit is a commit hash's first 12 digits; a working tree's
-// pseudo-commit (worktree-...) is kept whole.
-func shortCommit(c string) string {
-	if len(c) > 12 && !strings.HasPrefix(c, "worktree-") {
-		return c[:12]
-	}
-	return c
-}
+// shortCommit is a commit as provenances write it (pack.ShortCommit).
+func shortCommit(c string) string { return pack.ShortCommit(c) }
 
 // formatProgress is the line `index --server` prints when the progress of
 // the running snapshot changes.
