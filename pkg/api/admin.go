@@ -7,11 +7,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"codectx/pkg/blob"
 	"codectx/pkg/index"
 	"codectx/pkg/keys"
-	"codectx/pkg/source"
+	"codectx/pkg/pipeline"
 )
 
 // RepoInfo is one repository in GET /v1/repos.
@@ -350,10 +351,11 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 		s.released(ctx, tenant)
 	}
 	if loc != "" {
-		// After the workflow ended, so no snapshot of it fetches into the
-		// clone again. Another repository of the tenant indexed from the
-		// same URL clones it again on its next push.
-		removed, err := source.RemoveClone(s.CloneDir, tenant, loc)
+		// After the workflow ended, so no new snapshot of it fetches into
+		// the clone; one still fetching keeps it until it closes. Another
+		// repository of the tenant indexed from the same URL clones it
+		// again on its next push.
+		removed, err := pipeline.RemoveClone(ctx, s.CloneDir, tenant, loc, cloneWait)
 		if err != nil {
 			writeError(w, http.StatusServiceUnavailable, err)
 			return
@@ -368,6 +370,11 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, res)
 }
+
+// cloneWait is how long DELETE waits for a snapshot that still uses the
+// repository's clone (one closing as its workflow ended) before leaving
+// the clone to be removed when that snapshot closes it.
+const cloneWait = 5 * time.Second
 
 // repoLocation is where tenant/repo was last fetched from: the location
 // recorded in the store, else its workflow's; "" if neither says.

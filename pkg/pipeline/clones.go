@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -40,13 +41,14 @@ type CloneGCResult struct {
 // clones counts the uses of each clone directory in this process and
 // marks those being removed, so that an open waits for a removal to end
 // and a removal never starts while an open or a snapshot uses the clone.
-var clones = cloneUse{refs: map[string]int{}, removing: map[string]bool{}}
+var clones = cloneUse{refs: map[string]int{}, removing: map[string]bool{}, doomed: map[string]bool{}}
 
 type cloneUse struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
 	refs     map[string]int
 	removing map[string]bool
+	doomed   map[string]bool // to be removed when its last use ends (RemoveClone)
 }
 
 // pin marks dir in use until the returned func is called; it waits while
@@ -65,12 +67,66 @@ func (c *cloneUse) pin(dir string) (unpin func()) {
 	return func() {
 		once.Do(func() {
 			c.mu.Lock()
+			remove := false
 			if c.refs[dir]--; c.refs[dir] <= 0 {
 				delete(c.refs, dir)
+				if c.doomed[dir] {
+					delete(c.doomed, dir)
+					c.removing[dir], remove = true, true
+				}
 			}
 			c.mu.Unlock()
+			if remove {
+				if err := os.RemoveAll(dir); err != nil {
+					slog.Warn("remove a deleted repository's clone", "dir", filepath.Base(dir), "err", err)
+				}
+				c.done(dir)
+			}
 		})
 	}
+}
+
+// RemoveClone removes tenant's cached clone of url under cacheDir, whose
+// repository was deleted (the clone holds its source). A clone in use by
+// a snapshot of this process (one still closing, or still fetching, when
+// the repository's workflow ended) is waited for up to wait, and if still
+// in use then, removed when its last snapshot closes it: removed while it
+// was written, the removal failed ("directory not empty") and DELETE
+// answered 503. It reports whether there was a clone; a location that is
+// not a URL has none.
+func RemoveClone(ctx context.Context, cacheDir, tenant, url string, wait time.Duration) (bool, error) {
+	dir := source.CloneDir(cacheDir, tenant, url)
+	if dir == "" {
+		return false, nil
+	}
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	// A worker's cache keeps the snapshots of a commit open for a while
+	// after their last batch (snapTTL): those are closed now.
+	closeIdleOf(dir)
+	c := &clones
+	deadline := time.Now().Add(wait)
+	for {
+		c.mu.Lock()
+		if c.refs[dir] == 0 && !c.removing[dir] {
+			break // locked
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			c.doomed[dir] = true
+			c.mu.Unlock()
+			return true, nil
+		}
+		c.mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.removing[dir] = true
+	c.mu.Unlock()
+	defer c.done(dir)
+	if err := os.RemoveAll(dir); err != nil {
+		return false, fmt.Errorf("remove the clone of %s: %w", source.Redact(url), err)
+	}
+	return true, nil
 }
 
 // claim marks dir as being removed unless it is in use.

@@ -175,3 +175,68 @@ func TestCollectClonesDropsSharedLayout(t *testing.T) {
 		t.Errorf("acme and beta share the clone %s", own)
 	}
 }
+
+// TestRemoveCloneInUse: a deleted repository's clone that a snapshot still
+// uses is removed when the snapshot closes it; one not in use at once.
+// Removed while the snapshot wrote to it, the removal failed ("directory
+// not empty") and DELETE answered 503 (TestAuditDelPushRace in CI).
+func TestRemoveCloneInUse(t *testing.T) {
+	ctx := context.Background()
+	cache := t.TempDir()
+	r := testrepo.New(t)
+	r.Commit("first", map[string]string{"a.go": "package a\n"})
+	url := "file://" + filepath.ToSlash(r.Dir)
+	dir := source.CloneDir(cache, "acme", url)
+	exists := func() bool { _, err := os.Stat(dir); return err == nil }
+
+	s, err := OpenSnapshot(ctx, "acme", url, "", cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if removed, err := RemoveClone(ctx, cache, "acme", url, 20*time.Millisecond); !removed || err != nil {
+			t.Fatalf("RemoveClone of a clone in use = %v, %v; want it taken", removed, err)
+		}
+	}
+	if !exists() {
+		t.Fatal("the clone in use was removed under its snapshot")
+	}
+	s.Close()
+	if exists() {
+		t.Fatal("the clone is still there after its snapshot closed")
+	}
+
+	// A snapshot that closes within the wait: removed before the call
+	// returns.
+	closing, err := OpenSnapshot(ctx, "acme", url, "", cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(50*time.Millisecond, func() { closing.Close() })
+	if removed, err := RemoveClone(ctx, cache, "acme", url, 5*time.Second); !removed || err != nil || exists() {
+		t.Fatalf("RemoveClone waiting for a snapshot that closes = %v, %v, clone there %v", removed, err, exists())
+	}
+
+	// Not in use: removed at once; then there is none.
+	s, err = OpenSnapshot(ctx, "acme", url, "", cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if removed, err := RemoveClone(ctx, cache, "acme", url, 0); !removed || err != nil || exists() {
+		t.Fatalf("RemoveClone = %v, %v, clone there %v", removed, err, exists())
+	}
+	if removed, err := RemoveClone(ctx, cache, "acme", url, 0); removed || err != nil {
+		t.Fatalf("RemoveClone of no clone = %v, %v", removed, err)
+	}
+	// Another tenant's clone of the same URL is not touched.
+	o, err := OpenSnapshot(ctx, "beta", url, "", cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Close()
+	RemoveClone(ctx, cache, "acme", url, 0)
+	if _, err := os.Stat(source.CloneDir(cache, "beta", url)); err != nil {
+		t.Fatalf("beta's clone: %v", err)
+	}
+}

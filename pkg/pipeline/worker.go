@@ -217,6 +217,36 @@ type snapEntry struct {
 	err   error
 	refs  int
 	used  time.Time
+	clone string // the clone directory it reads ("" for a path)
+}
+
+// snapCaches are the snapshot caches of this process's workers, so that
+// RemoveClone can close their idle snapshots of a deleted repository's
+// clone instead of waiting out snapTTL.
+var snapCaches = struct {
+	mu sync.Mutex
+	m  map[*snapCache]bool
+}{m: map[*snapCache]bool{}}
+
+// closeIdleOf closes the idle cached snapshots that read the clone in
+// dir, in every worker of this process.
+func closeIdleOf(dir string) {
+	snapCaches.mu.Lock()
+	caches := make([]*snapCache, 0, len(snapCaches.m))
+	for c := range snapCaches.m {
+		caches = append(caches, c)
+	}
+	snapCaches.mu.Unlock()
+	for _, c := range caches {
+		c.mu.Lock()
+		for k, e := range c.m {
+			if e.refs == 0 && e.clone == dir && e.snap != nil {
+				e.snap.Close()
+				delete(c.m, k)
+			}
+		}
+		c.mu.Unlock()
+	}
 }
 
 const (
@@ -229,11 +259,14 @@ func (c *snapCache) get(ctx context.Context, tenant, location, commit, cacheDir 
 	c.mu.Lock()
 	if c.m == nil {
 		c.m = map[string]*snapEntry{}
+		snapCaches.mu.Lock()
+		snapCaches.m[c] = true
+		snapCaches.mu.Unlock()
 	}
 	c.evictLocked(snapTTL)
 	e, ok := c.m[key]
 	if !ok {
-		e = &snapEntry{ready: make(chan struct{})}
+		e = &snapEntry{ready: make(chan struct{}), clone: source.CloneDir(cacheDir, tenant, location)}
 		c.m[key] = e
 	}
 	e.refs++

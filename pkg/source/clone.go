@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -232,20 +231,6 @@ func cacheName(tenant, url string) string {
 	}
 	sum := sha256.Sum256([]byte(tenant + "\x00" + url))
 	return t + "@" + name + "-" + hex.EncodeToString(sum[:16]) + ".git"
-}
-
-// RemoveClone removes tenant's cached clone of url under cacheDir (its
-// repository was deleted: the clone holds its source). It reports
-// whether there was one; a location that is not a URL has none.
-func RemoveClone(cacheDir, tenant, url string) (bool, error) {
-	dir := filepath.Join(cacheDir, cacheName(tenant, url))
-	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return false, fmt.Errorf("remove the clone of %s: %w", Redact(url), err)
-	}
-	return true, nil
 }
 
 // fold turns every byte of s but letters, digits, '.' and '-' into '_'.
