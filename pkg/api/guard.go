@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -238,14 +239,44 @@ func bodyRefused(w http.ResponseWriter, err error, limit int64) {
 		return
 	}
 	var typ *json.UnmarshalTypeError
-	if errors.As(err, &typ) && typ.Field != "" {
-		// Go's text names the Go struct, or ".plain.repo" for a body with
-		// its own UnmarshalJSON: say which field and what was sent.
-		field := strings.TrimPrefix(typ.Field, "plain.")
-		writeError(w, http.StatusBadRequest, fmt.Errorf("bad request body: field %s: got a JSON %s, want %s", field, typ.Value, typ.Type))
+	if errors.As(err, &typ) {
+		// Go's text names the Go types ("struct { api.plain; Budget
+		// *float64 ... }", "float64"), and ".plain.repo" for a body with
+		// its own UnmarshalJSON: say which field, what was sent and what
+		// JSON wants, in JSON's words.
+		if field := strings.TrimPrefix(typ.Field, "plain."); field != "" {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("bad request body: field %s: got a JSON %s, want %s", field, typ.Value, jsonKind(typ.Type)))
+		} else {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("bad request body: got a JSON %s, want %s", typ.Value, jsonKind(typ.Type)))
+		}
 		return
 	}
 	writeError(w, http.StatusBadRequest, fmt.Errorf("bad request body: %w", err))
+}
+
+// jsonKind names what JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "another value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "another value"
 }
 
 // rateLimiter is a token bucket per tenant.

@@ -178,10 +178,14 @@ func TestNamePatterns(t *testing.T) {
 func TestBodyTypeErrors(t *testing.T) {
 	_, hs, _, admin, _ := docServer(t)
 	for _, c := range []struct{ path, body, want string }{
-		{"/v1/query", `{"tenant":"acme","repo":true,"query":"x"}`, "bad request body: field repo: got a JSON bool, want string"},
-		{"/v1/query", `{"tenant":"acme","repos":[1],"query":"x"}`, "bad request body: field repos: got a JSON number, want string"},
-		{"/v1/impact", `{"tenant":"acme","name":"x","repo":{}}`, "bad request body: field repo: got a JSON object, want string"},
-		{"/v1/references", `{"tenant":"acme","name":["x"]}`, "bad request body: field name: got a JSON array, want string"},
+		{"/v1/query", `{"tenant":"acme","repo":true,"query":"x"}`, "bad request body: field repo: got a JSON bool, want a string"},
+		{"/v1/query", `{"tenant":"acme","repos":[1],"query":"x"}`, "bad request body: field repos: got a JSON number, want a string"},
+		{"/v1/impact", `{"tenant":"acme","name":"x","repo":{}}`, "bad request body: field repo: got a JSON object, want a string"},
+		{"/v1/references", `{"tenant":"acme","name":["x"]}`, "bad request body: field name: got a JSON array, want a string"},
+		// No Go type names: the whole body of another kind, a budget as
+		// a string.
+		{"/v1/query", `[]`, "bad request body: got a JSON array, want an object"},
+		{"/v1/query", `{"tenant":"acme","repo":"r","query":"x","budget":"10"}`, "bad request body: field budget: got a JSON string, want a number"},
 		// A budget or depth is a whole number in range.
 		{"/v1/query", `{"tenant":"acme","repo":"shop","query":"x","budget":1.5}`, "bad request body: budget 1.5: want a whole number"},
 		{"/v1/query", `{"tenant":"acme","repo":"shop","query":"x","budget":3e9}`, "bad request body: budget 3e+09: out of range"},
