@@ -232,7 +232,8 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 			return textResult(out.Provenance + "\n" + out.Text), out, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "repos", Title: "List repositories", Annotations: ro, InputSchema: toolSchema[ReposInput](), Description: "List the indexed repositories of the tenant with the commit each is indexed at, " +
-		"when it was indexed and how many files it has. Use the names in the repos argument of the other tools."},
+		"when it was indexed, how many files it has, and, by reason, the files it left out (skipped: read cannot give them) or indexed as line windows (degraded). " +
+		"Use the names in the repos argument of the other tools."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ReposInput) (*mcp.CallToolResult, ReposOutput, error) {
 			out, err := s.toolRepos(ctx, p, in)
 			if err != nil {
@@ -1359,6 +1360,10 @@ type RepoSummary struct {
 	Commit    string `json:"commit"`
 	IndexedAt string `json:"indexed_at" jsonschema:"RFC 3339"`
 	Files     int    `json:"files"`
+	// Skipped and Degraded count, by reason, the files the index left out
+	// and those it cut into line windows, as GET /v1/repos sums them.
+	Skipped  map[string]int `json:"skipped,omitempty" jsonschema:"files left out of the index, by reason (binary, too_large, generated, minified, ...): read cannot give their text"`
+	Degraded map[string]int `json:"degraded,omitempty" jsonschema:"files indexed as line windows, not symbols, by reason (parse timeout, invalid UTF-8, ...)"`
 	// Provides are the packages other repositories can import from it.
 	Provides []xrepo.Identity `json:"provides,omitempty" jsonschema:"what other repositories import it by: Go modules, npm packages, Python distributions, Maven artifacts, Cargo crates"`
 }
@@ -1391,7 +1396,7 @@ func (s *Server) toolRepos(ctx context.Context, p Principal, in ReposInput) (Rep
 		}
 		rs := RepoSummary{Repo: names[i], Commit: head.Commit, IndexedAt: head.Built}
 		if seg, err := s.segs.get(ctx, head.Segment); err == nil {
-			rs.Files = len(seg.Files)
+			rs.Files, rs.Skipped, rs.Degraded = len(seg.Files), seg.Meta.Skipped, seg.Meta.Degraded
 			segs[i] = seg
 		}
 		out.Repos[i] = rs

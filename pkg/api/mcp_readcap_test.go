@@ -50,6 +50,11 @@ func TestReadSkippedFile(t *testing.T) {
 			t.Errorf("read %s: %v; want it named as maybe skipped, with the reasons", path, err)
 		}
 	}
+	// The repos tool says what was left out, as GET /v1/repos does.
+	repos, err := s.toolRepos(context.Background(), p, ReposInput{})
+	if err != nil || len(repos.Repos) != 1 || repos.Repos[0].Skipped["generated"] != 2 {
+		t.Errorf("repos: %+v, %v; want 2 generated files skipped", repos, err)
+	}
 	plain := serveRepo(t, "plain", map[string]string{"main.go": "package main\n"})
 	if _, err := plain.toolRead(context.Background(), p, ReadInput{Repo: "plain", Path: "gone.go"}); err == nil || strings.Contains(err.Error(), "left out") || !strings.Contains(err.Error(), `no file "gone.go"`) {
 		t.Errorf("read of a missing file where nothing was skipped: %v", err)
