@@ -279,7 +279,7 @@ func textResult(text string) *mcp.CallToolResult {
 
 // SearchInput is the argument of the search tool.
 type SearchInput struct {
-	Query     string   `json:"query" jsonschema:"the task or question, in natural language and/or identifiers"`
+	Query     string   `json:"query" jsonschema:"the task or question, in natural language and/or identifiers; at most 8 KiB unless the server sets another limit"`
 	Repo      string   `json:"repo,omitempty" jsonschema:"one repository to search (as the other tools take it); searched with those of repos if both are given"`
 	Repos     []string `json:"repos,omitempty" jsonschema:"repositories to search, as the repos tool names them; [\"*\"] (the default) searches all of the tenant's"`
 	Budget    *int     `json:"budget,omitempty" jsonschema:"token budget of the packed context (o200k tokens), 1 to 100000; default 6000 when left out"`
