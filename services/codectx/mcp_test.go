@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -229,5 +230,51 @@ func TestMCPStdioBadLines(t *testing.T) {
 	inW.Close()
 	if err := <-done; err != nil {
 		t.Fatalf("codectx mcp: %v", err)
+	}
+}
+
+// TestMCPStdioPipedAnswersAll: requests piped into `codectx mcp` with
+// stdin closed after them are all answered before it exits: it ended at
+// the end of stdin, and the answers of calls still running were lost.
+func TestMCPStdioPipedAnswersAll(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := testrepo.New(t)
+	r.Commit("initial", testrepo.Small)
+	data := t.TempDir()
+	if _, err := runCLI(t, "index", "--data", data, "--tenant", "acme", "--name", "shop", r.Dir); err != nil {
+		t.Fatal(err)
+	}
+	lines := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+	}
+	for i := range 5 {
+		lines = append(lines, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"search","arguments":{"query":"cart total %d","budget":3000}}}`, 10+i, i))
+	}
+	stdin = strings.NewReader(strings.Join(lines, "\n") + "\n")
+	t.Cleanup(func() { stdin = nil })
+	var out strings.Builder
+	if err := run(ctx, []string{"mcp", "--data", data, "--tenant", "acme"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	got := map[float64]bool{}
+	dec := json.NewDecoder(strings.NewReader(out.String()))
+	for {
+		var rp struct {
+			ID    any             `json:"id"`
+			Error json.RawMessage `json:"error"`
+		}
+		if err := dec.Decode(&rp); err != nil {
+			break
+		}
+		if id, ok := rp.ID.(float64); ok && rp.Error == nil {
+			got[id] = true
+		}
+	}
+	for _, id := range []float64{1, 10, 11, 12, 13, 14} {
+		if !got[id] {
+			t.Errorf("no answer to request %v; answered %v", id, got)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,32 +32,120 @@ const (
 // on; a line longer than maxStdioLine is answered and skipped likewise.
 // The errors and the SDK's messages are written to out one whole line at
 // a time.
+//
+// At the end of stdin the session ends once every request read has been
+// answered (at most drainWait later): ended at once, the answers of calls
+// still running were lost, and a script that piped its requests in got
+// none of them.
 func stdioTransport(in io.Reader, out io.Writer) *mcp.IOTransport {
-	w := &lineWriter{w: out}
+	w := &lineWriter{w: out, pending: map[string]bool{}}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(filterLines(in, pw, w)) }()
+	go func() {
+		err := filterLines(in, pw, w)
+		if err == nil {
+			w.drain(drainWait)
+		}
+		pw.CloseWithError(err)
+	}()
 	return &mcp.IOTransport{Reader: pr, Writer: w, MaxLineLength: -1}
 }
 
+// drainWait bounds how long `codectx mcp` waits, after its stdin ended,
+// for the answers of the requests it read.
+const drainWait = time.Minute
+
 // lineWriter serialises whole-line writes of the transport and of
-// filterLines' error replies.
+// filterLines' error replies, and keeps the ids of the requests read
+// that have no answer yet.
 type lineWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu      sync.Mutex
+	w       io.Writer
+	pending map[string]bool // ids (as JSON) of requests not yet answered
+	idle    chan struct{}   // closed when pending empties, while drain waits
 }
 
 func (l *lineWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	for _, id := range messageIDs(p, false) {
+		delete(l.pending, id)
+	}
+	if len(l.pending) == 0 && l.idle != nil {
+		close(l.idle)
+		l.idle = nil
+	}
+	return n, err
+}
+
+// asked records the requests of a line read.
+func (l *lineWriter) asked(line []byte) {
+	ids := messageIDs(line, true)
+	if len(ids) == 0 {
+		return
+	}
+	l.mu.Lock()
+	for _, id := range ids {
+		l.pending[id] = true
+	}
+	l.mu.Unlock()
+}
+
+// drain waits until every request read has been answered, or for at most
+// d.
+func (l *lineWriter) drain(d time.Duration) {
+	l.mu.Lock()
+	if len(l.pending) == 0 {
+		l.mu.Unlock()
+		return
+	}
+	idle := make(chan struct{})
+	l.idle = idle
+	l.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-idle:
+	case <-t.C:
+	}
+}
+
+// messageIDs returns the ids (as compact JSON) of the requests (requests
+// true: messages with a method) or of the answers (false: without one) in
+// a line of one message or a batch.
+func messageIDs(line []byte, requests bool) []string {
+	type msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
+	}
+	var batch []msg
+	if err := json.Unmarshal(line, &batch); err != nil {
+		var one msg
+		if json.Unmarshal(line, &one) != nil {
+			return nil
+		}
+		batch = []msg{one}
+	}
+	var ids []string
+	for _, m := range batch {
+		if len(m.ID) == 0 || string(m.ID) == "null" || (m.Method != nil) != requests {
+			continue
+		}
+		var b bytes.Buffer
+		if json.Compact(&b, m.ID) == nil {
+			ids = append(ids, b.String())
+		}
+	}
+	return ids
 }
 
 func (*lineWriter) Close() error { return nil }
 
 // filterLines copies the lines of in that are JSON-RPC messages (or
-// batches of them) to good, and answers the others on reply. It returns
-// nil at the end of in, or the error of a read or write.
-func filterLines(in io.Reader, good io.Writer, reply io.Writer) error {
+// batches of them) to good, noting their requests on reply, and answers
+// the others on reply. It returns nil at the end of in, or the error of a
+// read or write.
+func filterLines(in io.Reader, good io.Writer, reply *lineWriter) error {
 	r := bufio.NewReaderSize(in, 64<<10)
 	var line []byte
 	for {
@@ -87,8 +176,11 @@ func filterLines(in io.Reader, good io.Writer, reply io.Writer) error {
 				if werr := rpcError(reply, code, why); werr != nil {
 					return werr
 				}
-			} else if _, werr := good.Write(append(msg, '\n')); werr != nil {
-				return werr
+			} else {
+				reply.asked(msg)
+				if _, werr := good.Write(append(msg, '\n')); werr != nil {
+					return werr
+				}
 			}
 		}
 		if err != nil { // io.EOF
