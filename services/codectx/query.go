@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"codectx/pkg/api"
+	"codectx/pkg/blob"
 	"codectx/pkg/codectx"
 	"codectx/pkg/index"
 	"codectx/pkg/query"
@@ -114,24 +115,6 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return keyHint(err)
 		}
-	} else if repos != nil {
-		store, err := openData(*data)
-		if err != nil {
-			return err
-		}
-		kit, err := df.open(ctx, store)
-		if err != nil {
-			return fmt.Errorf("query: %w", err)
-		}
-		defer kit.close()
-		if err := checkArms(arms, kit); err != nil {
-			return fmt.Errorf("query: %w", err)
-		}
-		srv := &api.Server{Store: store, Dense: kit.arm()}
-		resp, err = srv.Search(ctx, api.Search{Tenant: cmp.Or(*tenant, index.DefaultTenant), Repos: repos, Query: strings.Join(fs.Args(), " "), Budget: *budget, Arms: arms, NoRoute: *noRoute, Languages: langs})
-		if err != nil {
-			return fmt.Errorf("query: %w", err)
-		}
 	} else {
 		store, err := openData(*data)
 		if err != nil {
@@ -145,17 +128,8 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err := checkArms(arms, kit); err != nil {
 			return fmt.Errorf("query: %w", err)
 		}
-		seg, err := index.LoadHead(ctx, store, cmp.Or(*tenant, index.DefaultTenant), *repo)
-		if err != nil {
-			return fmt.Errorf("query: %w (run 'codectx index' first)", err)
-		}
-		ls := make([]codectx.Language, len(langs))
-		for i, l := range langs {
-			ls[i] = codectx.Language(l)
-		}
-		eng := &query.Engine{Seg: seg, Dense: kit.arm()}
-		resp, err = eng.Query(ctx, query.Request{Query: strings.Join(fs.Args(), " "), Budget: *budget, Arms: arms, Route: !*noRoute, Languages: ls})
-		if err != nil {
+		if resp, err = queryLocal(ctx, store, kit, cmp.Or(*tenant, index.DefaultTenant), *repo, repos, api.Search{
+			Query: strings.Join(fs.Args(), " "), Budget: *budget, Arms: arms, NoRoute: *noRoute, Languages: langs}); err != nil {
 			return err
 		}
 	}
@@ -164,6 +138,29 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	writeHuman(stdout, resp)
 	return nil
+}
+
+// queryLocal answers q over the data directory's store: over several
+// repositories (repos) as the API does, else over repo's segment.
+func queryLocal(ctx context.Context, store *blob.Bucket, kit *denseKit, tenant, repo string, repos []string, q api.Search) (*query.Response, error) {
+	if repos != nil {
+		q.Tenant, q.Repos = tenant, repos
+		resp, err := (&api.Server{Store: store, Dense: kit.arm()}).Search(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("query: %w", err)
+		}
+		return resp, nil
+	}
+	seg, err := index.LoadHead(ctx, store, tenant, repo)
+	if err != nil {
+		return nil, fmt.Errorf("query: %w (run 'codectx index' first)", err)
+	}
+	ls := make([]codectx.Language, len(q.Languages))
+	for i, l := range q.Languages {
+		ls[i] = codectx.Language(l)
+	}
+	eng := &query.Engine{Seg: seg, Dense: kit.arm()}
+	return eng.Query(ctx, query.Request{Query: q.Query, Budget: q.Budget, Arms: q.Arms, Route: !q.NoRoute, Languages: ls})
 }
 
 // writeHuman prints r for a terminal. The repository chooses every path,
