@@ -104,12 +104,7 @@ func checkStdio(ctx context.Context, t *testing.T, cs *mcp.ClientSession) {
 func TestMCPStdioData(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r := testrepo.New(t)
-	r.Commit("initial", testrepo.Small)
-	data := t.TempDir()
-	if _, err := runCLI(t, "index", "--data", data, "--tenant", "acme", "--name", "shop", r.Dir); err != nil {
-		t.Fatal(err)
-	}
+	data := shopData(t)
 	checkStdio(ctx, t, stdioSession(ctx, t, "--data", data, "--tenant", "acme"))
 }
 
@@ -118,12 +113,7 @@ func TestMCPStdioData(t *testing.T) {
 func TestMCPStdioServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r := testrepo.New(t)
-	r.Commit("initial", testrepo.Small)
-	data := t.TempDir()
-	if _, err := runCLI(t, "index", "--data", data, "--tenant", "acme", "--name", "shop", r.Dir); err != nil {
-		t.Fatal(err)
-	}
+	data := shopData(t)
 	store, err := openStore(data)
 	if err != nil {
 		t.Fatal(err)
@@ -161,12 +151,7 @@ func TestMCPStdioServer(t *testing.T) {
 func TestMCPStdioBadLines(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r := testrepo.New(t)
-	r.Commit("initial", testrepo.Small)
-	data := t.TempDir()
-	if _, err := runCLI(t, "index", "--data", data, "--tenant", "acme", "--name", "shop", r.Dir); err != nil {
-		t.Fatal(err)
-	}
+	data := shopData(t)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	stdin = inR
@@ -239,12 +224,7 @@ func TestMCPStdioBadLines(t *testing.T) {
 func TestMCPStdioPipedAnswersAll(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r := testrepo.New(t)
-	r.Commit("initial", testrepo.Small)
-	data := t.TempDir()
-	if _, err := runCLI(t, "index", "--data", data, "--tenant", "acme", "--name", "shop", r.Dir); err != nil {
-		t.Fatal(err)
-	}
+	data := shopData(t)
 	lines := []string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
@@ -277,4 +257,17 @@ func TestMCPStdioPipedAnswersAll(t *testing.T) {
 			t.Errorf("no answer to request %v; answered %v", id, got)
 		}
 	}
+}
+
+// shopData is a data directory holding tenant acme's repository shop
+// (testrepo.Small), indexed by the CLI.
+func shopData(t *testing.T) string {
+	t.Helper()
+	r := testrepo.New(t)
+	r.Commit("initial", testrepo.Small)
+	data := t.TempDir()
+	if _, err := runCLI(t, "index", "--data", data, "--tenant", "acme", "--name", "shop", r.Dir); err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
