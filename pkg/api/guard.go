@@ -111,6 +111,8 @@ func (l Limits) withDefaults() Limits {
 // state-changing request to an open API (cross-site requests).
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w, r, after := closeUnread(w, r)
+		defer after()
 		if s.LoopbackOnly && !loopbackHost(r.Host) {
 			// A web page that rebinds its own name to 127.0.0.1 sends its
 			// name as Host; the API answers only to loopback names.
@@ -388,3 +390,82 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request, tenant string) bo
 	hd.release = release
 	return true
 }
+
+// closeUnread makes a refusal (status 400 or more) of a request whose body
+// was not read to its end close the connection: Connection: close, and,
+// once the handler returns, a read deadline already past. Else net/http,
+// to reuse the connection, reads up to 256 KiB of the unread body (before
+// it writes the answer, and again when it closes the body), and a client
+// that declared a body and sent none held the connection, without an
+// answer, for the whole read timeout (60 s) where its headers had 10 s:
+// anyone could, with no key (401), a wrong content type (415) or too
+// large a body (413). after must run when the handler has returned.
+func closeUnread(w http.ResponseWriter, r *http.Request) (_ http.ResponseWriter, _ *http.Request, after func()) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return w, r, func() {}
+	}
+	b := &eofBody{ReadCloser: r.Body}
+	// A shallow copy: net/http keeps the request it read, whose Body it
+	// still inspects after the handler.
+	r = r.WithContext(r.Context())
+	r.Body = b
+	cw := &closeWriter{ResponseWriter: w, body: b}
+	return cw, r, func() {
+		if cw.closing {
+			// The connection is not reused: nothing more is read from it.
+			http.NewResponseController(w).SetReadDeadline(time.Now())
+		}
+	}
+}
+
+// eofBody records whether a request body was read to its end.
+type eofBody struct {
+	io.ReadCloser
+	mu  sync.Mutex
+	eof bool
+}
+
+func (b *eofBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.mu.Lock()
+		b.eof = true
+		b.mu.Unlock()
+	}
+	return n, err
+}
+
+func (b *eofBody) done() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.eof
+}
+
+// closeWriter sets Connection: close on an error answer to a request whose
+// body is unread.
+type closeWriter struct {
+	http.ResponseWriter
+	body    *eofBody
+	wrote   bool
+	closing bool // Connection: close was set
+}
+
+func (w *closeWriter) WriteHeader(code int) {
+	if !w.wrote && code >= 400 && !w.body.done() {
+		w.Header().Set("Connection", "close")
+		w.closing = true
+	}
+	if code >= 200 {
+		w.wrote = true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *closeWriter) Write(p []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection (deadlines,
+// flushes) through the wrapper.
+func (w *closeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -30,6 +30,7 @@ import (
 	"codectx/pkg/query"
 	"codectx/pkg/ratelog"
 	"codectx/pkg/session"
+	"codectx/pkg/webhook"
 )
 
 // Routes selects which API routes a Server serves besides /healthz,
@@ -410,7 +411,7 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 		repos = append([]string{req.Repo}, repos...)
 	}
 	if !index.ValidTenant(req.Tenant) {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("invalid tenant %q", req.Tenant))
+		writeError(w, http.StatusBadRequest, fmt.Errorf("invalid tenant %s", webhook.Quote(req.Tenant)))
 		return
 	}
 	if len(repos) == 0 {
@@ -532,7 +533,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	}
 	req.Tenant = s.tenantOr(r, req.Tenant)
 	if !index.ValidTenant(req.Tenant) {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("invalid tenant %q", req.Tenant))
+		writeError(w, http.StatusBadRequest, fmt.Errorf("invalid tenant %s", webhook.Quote(req.Tenant)))
 		return
 	}
 	if !s.authorize(w, r, k, req.Tenant, keys.Index) {
@@ -648,10 +649,15 @@ func validRepo(tenant, repo string) error {
 		return errors.New("no repo")
 	}
 	if !index.ValidTenant(tenant) {
-		return fmt.Errorf("invalid tenant %q (use letters, digits, . _ -)", tenant)
+		return fmt.Errorf("invalid tenant %s (use letters, digits, . _ -)", webhook.Quote(tenant))
+	}
+	if len(repo) > maxName {
+		// A webhook's full_name comes from its (signed) body: never
+		// quote it whole.
+		return fmt.Errorf("invalid repo: %d bytes, more than the %d-byte limit", len(repo), maxName)
 	}
 	if !index.ValidName(repo) {
-		return fmt.Errorf("invalid repo %q (use letters, digits, . _ - and /; no empty, . or .. element)", repo)
+		return fmt.Errorf("invalid repo %s (use letters, digits, . _ - and /; no empty, . or .. element)", webhook.Quote(repo))
 	}
 	return nil
 }
@@ -677,7 +683,7 @@ func validArms(arms []string) error {
 	}
 	for _, a := range arms {
 		if !known[a] {
-			return fmt.Errorf("unknown arm %q (want some of %s)", a, strings.Join(query.AllArms, ","))
+			return fmt.Errorf("unknown arm %s (want some of %s)", webhook.Quote(a), strings.Join(query.AllArms, ","))
 		}
 	}
 	return nil

@@ -101,7 +101,7 @@ func (p *paced) Read(b []byte) (int, error) {
 func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	host, tenant := r.PathValue("host"), r.PathValue("tenant")
 	if !index.ValidTenant(tenant) {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("invalid tenant %q", tenant))
+		writeError(w, http.StatusBadRequest, fmt.Errorf("invalid tenant %s", webhook.Quote(tenant)))
 		return
 	}
 	secret := s.Webhooks.Secrets[tenant]

@@ -195,12 +195,30 @@ func validHost(h string, bracketed bool) (string, error) {
 	if bracketed || len(h) > 253 {
 		return "", fmt.Errorf("%w: malformed host", ErrInvalid)
 	}
-	for _, l := range strings.Split(strings.TrimSuffix(h, "."), ".") {
+	labels := strings.Split(strings.TrimSuffix(h, "."), ".")
+	for _, l := range labels {
 		if !labelRE.MatchString(l) {
 			return "", fmt.Errorf("%w: malformed host", ErrInvalid)
 		}
 	}
+	if numeric(labels[len(labels)-1]) {
+		// The resolver reads such a name as an IPv4 address in one of
+		// inet_aton's forms (127.1, 0177.0.0.1, 0x7f.1, 2130706433): it
+		// names an address the allow and deny rules, which check IP
+		// hosts in their one dotted form, do not see here. No DNS name
+		// ends in a number.
+		return "", fmt.Errorf("%w: host %q ends in a number but is not an IPv4 address in dotted-quad form (a.b.c.d, decimal, no leading zeros)", ErrInvalid, h)
+	}
 	return strings.ToLower(strings.TrimSuffix(h, ".")), nil
+}
+
+// numeric reports whether a host's last label is a number to inet_aton:
+// decimal digits, or hexadecimal after 0x (octal is digits).
+func numeric(label string) bool {
+	if x, ok := strings.CutPrefix(strings.ToLower(label), "0x"); ok {
+		return strings.Trim(x, "0123456789abcdef") == ""
+	}
+	return label != "" && strings.Trim(label, "0123456789") == ""
 }
 
 // agree checks the classification against go-git's own reading of the

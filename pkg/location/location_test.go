@@ -2,6 +2,7 @@ package location
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -56,6 +57,42 @@ func TestParse(t *testing.T) {
 		}
 		if err != nil || l.Kind != tt.kind || l.Scheme != tt.scheme || l.Host != tt.host {
 			t.Errorf("Parse(%q) = %+v, %v; want %v %q %q", tt.in, l, err, tt.kind, tt.scheme, tt.host)
+		}
+	}
+}
+
+// A host ending in a number is an IPv4 address to the resolver, in any of
+// inet_aton's forms: only the dotted quad the allow and deny rules check
+// is taken; the other forms are refused here, before a repository is
+// registered or a workflow started (they used to pass and be refused only
+// when the clone dialed).
+func TestNumericHosts(t *testing.T) {
+	for _, in := range []string{
+		"https://0177.0.0.1/a/b", "https://127.1/a/b", "git://0x7f.1/a", "https://0x7f.0.0.1/a",
+		"https://2130706433/a", "https://0x7f000001/a", "https://127.0.0.1./a", "https://1.2.3.4.5/a",
+		"https://127.000.000.001/a", "https://example.123/a", "https://0/a", "http://0x/a",
+		"git@127.1:a/b", "ssh://git@0177.1:22/a",
+	} {
+		l, err := Parse(in)
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("Parse(%q) = %+v, %v; want invalid", in, l, err)
+		} else if !strings.Contains(err.Error(), "ends in a number") {
+			t.Errorf("Parse(%q): %v; want the reason", in, err)
+		}
+	}
+	for in, host := range map[string]string{
+		"https://127.0.0.1/a":      "127.0.0.1",
+		"https://10.0.0.7:8443/a":  "10.0.0.7",
+		"https://1e100.net/a":      "1e100.net",
+		"https://host-1.example/a": "host-1.example",
+		"https://123.example/a":    "123.example",
+		"https://0x7f.example/a":   "0x7f.example",
+		"https://a.b0x1/a":         "a.b0x1",
+		"git@192.168.1.2:a/b":      "192.168.1.2",
+	} {
+		l, err := Parse(in)
+		if err != nil || l.Host != host {
+			t.Errorf("Parse(%q) = %+v, %v; want host %s", in, l, err, host)
 		}
 	}
 }

@@ -19,7 +19,9 @@ import (
 	"fmt"
 	"hash"
 	"net/http"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Hosts with a parser.
@@ -122,7 +124,7 @@ func NewVerifier(host string, h http.Header, secret string) (*Verifier, error) {
 		}
 		return &Verifier{}, nil
 	default:
-		return nil, fmt.Errorf("%w %q (want %s, %s or %s)", ErrUnknownHost, host, GitHub, GitLab, Gitea)
+		return nil, fmt.Errorf("%w %s (want %s, %s or %s)", ErrUnknownHost, Quote(host), GitHub, GitLab, Gitea)
 	}
 }
 
@@ -180,18 +182,25 @@ func Decode(host string, h http.Header, body []byte, opt Options) (*Push, error)
 			event = "push"
 		}
 	default:
-		return nil, fmt.Errorf("%w %q (want %s, %s or %s)", ErrUnknownHost, host, GitHub, GitLab, Gitea)
+		return nil, fmt.Errorf("%w %s (want %s, %s or %s)", ErrUnknownHost, Quote(host), GitHub, GitLab, Gitea)
 	}
 	switch event {
 	case "push":
 	case "":
 		return nil, fmt.Errorf("%w: no event header", ErrMalformed)
 	default:
+		if len(event) > maxQuoted {
+			event = Quote(event)
+		}
 		return nil, &Ignored{Reason: "event " + event}
 	}
 	p, deleted, err := decode(host, body)
 	if err != nil {
 		return nil, err
+	}
+	if len(p.Branch) > MaxRef {
+		// No branch is named so; the reasons below echo the ref.
+		return nil, &Ignored{Reason: fmt.Sprintf("ref of %d bytes, longer than the %d-byte limit", len(p.Branch), MaxRef)}
 	}
 	if !strings.HasPrefix(p.Branch, "refs/heads/") {
 		return nil, &Ignored{Reason: "not a branch: " + p.Branch}
@@ -274,10 +283,38 @@ func decode(host string, body []byte) (*Push, bool, error) {
 		return nil, false, fmt.Errorf("%w: no ref", ErrMalformed)
 	case p.Repo == "" || p.CloneURL == "":
 		return nil, false, fmt.Errorf("%w: repository without name or clone URL", ErrMalformed)
+	case !deleted && len(p.Commit) > maxSHA:
+		return nil, false, fmt.Errorf("%w: after of %d bytes is not a commit hash", ErrMalformed, len(p.Commit))
 	case !deleted && !isSHA(p.Commit):
-		return nil, false, fmt.Errorf("%w: after %q is not a commit hash", ErrMalformed, p.Commit)
+		return nil, false, fmt.Errorf("%w: after %s is not a commit hash", ErrMalformed, Quote(p.Commit))
 	}
 	return p, deleted, nil
+}
+
+// maxSHA is the length of the longest commit hash (SHA-256, in hex).
+const maxSHA = 64
+
+// MaxRef bounds the ref of a push: longer, the delivery is ignored, before
+// any answer quotes it.
+const MaxRef = 256
+
+// maxQuoted is the most of a client's value an error quotes.
+const maxQuoted = 64
+
+// Quote quotes a value a client sent, for an error or a reason: at most
+// its first 64 bytes (cut at a character's start), and its length when
+// cut, so that what an answer or a log line echoes does not grow with
+// what was sent (%q of a 24 MB value of DEL bytes was 96 MB, and its
+// JSON 120 MB).
+func Quote(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "... (" + strconv.Itoa(len(s)) + " bytes)"
 }
 
 func isSHA(s string) bool {

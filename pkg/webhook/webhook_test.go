@@ -142,3 +142,20 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// Quote echoes at most 64 bytes of a client's value, cut at a character's
+// start, and the value's length.
+func TestQuote(t *testing.T) {
+	if got := webhook.Quote("main"); got != `"main"` {
+		t.Errorf("Quote(main) = %s", got)
+	}
+	long := strings.Repeat("\x7f", 1<<20)
+	if got, want := webhook.Quote(long), `"`+strings.Repeat(`\x7f`, 64)+`"... (1048576 bytes)`; got != want {
+		t.Errorf("Quote of 1 MiB of DEL = %.100s (%d bytes), want %.100s", got, len(got), want)
+	}
+	// 63 ASCII bytes, then a 3-byte character across the 64th byte.
+	s := strings.Repeat("a", 63) + "\u2028" + strings.Repeat("b", 10)
+	if got, want := webhook.Quote(s), `"`+strings.Repeat("a", 63)+`"... (76 bytes)`; got != want {
+		t.Errorf("Quote cut inside a character: %s, want %s", got, want)
+	}
+}

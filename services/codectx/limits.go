@@ -23,6 +23,8 @@ const (
 	envMetricsOpen = "CODECTX_METRICS_PUBLIC"
 	envWebhookPace = "CODECTX_WEBHOOK_MIN_RATE"
 	envTenantBusy  = "CODECTX_TENANT_CONCURRENCY"
+	envConns       = "CODECTX_HTTP_CONNECTIONS"
+	envConnsAddr   = "CODECTX_HTTP_CONNECTIONS_PER_ADDR"
 )
 
 // limitFlags are the request limits of the roles serving the API.
@@ -34,6 +36,8 @@ type limitFlags struct {
 	webhookRate  int64
 	tenantBusy   int
 	readTimeout  time.Duration
+	conns        int // connections open at once (0: from RLIMIT_NOFILE)
+	connsPerAddr int // of them from one remote address (0: a quarter)
 	hosts        string
 	// publicMetrics serves /metrics without an operator's key when keys are on.
 	publicMetrics bool
@@ -49,6 +53,13 @@ func (l *limitFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.hosts, "api-hosts", env(envAPIHosts, ""), "comma-separated host names an API without keys answers to when it does not listen on loopback (besides IP addresses and localhost; others get 421, so that a web page cannot rebind its name to the server) ($"+envAPIHosts+")")
 	fs.BoolVar(&l.publicMetrics, "metrics-public", envBool(envMetricsOpen, false), "with API keys, serve /metrics without a key; by default it then needs an operator's key (tenant \"*\"), as its counters add up every tenant's activity ($"+envMetricsOpen+")")
 	fs.DurationVar(&l.readTimeout, "http-read-timeout", envDuration(envReadTimeout, defaultReadTimeout), "time to read a whole request, body included ($"+envReadTimeout+")")
+	fs.IntVar(&l.conns, "http-connections", envInt(envConns, 0), "API connections open at once; past it the keep-alive connection idle longest is closed, or new ones wait, so that clients cannot use up the process's file descriptors (default: half of RLIMIT_NOFILE, at most 8192; negative: no bound) ($"+envConns+")")
+	fs.IntVar(&l.connsPerAddr, "http-connections-per-addr", envInt(envConnsAddr, 0), "API connections open at once from one remote address (an IPv6 /64); past it a new one is closed at once; raise it behind a proxy, whose connections all come from its address (default: a quarter of --http-connections; negative: no bound) ($"+envConnsAddr+")")
+}
+
+// http returns the bounds of the API's HTTP server.
+func (l *limitFlags) http() httpLimits {
+	return httpLimits{readTimeout: l.readTimeout, conns: resolveConnLimits(l.conns, l.connsPerAddr)}
 }
 
 // apply sets the limits and the loopback Host check on srv, which will

@@ -201,7 +201,7 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	// unreachable at start.
 	var handler swapHandler
 	handler.set(startingHandler("blob store"))
-	hs, err := startHTTP(c.listen, &handler, limits.readTimeout)
+	hs, err := startHTTP(c.listen, &handler, limits.http())
 	if err != nil {
 		return err
 	}

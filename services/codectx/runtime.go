@@ -216,26 +216,35 @@ type httpServer struct {
 // send its headers and the read timeout (--http-read-timeout) for the
 // whole request, so a slow body cannot hold a connection; a response must
 // be written within writeTimeout, and an idle keep-alive connection is
-// closed after idleTimeout.
+// closed after idleTimeout (each holds a file descriptor: connlimit.go).
 const (
 	readHeaderTimeout  = 10 * time.Second
 	defaultReadTimeout = time.Minute
 	writeTimeout       = 2 * time.Minute
-	idleTimeout        = 2 * time.Minute
+	idleTimeout        = 30 * time.Second
 )
 
-func startHTTP(addr string, h http.Handler, readTimeout time.Duration) (*httpServer, error) {
-	l, err := net.Listen("tcp", addr)
+// httpLimits are the bounds of the API's HTTP server.
+type httpLimits struct {
+	readTimeout time.Duration // zero: defaultReadTimeout
+	conns       connLimits
+}
+
+func startHTTP(addr string, h http.Handler, lim httpLimits) (*httpServer, error) {
+	nl, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
+	readTimeout := lim.readTimeout
 	if readTimeout <= 0 {
 		readTimeout = defaultReadTimeout
 	}
+	l := newLimitListener(nl, lim.conns)
 	s := &httpServer{
 		srv: &http.Server{Handler: h, ReadHeaderTimeout: min(readHeaderTimeout, readTimeout), ReadTimeout: readTimeout,
-			WriteTimeout: max(writeTimeout, readTimeout), IdleTimeout: idleTimeout, MaxHeaderBytes: 64 << 10},
-		addr: l.Addr().String(),
+			WriteTimeout: max(writeTimeout, readTimeout), IdleTimeout: idleTimeout, MaxHeaderBytes: 64 << 10,
+			ConnState: l.connState},
+		addr: nl.Addr().String(),
 		done: make(chan error, 1),
 	}
 	go func() {

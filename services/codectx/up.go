@@ -241,7 +241,7 @@ Stop with SIGINT or SIGTERM.`)
 	}
 	limits.apply(srv, c.listen)
 	srv.Limits.TenantRepos = tenantRepos(c.tenantRepos, *keysFile != "")
-	hs, err := startHTTP(c.listen, srv.Handler(), limits.readTimeout)
+	hs, err := startHTTP(c.listen, srv.Handler(), limits.http())
 	if err != nil {
 		return fmt.Errorf("up: %w", err)
 	}
