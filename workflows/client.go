@@ -52,6 +52,31 @@ func Status(ctx context.Context, c client.Client, tenant, repo string) (RepoStat
 	return st, nil
 }
 
+// StatusOpen is Status, and whether the RepoWorkflow runs. Temporal
+// answers queries of closed workflows too: the one a DELETE of its
+// repository terminated goes on telling the deleted repository's last
+// counts and commit (and where it was fetched from, which a reindex of it
+// takes). One query when the workflow runs; a closed one is asked again.
+func StatusOpen(ctx context.Context, c client.Client, tenant, repo string) (st RepoStatus, open bool, err error) {
+	resp, err := c.QueryWorkflowWithOptions(ctx, &client.QueryWorkflowWithOptionsRequest{
+		WorkflowID: RepoWorkflowID(tenant, repo), QueryType: StatusQuery,
+		QueryRejectCondition: enumspb.QUERY_REJECT_CONDITION_NOT_OPEN,
+	})
+	switch {
+	case err != nil:
+		return st, false, fmt.Errorf("status %s/%s: %w", tenant, repo, err)
+	case resp.QueryRejected != nil:
+		st, err = Status(ctx, c, tenant, repo)
+		return st, false, err
+	case resp.QueryResult == nil:
+		return st, false, fmt.Errorf("status %s/%s: no answer", tenant, repo)
+	}
+	if err := resp.QueryResult.Get(&st); err != nil {
+		return st, false, fmt.Errorf("status %s/%s: %w", tenant, repo, err)
+	}
+	return st, true, nil
+}
+
 // Progress asks the running SnapshotWorkflow child (RepoStatus.Child) how
 // far it is. During the parse stage the counts of its WaitParse heartbeat,
 // when it has recorded one, give the files parsed and failed so far.

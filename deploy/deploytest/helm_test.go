@@ -1210,3 +1210,63 @@ func TestChartCheckCatchesBadNetworkPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestChartAPIHosts: without API keys a server not on loopback answers
+// only to IP addresses, localhost and CODECTX_API_HOSTS (421 to others),
+// so the chart lists its Services' names there: a client in the cluster
+// reaches them by name. extraEnv's CODECTX_API_HOSTS replaces the list.
+func TestChartAPIHosts(t *testing.T) {
+	hosts := func(out map[string]string) (string, []string) {
+		t.Helper()
+		objs, err := parseManifests(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		var svcs []string
+		for _, o := range objs {
+			switch o.Kind {
+			case "ConfigMap":
+				got = o.Data["CODECTX_API_HOSTS"]
+			case "Service":
+				svcs = append(svcs, o.Metadata.Name)
+			}
+		}
+		return got, svcs
+	}
+	for _, override := range []map[string]any{nil, {"auth": map[string]any{"existingSecret": "codectx-auth"}}} {
+		out := mustRender(t, chartDir, testRelease, override)
+		wantNoErrs(t, checkChart(out))
+		got, svcs := hosts(out)
+		if len(svcs) != 2 {
+			t.Fatalf("Services %v, want 2", svcs)
+		}
+		names := strings.Split(got, ",")
+		for _, svc := range svcs {
+			for _, want := range []string{svc, svc + ".codectx", svc + ".codectx.svc", svc + ".codectx.svc.cluster.local"} {
+				if !slices.Contains(names, want) {
+					t.Errorf("auth %v: CODECTX_API_HOSTS %q lacks the Service name %s", override, got, want)
+				}
+			}
+		}
+		if len(names) != 4*len(svcs) {
+			t.Errorf("auth %v: CODECTX_API_HOSTS %q, want the 4 names of each Service %v", override, got, svcs)
+		}
+	}
+	out := mustRender(t, chartDir, testRelease, map[string]any{"clusterDomain": "corp.internal"})
+	if got, _ := hosts(out); !strings.Contains(got, "ctx-codectx-gateway.codectx.svc.corp.internal") {
+		t.Errorf("clusterDomain corp.internal: CODECTX_API_HOSTS %q", got)
+	}
+	// The operator's own list wins, once (a key twice is not a ConfigMap).
+	out = mustRender(t, chartDir, testRelease, map[string]any{"extraEnv": map[string]any{"CODECTX_API_HOSTS": "codectx.example.com"}})
+	wantNoErrs(t, checkChart(out))
+	if got, _ := hosts(out); got != "codectx.example.com" {
+		t.Errorf("extraEnv CODECTX_API_HOSTS: ConfigMap has %q", got)
+	}
+	// No Service, no names.
+	off := map[string]any{"service": map[string]any{"enabled": false}}
+	out = mustRender(t, chartDir, testRelease, map[string]any{"roles": map[string]any{"query-service": off, "gateway": off}})
+	if got, _ := hosts(out); got != "" {
+		t.Errorf("without Services: CODECTX_API_HOSTS %q", got)
+	}
+}

@@ -155,6 +155,10 @@ type RepoStatus struct {
 	// Location is where the last push fetched from: what a reindex
 	// fetches again. Not shown: it may be a path on the server.
 	Location string `json:"-"`
+	// Closed says the orchestrator's state is that of an ended run (a
+	// DELETE ends it): the figures are a deleted repository's, unless it
+	// has a HEAD or a registration still. Not shown.
+	Closed bool `json:"-"`
 }
 
 // Stages of Progress.Stage, in order.

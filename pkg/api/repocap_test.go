@@ -482,3 +482,31 @@ func BenchmarkRecordLocation(b *testing.B) {
 		}
 	})
 }
+
+// closedIndexer answers every status as Temporal answers it of a
+// workflow a DELETE terminated: the deleted repository's last figures,
+// from an ended run.
+type closedIndexer struct{ fakeIndexer }
+
+func (*closedIndexer) Status(_ context.Context, tenant, repo string) (RepoStatus, error) {
+	return RepoStatus{Tenant: tenant, Repo: repo, State: StateIdle, Received: 5, Covered: 5, LastCommit: "73be5f4b", Files: 5, Already: true, Closed: true}, nil
+}
+
+// TestStatusOfAnEndedRun: the status of a repository whose workflow run
+// has ended (a DELETE ended it) is 404, as its queries are, until it is
+// registered again or has a HEAD; it was 200 "idle" with the deleted
+// repository's counts, commit and already_indexed.
+func TestStatusOfAnEndedRun(t *testing.T) {
+	ctx := context.Background()
+	store := blob.NewMem()
+	_, cl := newServer(t, &Server{Store: store, Indexer: &closedIndexer{}, Routes: AllRoutes})
+	if st, err := cl.Status(ctx, "acme", "shop"); !IsNotFound(err) {
+		t.Errorf("status of a deleted repository = %+v, %v; want 404", st, err)
+	}
+	if err := store.Put(ctx, registryKey("acme", "shop"), []byte{}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := cl.Status(ctx, "acme", "shop"); err != nil || st.State != StateIdle || st.LastCommit != "73be5f4b" {
+		t.Errorf("status of a registered repository with an ended run = %+v, %v; want its figures", st, err)
+	}
+}

@@ -606,7 +606,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		got, err := s.Indexer.Status(ctx, tenant, repo)
 		switch {
 		case err == nil:
-			st, known = got, true
+			st, known = got, !got.Closed
 			st.Tenant, st.Repo = tenant, repo
 			if st.LastDetail != "" && s.operator(r) {
 				st.LastError = st.LastDetail
@@ -625,6 +625,17 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeError(w, http.StatusServiceUnavailable, err)
 		return
+	}
+	if !known && st.Closed {
+		// The ended run of a deleted repository still answers with its
+		// figures (Temporal keeps closed workflows): known only if the
+		// repository is registered again, or published.
+		reg, err := s.registered(ctx, tenant, repo)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, err)
+			return
+		}
+		known = reg
 	}
 	if !known {
 		writeError(w, http.StatusNotFound, fmt.Errorf("unknown repository %s/%s", tenant, repo))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"codectx/pkg/index"
+	"codectx/pkg/location"
 	"codectx/pkg/webhook"
 )
 
@@ -173,7 +174,13 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A delivery is a tenant's word: tenant rules for the clone URL, and a
-	// path on the server only when the operator allows local clones.
+	// path on the server only when the operator allows local clones. No
+	// key is involved: checkLocation's refusal of a path would point at
+	// an operator key.
+	if loc, err := location.Parse(push.CloneURL); err == nil && loc.Kind == location.Local && !s.Webhooks.AllowLocal {
+		writeError(w, http.StatusForbidden, errors.New("clone URL: a path on the server, which a webhook may name only when the operator sets CODECTX_WEBHOOK_ALLOW_LOCAL; push clone URLs (https, git)"))
+		return
+	}
 	if code, err := s.checkLocation(push.CloneURL, tenant, false, s.Webhooks.AllowLocal); err != nil {
 		writeError(w, code, fmt.Errorf("clone URL: %w", err))
 		return

@@ -101,6 +101,12 @@ func TestWebhook(t *testing.T) {
 			}
 		})
 	}
+	// A path is refused in the words of its switch: no key is involved.
+	for _, body := range []string{localPush, filePush} {
+		if _, m := post("/v1/webhooks/github/acme", "push", signed("a-secret", body), body); !strings.Contains(fmt.Sprint(m["error"]), "CODECTX_WEBHOOK_ALLOW_LOCAL") || strings.Contains(fmt.Sprint(m["error"]), "key") {
+			t.Errorf("local clone URL refused with %v, want CODECTX_WEBHOOK_ALLOW_LOCAL named", m["error"])
+		}
+	}
 	req := fake.reqs[0]
 	if req.Tenant != "acme" || req.Repo != "acme/shop" || req.Location != "https://git.example/acme/shop.git" || req.Commit != after {
 		t.Errorf("index request = %+v", req)

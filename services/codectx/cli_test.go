@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -197,6 +200,46 @@ func TestGC(t *testing.T) {
 	}
 }
 
+// TestGCRefusesMissingStore: gc (a cron job) given a mistyped --data or
+// --s3-bucket fails; it neither creates the directory or bucket nor
+// reports an empty collection.
+func TestGCRefusesMissingStore(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "typo")
+	if out, err := runCLI(t, "gc", "--data", missing); err == nil || !strings.Contains(err.Error(), "no codectx data at") {
+		t.Errorf("gc --data of a missing directory = %q, %v; want no codectx data", out, err)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("gc --data created the missing directory: %v", err)
+	}
+	// An S3 server without the bucket: it is not made (PUT /bucket).
+	var mu sync.Mutex
+	var reqs []string
+	s3 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		reqs = append(reqs, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		if r.Method == http.MethodPut && strings.Count(strings.Trim(r.URL.Path, "/"), "/") == 0 {
+			w.WriteHeader(http.StatusOK) // a bucket made
+			return
+		}
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message><BucketName>typo</BucketName></Error>`)
+	}))
+	t.Cleanup(s3.Close)
+	out, err := runCLI(t, "gc", "--s3-endpoint", strings.TrimPrefix(s3.URL, "http://"), "--s3-bucket", "typo", "--s3-access-key", "k", "--s3-secret-key", "s")
+	if err == nil || !strings.Contains(err.Error(), `no S3 bucket "typo"`) {
+		t.Errorf("gc --s3-bucket of a missing bucket = %q, %v; want no S3 bucket", out, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, r := range reqs {
+		if strings.HasPrefix(r, "PUT ") {
+			t.Errorf("gc --s3-bucket of a missing bucket made it: %v", reqs)
+		}
+	}
+}
+
 // With an API key file, `codectx up` refuses queries without a key of the
 // tenant, and the CLI's --server mode sends $CODECTX_API_KEY.
 func TestUpAPIKeys(t *testing.T) {
@@ -219,6 +262,46 @@ func TestUpAPIKeys(t *testing.T) {
 	out, err := runCLI(t, "query", "--server", "http://"+addr, "--repo", "shop", "--json", "Cart Total")
 	if err != nil || !strings.Contains(out, "cart/cart.go") {
 		t.Errorf("query --server with $%s: %v\n%s", envAPIKey, err, out)
+	}
+}
+
+// TestEvalAllFailed: a --git-dir path that does not exist is refused
+// before indexing, and a run whose every task failed (a commit the clone
+// lacks) exits non-zero without an all-zero table or report: a script
+// took those zeros for results.
+func TestEvalAllFailed(t *testing.T) {
+	r := testrepo.New(t)
+	base := r.Commit("initial", testrepo.Small)
+	dir := t.TempDir()
+	tasks := filepath.Join(dir, "tasks.jsonl")
+	line := func(id, commit string) string {
+		return `{"id":"` + id + `","repo":"acme/shop","base_commit":"` + commit + `","query":"Fix Cart.Total","gold_files":["cart/cart.go"],"language":"go"}` + "\n"
+	}
+	write := func(text string) {
+		if err := os.WriteFile(tasks, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(line("shop-1", base))
+	report := filepath.Join(dir, "report.json")
+	missing := filepath.Join(dir, "nothere")
+	out, err := runCLI(t, "eval", "--data", t.TempDir(), "--tasks", tasks, "--rank-only", "--git-dir", "acme/shop="+missing)
+	if err == nil || !strings.Contains(err.Error(), "--git-dir acme/shop=") || out != "" {
+		t.Errorf("eval with a missing --git-dir = %q, %v; want it refused up front", out, err)
+	}
+	bad := strings.Repeat("0", 40)
+	write(line("shop-1", bad) + line("shop-2", bad))
+	out, err = runCLI(t, "eval", "--data", t.TempDir(), "--tasks", tasks, "--rank-only", "--git-dir", "acme/shop="+r.Bare(), "--json", report)
+	if err == nil || !strings.Contains(err.Error(), "all 2 tasks failed") || strings.Contains(out, "| baseline") {
+		t.Errorf("eval with every task failed = %q, %v; want an error and no table", out, err)
+	}
+	if _, err := os.Stat(report); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("eval with every task failed wrote its report: %v", err)
+	}
+	// One of two failed: scored zero, the run stands.
+	write(line("shop-1", base) + line("shop-2", bad))
+	if out, err := runCLI(t, "eval", "--data", t.TempDir(), "--tasks", tasks, "--rank-only", "--git-dir", "acme/shop="+r.Bare()); err != nil || !strings.Contains(out, "1 tasks failed") {
+		t.Errorf("eval with one task of two failed = %q, %v", out, err)
 	}
 }
 
@@ -349,6 +432,16 @@ func TestHelpOfEveryCommand(t *testing.T) {
 			// ("-server codectx up"): none may have one.
 			if strings.Contains(errOut.String(), " codectx up\n") || strings.Contains(errOut.String(), "string codectx") {
 				t.Errorf("codectx %s --help has a backquote artefact:\n%s", c.name, errOut.String())
+			}
+			// Every --data defaults to $CODECTX_DATA, which a shell or
+			// container may have set: the help says so.
+			if strings.Contains(errOut.String(), "  -data string") && !strings.Contains(errOut.String(), "($"+envData+")") {
+				t.Errorf("codectx %s --help does not say that --data is read from $%s", c.name, envData)
+			}
+			// A webhook naming a local path is refused unless this
+			// variable is set, and it has no flag: the help names it.
+			if (c.name == "up" || c.name == "gateway") && !strings.Contains(errOut.String(), envWebhookLocal) {
+				t.Errorf("codectx %s --help does not name $%s", c.name, envWebhookLocal)
 			}
 		})
 	}
@@ -556,5 +649,39 @@ func TestIndexNameFromLocation(t *testing.T) {
 	}
 	if _, err := runCLI(t, "index", "--data", data, "--name", "dir-with-space", dir); err != nil {
 		t.Errorf("--name dir-with-space: %v", err)
+	}
+}
+
+// TestAbsLocation: a relative path is made absolute for the server when
+// it exists here, and is refused in those words when it does not (the
+// server answered "want a clone URL or an absolute path" of a typo, for
+// index --server and up --index); URLs and absolute paths, which only
+// the server can judge, pass unchanged.
+func TestAbsLocation(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "repo"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	real, err := filepath.Abs("repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string]string{
+		"./repo": real, "repo": real,
+		"https://git.example/a/b.git": "https://git.example/a/b.git",
+		"git@git.example:a/b.git":     "git@git.example:a/b.git",
+		"/srv/on/the/server":          "/srv/on/the/server",
+	} {
+		if got, err := absLocation(in); err != nil || got != want {
+			t.Errorf("absLocation(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if got, err := absLocation("./nope"); err == nil || !strings.Contains(err.Error(), "./nope: no such file or directory") {
+		t.Errorf("absLocation(./nope) = %q, %v; want no such file", got, err)
+	}
+	// Refused before any request: the server is not even reachable.
+	if _, err := runCLI(t, "index", "--server", "http://127.0.0.1:1", "./nope"); err == nil || !strings.Contains(err.Error(), "./nope: no such file or directory") {
+		t.Errorf("index --server ./nope: %v, want no such file", err)
 	}
 }

@@ -22,7 +22,7 @@ func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	data := fs.String("data", dataDir(), "data directory (parse cache)")
+	data := fs.String("data", dataDir(), "data directory (parse cache) ($"+envData+")")
 	tasksFile := fs.String("tasks", "", "tasks JSONL file (required)")
 	var gitDirs multiFlag
 	fs.Var(&gitDirs, "git-dir", "owner/name=PATH of a git directory or clone (repeatable)")
@@ -76,6 +76,19 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fmt.Errorf("eval: --git-dir %q: want owner/name=PATH", g)
 		}
 		dirs[name] = path
+	}
+	// A mistyped path failed every task, each scored zero, and eval
+	// printed an all-zero table as a result: check the paths first.
+	checked := map[string]bool{}
+	for _, t := range tasks {
+		path, ok := dirs[t.Repo]
+		if !ok || checked[t.Repo] {
+			continue // a missing --git-dir is eval.Run's error
+		}
+		checked[t.Repo] = true
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("eval: --git-dir %s=%s: %w", t.Repo, path, err)
+		}
 	}
 	var budgets []int
 	for _, s := range strings.Split(*budgetList, ",") {
@@ -151,6 +164,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// or was interrupted.
 	if err := errors.Join(err, finishDumps(dumps)); err != nil {
 		return err
+	}
+	if n := len(rep.Failed); n > 0 && n == len(tasks) {
+		// Nothing was measured: an all-zero table (or --json report)
+		// would pass for results.
+		return fmt.Errorf("eval: all %d tasks failed, nothing was measured (no table or report written); the first: %s: %s", n, rep.Failed[0].Task, rep.Failed[0].Error)
 	}
 	budgets = rep.Budgets
 	fmt.Fprintf(stdout, "## overall (%d tasks)\n\n%s\n", len(tasks), eval.FormatTable(rep.Overall, budgets))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"codectx/pkg/blob/minio"
 	"codectx/pkg/pipeline"
 )
 
@@ -18,6 +19,10 @@ func runGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c config
 	fs.StringVar(&c.data, "data", dataDir(), "data directory: local blob store ($"+envData+")")
 	c.storeFlags(fs)
+	// gc only deletes: a mistyped --data or --s3-bucket is refused, not
+	// created empty and reported collected.
+	fs.Lookup("s3-bucket").Usage = "S3 bucket, which must exist ($" + envS3Bucket + ")"
+	c.s3.MustExist = true
 	dry := fs.Bool("dry-run", false, "count what would be deleted, delete nothing")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	all := fs.Bool("all", false, "also when no manifest or segment exists (empties the cache, e.g. codectx eval's)")
@@ -28,9 +33,17 @@ func runGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if c.s3.Endpoint == "" {
+		if _, err := openData(c.data); err != nil {
+			return fmt.Errorf("gc: %w", err)
+		}
+	}
 	store, where, err := c.store(ctx)
+	if errors.Is(err, minio.ErrNoBucket) {
+		return fmt.Errorf("gc: no S3 bucket %q at %s: give the --s3-bucket ($%s) the services use (gc creates none)", c.s3.Bucket, c.s3.Endpoint, envS3Bucket)
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("gc: %w", err)
 	}
 	st, err := pipeline.CollectParseCache(ctx, store, pipeline.GCOptions{DryRun: *dry, AllowNoRoots: *all})
 	if errors.Is(err, pipeline.ErrNoRoots) {

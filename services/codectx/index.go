@@ -54,7 +54,7 @@ const defaultIndexGCPercent = 400
 func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("index", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	data := fs.String("data", dataDir(), "data directory (embedded mode)")
+	data := fs.String("data", dataDir(), "data directory (embedded mode) ($"+envData+")")
 	name := fs.String("name", "", "repository name (default: derived from the path or URL)")
 	tenant := fs.String("tenant", "", "tenant (default: with --server, the API key's tenant for a tenant's key, else "+index.DefaultTenant+")")
 	rev := fs.String("rev", "", "revision to index (default HEAD)")
@@ -85,7 +85,11 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("index: want exactly one PATH_OR_URL, got %d", fs.NArg())
 	}
 	if *server != "" {
-		return indexRemote(ctx, *server, api.IndexRequest{Tenant: *tenant, Repo: *name, Location: absLocation(fs.Arg(0)), Commit: *rev}, *timeout, *asJSON, stdout)
+		where, err := absLocation(fs.Arg(0))
+		if err != nil {
+			return fmt.Errorf("index: %w", err)
+		}
+		return indexRemote(ctx, *server, api.IndexRequest{Tenant: *tenant, Repo: *name, Location: where, Commit: *rev}, *timeout, *asJSON, stdout)
 	}
 	store, err := openStore(*data)
 	if err != nil {

@@ -27,7 +27,7 @@ func (t temporalIndexer) Status(ctx context.Context, tenant, repo string) (api.R
 	// makes a 503 rather than a hung request.
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	st, err := workflows.Status(ctx, t.c, tenant, repo)
+	st, open, err := workflows.StatusOpen(ctx, t.c, tenant, repo)
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return api.RepoStatus{}, fmt.Errorf("%w: %v", api.ErrUnknownRepo, err)
@@ -36,6 +36,7 @@ func (t temporalIndexer) Status(ctx context.Context, tenant, repo string) (api.R
 		return api.RepoStatus{}, err
 	}
 	out := convertStatus(st)
+	out.Closed = !open // a DELETE terminated it, most likely
 	if st.State == workflows.StateIndexing && st.Child != "" {
 		// Best effort: a child not started yet, or finishing, has no
 		// progress to tell; the status stands without it.

@@ -109,6 +109,11 @@ func runKey(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		return fmt.Errorf("key revoke: want one key id (codectx key list shows them)")
 	}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		// Not "no such key": the id may be right and the file (--data,
+		// --file) the mistake.
+		return fmt.Errorf("key revoke: no key file at %s (give the --data or --file of the server's keys)", path)
+	}
 	if err := keys.Revoke(path, pos[0]); err != nil {
 		return fmt.Errorf("key revoke: %w", err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"io"
 	"net/http"
@@ -72,6 +73,28 @@ func TestKeyCommandsLive(t *testing.T) {
 	}
 }
 
+// TestUpKeysWithKeyFile: up --keys --api-keys FILE takes FILE's keys and
+// says that --keys is ignored (no DATA/keys.json, no admin key), where it
+// was silent and the operator looked for DATA/admin.key.
+func TestUpKeysWithKeyFile(t *testing.T) {
+	data := t.TempDir()
+	file := filepath.Join(t.TempDir(), "keys.json")
+	if _, err := runCLI(t, "key", "create", "--file", file, "--tenant", "*", "--scope", "admin"); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	up := startUp(t, "--data", data, "--listen", addr, "--keys", "--api-keys", file)
+	up.waitFor(t, "serving line", time.Minute, func() bool { return strings.Contains(up.out.String(), "serving on") })
+	if want := "--keys ($" + envKeys + ") ignored: the keys are those of --api-keys " + file; !strings.Contains(up.errs.String(), want) {
+		t.Errorf("up --keys --api-keys: stderr lacks %q:\n%s", want, up.errs.String())
+	}
+	for _, name := range []string{"admin.key", "keys.json"} {
+		if _, err := os.Stat(filepath.Join(data, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("up --keys --api-keys wrote DATA/%s: %v", name, err)
+		}
+	}
+}
+
 func TestParseInterspersed(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -131,5 +154,16 @@ func TestKeyListNoFile(t *testing.T) {
 				t.Fatalf("key list = %q, %v; want an error saying %q", out, err, c.err)
 			}
 		})
+	}
+	// key revoke of a missing file says so, not that the id is unknown,
+	// and writes no file.
+	if _, err := runCLI(t, "key", "revoke", "kNOPE", "--file", missing); err == nil || !strings.Contains(err.Error(), "no key file at "+missing) {
+		t.Errorf("key revoke with no key file: %v, want no key file", err)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("key revoke with no key file created it: %v", err)
+	}
+	if _, err := runCLI(t, "key", "revoke", "kNOPE", "--file", empty); err == nil || !strings.Contains(err.Error(), "no such key") {
+		t.Errorf("key revoke of an unknown id: %v, want no such key", err)
 	}
 }

@@ -55,7 +55,7 @@ func parseLanguages(s string) ([]string, error) {
 func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("query", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	data := fs.String("data", dataDir(), "data directory (embedded mode)")
+	data := fs.String("data", dataDir(), "data directory (embedded mode) ($"+envData+")")
 	repo := fs.String("repo", "", "repository name, as indexed, or several separated by commas, or * for all of the tenant's (required)")
 	tenant := fs.String("tenant", "", "tenant (default: with --server, the API key's tenant for a tenant's key, else "+index.DefaultTenant+")")
 	budget := fs.Int("budget", 8000, "hard token budget (o200k tokens), at least 1")

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -145,6 +146,12 @@ func keyTenant(ctx context.Context, cl *api.Client, tenant string) (string, erro
 		return tenant, nil
 	}
 	page, err := cl.ListRepos(ctx, "", "", 1)
+	var e *api.Error
+	if errors.As(err, &e) {
+		// The server's answer, without the internal step's name ("list
+		// repositories"): the user asked for status, reindex or delete.
+		return "", e
+	}
 	if err != nil {
 		return "", err
 	}

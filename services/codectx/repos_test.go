@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,5 +70,24 @@ func TestReposOutputEscaped(t *testing.T) {
 	}
 	if strings.Contains(list.String(), "second line") {
 		t.Errorf("list printed an error's second line:\n%s", list.String())
+	}
+}
+
+// TestReposKeyTenantError: status, reindex and delete without a key name
+// the server's refusal and the key to set, not the repository listing
+// they ask the key's tenant of ("list repositories").
+func TestReposKeyTenantError(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write([]byte(`{"error":"an API key is required"}`))
+	}))
+	t.Cleanup(srv.Close)
+	t.Setenv(envAPIKey, "")
+	for _, sub := range []string{"status", "reindex", "delete"} {
+		_, err := runCLI(t, "repos", sub, "--server", srv.URL, "shop")
+		if err == nil || strings.Contains(err.Error(), "list repositories") || !strings.Contains(err.Error(), "repos "+sub+": server: an API key is required") || !strings.Contains(err.Error(), envAPIKey) {
+			t.Errorf("repos %s without a key: %v", sub, err)
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"codectx/pkg/blob"
 	"codectx/pkg/index"
 	"codectx/pkg/keys"
+	"codectx/pkg/location"
 	"codectx/pkg/metrics"
 	"codectx/pkg/pack"
 	"codectx/pkg/pipeline"
@@ -89,7 +90,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	tenantBatchesFlag(fs, &c.tenantBatches, fmt.Sprintf("with API keys %d, without keys (one user) no bound", defaultTenantBatches))
 	tenantReposFlag(fs, &c.tenantRepos, fmt.Sprintf("with API keys %d, without keys (one user) no bound", api.DefaultTenantRepos))
 	keysFile := fs.String("api-keys", env(envAPIKeys, ""), "API key file (codectx key create writes it; re-read when it changes); when set, every API route but health and webhooks needs a key, /metrics an operator's ($"+envAPIKeys+")")
-	keysOn := fs.Bool("keys", envBool(envKeys, false), "require API keys from DATA/keys.json; on first start an admin key is written to DATA/admin.key (mode 0600) ($"+envKeys+")")
+	keysOn := fs.Bool("keys", envBool(envKeys, false), "require API keys from DATA/keys.json; on first start an admin key is written to DATA/admin.key (mode 0600); ignored with --api-keys ($"+envKeys+")")
 	var prof profileFlags
 	prof.register(fs)
 	fs.Usage = func() {
@@ -132,6 +133,11 @@ Stop with SIGINT or SIGTERM.`)
 	// local users; nothing in it is theirs to read.
 	if err := privateDir(c.data); err != nil {
 		return fmt.Errorf("up: %w", err)
+	}
+	if *keysOn && *keysFile != "" {
+		// Both say where the keys are: the file wins, and no DATA/keys.json
+		// or admin key is made. Said, so that no one looks for admin.key.
+		fmt.Fprintf(stderr, "codectx up: --keys ($%s) ignored: the keys are those of --api-keys %s ($%s); no admin key is written to %s\n", envKeys, *keysFile, envAPIKeys, filepath.Join(c.data, "admin.key"))
 	}
 	if *keysOn && *keysFile == "" {
 		*keysFile = filepath.Join(c.data, "keys.json")
@@ -290,7 +296,11 @@ Stop with SIGINT or SIGTERM.`)
 		indexing.Add(1)
 		go func() {
 			defer indexing.Done()
-			if err := indexAndWait(ictx, cl, api.IndexRequest{Tenant: *tenant, Location: absLocation(loc)}, stdout); err != nil && ictx.Err() == nil {
+			where, err := absLocation(loc)
+			if err == nil {
+				err = indexAndWait(ictx, cl, api.IndexRequest{Tenant: *tenant, Location: where}, stdout)
+			}
+			if err != nil && ictx.Err() == nil {
 				// The request went to this process's own API: its
 				// answer's text, not the HTTP status of a "server".
 				var e *api.Error
@@ -330,18 +340,27 @@ Stop with SIGINT or SIGTERM.`)
 }
 
 // absLocation makes a local path absolute, so that the server (which may
-// run elsewhere in the file system) finds it; URLs pass unchanged.
-func absLocation(loc string) string {
-	if strings.Contains(loc, "://") {
-		return loc
+// run elsewhere in the file system) finds it; URLs, and absolute paths
+// (the server's), pass unchanged. A relative path that does not exist
+// here is an error: the server, which takes only absolute ones, said
+// "want a clone URL or an absolute path" of a mistyped one.
+func absLocation(loc string) (string, error) {
+	l, err := location.Parse(loc)
+	if err != nil || l.Kind != location.Local || l.Scheme != "" || l.IsAbs() {
+		return loc, nil // the server's to judge
 	}
 	if _, err := os.Stat(loc); err != nil {
-		return loc // maybe scp-like git@host:repo
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return "", fmt.Errorf("local path %s: %w", loc, err)
 	}
-	if abs, err := filepath.Abs(loc); err == nil {
-		return abs
+	abs, err := filepath.Abs(loc)
+	if err != nil {
+		return "", fmt.Errorf("local path %s: %w", loc, err)
 	}
-	return loc
+	return abs, nil
 }
 
 // indexAndWait sends an index request and prints the outcome when the

@@ -14,7 +14,8 @@ import (
 
 // TestUpDeleteRemovesClone: DELETE of a repository indexed from a URL
 // removes its clone from up's clone cache, which held its source until
-// the cache's age bound (7 days); another repository's clone stays.
+// the cache's age bound (7 days); another repository's clone stays. The
+// deleted repository's status is 404 until it is reindexed.
 func TestUpDeleteRemovesClone(t *testing.T) {
 	root := t.TempDir()
 	commitTree(t, filepath.Join(root, "shop"), map[string]string{"cart/cart.go": "package cart\n\n// Total sums the cart.\nfunc Total() int { return 1 }\n"})
@@ -62,5 +63,25 @@ func TestUpDeleteRemovesClone(t *testing.T) {
 	}
 	if _, err := cl.Query(ctx, api.QueryRequest{Repo: "lib", Query: "Help", Budget: 500}); err != nil {
 		t.Errorf("lib after shop's DELETE: %v", err)
+	}
+
+	// The deleted repository's status is 404, as a query of it is: its
+	// workflow, terminated by the DELETE, still answers queries, and its
+	// status told the deleted repository's counts and commit, idle.
+	if st, err := cl.Status(ctx, "", "shop"); !api.IsNotFound(err) {
+		t.Errorf("status of shop after its DELETE = %+v, %v; want 404", st, err)
+	}
+	if out, err := runCLI(t, "repos", "status", "--server", cl.BaseURL, "shop"); err == nil || !strings.Contains(err.Error(), "unknown repository") {
+		t.Errorf("repos status shop after its DELETE = %q, %v; want unknown repository", out, err)
+	}
+	if st, err := cl.Status(ctx, "", "lib"); err != nil || st.Head == nil {
+		t.Errorf("status of lib after shop's DELETE = %+v, %v", st, err)
+	}
+	// Reindexed (from where the ended run last fetched), it is known again.
+	if _, err := cl.Reindex(ctx, "", "shop"); err != nil {
+		t.Fatalf("reindex of shop after its DELETE: %v", err)
+	}
+	if st, err := cl.WaitIndexed(ctx, "", "shop", ""); err != nil || st.Head == nil {
+		t.Errorf("shop indexed again after its DELETE: %+v, %v", st, err)
 	}
 }

@@ -30,12 +30,12 @@ type webhookFlags struct {
 
 func (w *webhookFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&w.secretsFile, "webhook-secrets", env(envWebhookSecrets, ""),
-		"JSON file {\"tenant\": \"secret\", ...} enabling POST /v1/webhooks/{github|gitlab|gitea}/{tenant}; $"+envWebhookSecret+" sets the default tenant's secret ($"+envWebhookSecrets+")")
+		"JSON file {\"tenant\": \"secret\", ...} enabling POST /v1/webhooks/{github|gitlab|gitea}/{tenant}; $"+envWebhookSecret+" sets the default tenant's secret; a delivery's clone URL may be a path on the server only with $"+envWebhookLocal+"=true ($"+envWebhookSecrets+")")
 	fs.StringVar(&w.branches, "webhook-branches", env(envWebhookBranches, ""),
 		"comma-separated branches a push reindexes (default: each repository's default branch) ($"+envWebhookBranches+")")
 }
 
-// config reads the secrets. No secrets is valid: webhooks answer 403.
+// config reads the secrets. No secrets is valid: webhooks answer 401.
 func (w *webhookFlags) config() (api.WebhookConfig, error) {
 	cfg := api.WebhookConfig{Secrets: map[string]string{}, AllowLocal: envBool(envWebhookLocal, false)}
 	if w.secretsFile != "" {

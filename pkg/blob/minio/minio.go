@@ -29,10 +29,17 @@ type Config struct {
 	Bucket    string
 	Secure    bool   // use HTTPS
 	Prefix    string // optional key prefix inside the bucket, e.g. "codectx/"
+	// MustExist refuses a bucket that does not exist (ErrNoBucket)
+	// instead of creating it: for a command that only cleans up, a
+	// mistyped name is not a new empty bucket.
+	MustExist bool
 }
 
+// ErrNoBucket is Open's error for a missing bucket with Config.MustExist.
+var ErrNoBucket = errors.New("bucket does not exist")
+
 // Open connects to the server and returns a Bucket, creating the S3 bucket
-// if it does not exist.
+// if it does not exist (unless Config.MustExist).
 func Open(ctx context.Context, cfg Config) (*blob.Bucket, error) {
 	d, err := newDriver(ctx, cfg)
 	if err != nil {
@@ -66,6 +73,9 @@ func newDriver(ctx context.Context, cfg Config) (*driver, error) {
 	ok, err := c.BucketExists(ctx, cfg.Bucket)
 	if err != nil {
 		return nil, err
+	}
+	if !ok && cfg.MustExist {
+		return nil, ErrNoBucket
 	}
 	if !ok {
 		err := c.MakeBucket(ctx, cfg.Bucket, mc.MakeBucketOptions{})
