@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -218,13 +219,8 @@ func (f *File) refresh() error {
 // read opens the file, reads it whole and holds it open (held) with the
 // identity, time and size of what was read. f.mu is held.
 func (f *File) read() ([]byte, error) {
-	h, err := os.Open(f.Path)
+	h, st, err := OpenTrusted(f.Path)
 	if err != nil {
-		return nil, err
-	}
-	st, err := h.Stat()
-	if err != nil {
-		h.Close()
 		return nil, err
 	}
 	data, err := io.ReadAll(h)
@@ -270,14 +266,21 @@ func (f *File) Lookup(key string) (Key, bool) {
 var lock sync.Mutex // serialises this process's read-modify-write of key files
 
 // update applies fn to the keys of the file (none if it does not exist)
-// and writes the result atomically with mode 0600.
+// and writes the result atomically: a new file with mode 0600, an
+// existing one with its mode, so that a file made readable to servers
+// running as another user (a container's) stays readable after a key
+// change. Write by group or others is dropped: servers refuse such a file.
 func update(path string, fn func([]Key) ([]Key, error)) error {
 	lock.Lock()
 	defer lock.Unlock()
 	var ks []Key
+	mode := fs.FileMode(0o600)
 	data, err := os.ReadFile(path)
 	switch {
 	case err == nil:
+		if st, err := os.Stat(path); err == nil {
+			mode = st.Mode().Perm() &^ 0o022
+		}
 		if ks, err = Parse(data); err != nil {
 			return fmt.Errorf("keys %s: %w", path, err)
 		}
@@ -304,7 +307,7 @@ func update(path string, fn func([]Key) ([]Key, error)) error {
 		tmp.Close()
 		return fmt.Errorf("keys: %w", err)
 	}
-	if err := tmp.Chmod(0o600); err != nil {
+	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
 		return fmt.Errorf("keys: %w", err)
 	}
@@ -317,17 +320,30 @@ func update(path string, fn func([]Key) ([]Key, error)) error {
 // Create adds a new key for tenant with scope to the file (creating it)
 // and returns the key, which is stored nowhere else.
 func Create(path, tenant string, scope Scope) (string, Key, error) {
+	secret, k, err := newKey(tenant, scope)
+	if err != nil {
+		return "", Key{}, err
+	}
+	if err := add(path, k); err != nil {
+		return "", Key{}, err
+	}
+	return secret, k, nil
+}
+
+// newKey makes a key and its entry.
+func newKey(tenant string, scope Scope) (string, Key, error) {
 	if !scope.Valid() {
 		return "", Key{}, fmt.Errorf("unknown scope %q (want query, index or admin)", scope)
 	}
 	secret := "cctx_" + rand.Text()
 	k := Key{Hash: Hash(secret), Tenant: tenant, Scope: scope, Created: time.Now().UTC().Format(time.RFC3339)}
 	k.ID = "k" + k.Hash[:10]
-	err := update(path, func(ks []Key) ([]Key, error) { return append(ks, k), nil })
-	if err != nil {
-		return "", Key{}, err
-	}
 	return secret, k, nil
+}
+
+// add appends k to the file.
+func add(path string, k Key) error {
+	return update(path, func(ks []Key) ([]Key, error) { return append(ks, k), nil })
 }
 
 // List returns the keys of the file (none if it does not exist).
@@ -359,18 +375,54 @@ func Revoke(path, id string) error {
 // Bootstrap makes sure a key file exists at path: on first start it
 // creates one holding a new admin key for every tenant and writes that
 // key to adminFile with mode 0600. It reports whether it did.
+//
+// Both files are in the data directory, which the caller has checked is
+// the effective user's own. Bootstrap refuses a key file there that is
+// a symbolic link, another user's, or writable by group or others (one
+// planted while the directory was open). An admin.key left from an
+// earlier first start (the key file was removed to start afresh) is
+// replaced if it is the user's own regular file; a symbolic link or
+// another user's file is refused, and the new file is created, never
+// opened through a link.
 func Bootstrap(path, adminFile string) (bool, error) {
-	if _, err := os.Stat(path); err == nil {
+	switch err := lstatOwn(path, false); {
+	case err == nil:
 		return false, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return false, fmt.Errorf("keys: %w", err)
 	}
-	secret, _, err := Create(path, AllTenants, Admin)
+	switch err := lstatOwn(adminFile, true); {
+	case err == nil:
+		if err := os.Remove(adminFile); err != nil {
+			return false, fmt.Errorf("keys: %w", err)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return false, fmt.Errorf("keys: admin key: %w", err)
+	}
+	secret, k, err := newKey(AllTenants, Admin)
 	if err != nil {
 		return false, err
 	}
-	if err := os.WriteFile(adminFile, []byte(secret+"\n"), 0o600); err != nil {
+	h, err := os.OpenFile(adminFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
+	if err != nil {
 		return false, fmt.Errorf("keys: write admin key: %w", err)
 	}
-	return true, os.Chmod(adminFile, 0o600)
+	_, err = h.Write([]byte(secret + "\n"))
+	if err == nil {
+		err = h.Chmod(0o600) // whatever the umask
+	}
+	if cerr := h.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(adminFile)
+		return false, fmt.Errorf("keys: write admin key: %w", err)
+	}
+	if err := add(path, k); err != nil {
+		os.Remove(adminFile)
+		return false, err
+	}
+	return true, nil
 }
 
 // Len is the number of keys in force.

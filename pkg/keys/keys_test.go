@@ -254,3 +254,170 @@ func TestRevokedKeyRefusedSameSizeAndTime(t *testing.T) {
 		t.Error("new key refused after a same-size, same-time file renamed over the key file")
 	}
 }
+
+// An admin.key that is a symbolic link (planted while the data directory
+// was open to others) is refused: its target is neither written nor
+// chmodded, and no key file is made.
+func TestBootstrapRefusesSymlinkedAdminKey(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim.conf")
+	if err := os.WriteFile(victim, []byte("keep me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(victim, 0o644)
+	path, admin := filepath.Join(dir, "keys.json"), filepath.Join(dir, "admin.key")
+	if err := os.Symlink(victim, admin); err != nil {
+		t.Fatal(err)
+	}
+	made, err := keys.Bootstrap(path, admin)
+	if err == nil || made || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("Bootstrap = %v, %v; want a refusal of the link", made, err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep me\n" {
+		t.Errorf("the link's target now holds %q", b)
+	}
+	if st, _ := os.Stat(victim); st.Mode().Perm() != 0o644 {
+		t.Errorf("the link's target mode %v", st.Mode().Perm())
+	}
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Errorf("a key file was made: %v", err)
+	}
+	// A dangling link too: it must not be created through.
+	dangling := filepath.Join(dir, "made-by-link")
+	os.Remove(admin)
+	if err := os.Symlink(dangling, admin); err != nil {
+		t.Fatal(err)
+	}
+	if made, err := keys.Bootstrap(path, admin); err == nil || made {
+		t.Fatalf("Bootstrap with a dangling link = %v, %v", made, err)
+	}
+	if _, err := os.Lstat(dangling); !os.IsNotExist(err) {
+		t.Errorf("a file was created through the link: %v", err)
+	}
+}
+
+// The user's own admin.key left from an earlier first start (the key file
+// was removed to start afresh) is replaced by the new key, as before.
+func TestBootstrapReplacesOwnAdminKey(t *testing.T) {
+	dir := t.TempDir()
+	path, admin := filepath.Join(dir, "keys.json"), filepath.Join(dir, "admin.key")
+	if err := os.WriteFile(admin, []byte("cctx_OLD\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(admin, 0o666) // loose, but the user's own: replaced all the same
+	if made, err := keys.Bootstrap(path, admin); err != nil || !made {
+		t.Fatalf("Bootstrap = %v, %v", made, err)
+	}
+	secret, _ := os.ReadFile(admin)
+	f, err := keys.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.Lookup(strings.TrimSpace(string(secret))); !ok || string(secret) == "cctx_OLD\n" {
+		t.Errorf("admin.key holds %q, not the new key", secret)
+	}
+	if st, _ := os.Stat(admin); st.Mode().Perm() != 0o600 {
+		t.Errorf("admin.key mode %v, want 0600", st.Mode().Perm())
+	}
+}
+
+// A key file in the data directory that another user could have written
+// (writable by others, or a symbolic link) is refused, not used.
+func TestBootstrapRefusesUntrustedKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.json")
+	if _, _, err := keys.Create(good, keys.AllTenants, keys.Admin); err != nil {
+		t.Fatal(err)
+	}
+	path, admin := filepath.Join(dir, "keys.json"), filepath.Join(dir, "admin.key")
+	if err := os.Symlink(good, path); err != nil {
+		t.Fatal(err)
+	}
+	if made, err := keys.Bootstrap(path, admin); err == nil || made {
+		t.Errorf("Bootstrap with a symlinked key file = %v, %v", made, err)
+	}
+	os.Remove(path)
+	if _, _, err := keys.Create(path, keys.AllTenants, keys.Admin); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if made, err := keys.Bootstrap(path, admin); err == nil || made || !strings.Contains(err.Error(), "writable") {
+		t.Errorf("Bootstrap with a world-writable key file = %v, %v", made, err)
+	}
+	if _, err := os.Lstat(admin); !os.IsNotExist(err) {
+		t.Errorf("admin.key written: %v", err)
+	}
+}
+
+// A server refuses a key file anyone may write, and reads one through a
+// symbolic link (a Kubernetes Secret's files are links) or made readable
+// to all.
+func TestOpenRefusesWritableFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "keys.json")
+	if _, _, err := keys.Create(path, "acme", keys.Query); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []os.FileMode{0o666, 0o620} {
+		os.Chmod(path, mode)
+		if _, err := keys.Open(path); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
+			t.Errorf("mode %v: Open = %v", mode, err)
+		}
+	}
+	os.Chmod(path, 0o644)
+	if _, err := keys.Open(path); err != nil {
+		t.Errorf("mode 0644: %v", err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keys.Open(link); err != nil {
+		t.Errorf("through a link: %v", err)
+	}
+}
+
+// key create and key revoke keep the mode of the file they rewrite: one
+// made readable to servers running as another uid (a container's) stays
+// readable. A new file is 0600; write by group or others is dropped.
+func TestUpdateKeepsMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys.json")
+	_, k, err := keys.Create(path, "acme", keys.Query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode := func() os.FileMode {
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Mode().Perm()
+	}
+	if m := mode(); m != 0o600 {
+		t.Errorf("new file mode %v, want 0600", m)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := keys.Create(path, "beta", keys.Query); err != nil {
+		t.Fatal(err)
+	}
+	if m := mode(); m != 0o644 {
+		t.Errorf("after key create mode %v, want 0644 kept", m)
+	}
+	if err := keys.Revoke(path, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	if m := mode(); m != 0o644 {
+		t.Errorf("after key revoke mode %v, want 0644 kept", m)
+	}
+	os.Chmod(path, 0o666)
+	if _, _, err := keys.Create(path, "gamma", keys.Query); err != nil {
+		t.Fatal(err)
+	}
+	if m := mode(); m != 0o644 {
+		t.Errorf("after key create on a 0666 file mode %v, want 0644", m)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -327,7 +328,35 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("%s: unexpected arguments %q", fs.Name(), fs.Args())
 	}
+	warnSecretFlags(fs)
 	return nil
+}
+
+// secretFlags are the flags that carry a credential, each with the
+// variable to give it in instead, and whether a value holds one.
+var secretFlags = []struct {
+	name, env string
+	secret    func(string) bool
+}{
+	{"s3-access-key", envS3Access, func(v string) bool { return v != "" }},
+	{"s3-secret-key", envS3Secret, func(v string) bool { return v != "" }},
+	{"nats", envNATS, func(v string) bool {
+		u, err := url.Parse(v)
+		return err == nil && u.User != nil // user:password@ or token@
+	}},
+}
+
+// warnSecretFlags warns, on fs's output (stderr), of a credential given on
+// the command line: every local user can read a process's arguments (ps,
+// /proc/PID/cmdline), not its environment. The flag still works.
+func warnSecretFlags(fs *flag.FlagSet) {
+	given := map[string]string{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = f.Value.String() })
+	for _, s := range secretFlags {
+		if v, ok := given[s.name]; ok && s.secret(v) {
+			fmt.Fprintf(fs.Output(), "codectx %s: warning: --%s puts a credential on the command line, where other local users can read it (ps); set $%s instead\n", fs.Name(), s.name, s.env)
+		}
+	}
 }
 
 // memoryLimit is the Go soft memory limit a process serving queries with a

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -19,6 +18,7 @@ import (
 
 	"codectx/pkg/api"
 	"codectx/pkg/blob"
+	"codectx/pkg/keys"
 	"codectx/pkg/metrics"
 	"codectx/pkg/netguard"
 	"codectx/pkg/pipeline"
@@ -349,13 +349,10 @@ func privateDataDir(log *slog.Logger, dir string) {
 	}
 }
 
-// privateDir makes dir, or tightens it, to mode 0700.
-func privateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	return os.Chmod(dir, 0o700)
-}
+// privateDir makes dir, or tightens it, to mode 0700. It refuses a
+// directory another local user owns, or a symbolic link: one made first
+// in a shared working directory would give that user the files put in it.
+func privateDir(dir string) error { return keys.PrivateDir(dir) }
 
 // ignoreCancel drops the error of a body that ended because ctx did.
 func ignoreCancel(ctx context.Context, err error) error {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -39,7 +40,7 @@ func (w *webhookFlags) register(fs *flag.FlagSet) {
 func (w *webhookFlags) config() (api.WebhookConfig, error) {
 	cfg := api.WebhookConfig{Secrets: map[string]string{}, AllowLocal: envBool(envWebhookLocal, false)}
 	if w.secretsFile != "" {
-		data, err := os.ReadFile(w.secretsFile)
+		data, err := readTrusted(w.secretsFile)
 		if err != nil {
 			return cfg, fmt.Errorf("webhook secrets: %w", err)
 		}
@@ -64,6 +65,17 @@ func (w *webhookFlags) config() (api.WebhookConfig, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// readTrusted reads a file of secrets, refusing one that another local
+// user could have written (keys.OpenTrusted).
+func readTrusted(path string) ([]byte, error) {
+	h, _, err := keys.OpenTrusted(path)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	return io.ReadAll(h)
 }
 
 const (
