@@ -664,7 +664,7 @@ func (x *ex) build() []codectx.Chunk {
 		s := &x.syms[i]
 		c := x.ln.chunk(x.path, x.sp.lang, s.kind, s.name, s.start, s.end)
 		if kids := kidsOf[i]; len(kids) > 0 {
-			c.Body = x.outline(c.StartByte, s, kids)
+			c.Body = x.outline(s, kids)
 			c.Hash = codectx.HashText(c.Body)
 		}
 		c.Signature, c.Doc = s.sig, s.doc
@@ -674,12 +674,11 @@ func (x *ex) build() []codectx.Chunk {
 	return out
 }
 
-// outline is the container's source from start (its line's indentation)
-// with each member replaced by its header and the language's elision
-// marker.
-func (x *ex) outline(start int, s *sym, kids []int) string {
+// outline is the container's source with each member replaced by its
+// header and the language's elision marker.
+func (x *ex) outline(s *sym, kids []int) string {
 	var b strings.Builder
-	pos := start
+	pos := s.start
 	for _, k := range kids {
 		m := &x.syms[k]
 		if m.start < pos {

@@ -40,16 +40,6 @@ func (l *lines) span(start, end int) (int, int) {
 
 // chunk builds a chunk over [start, end) with Body the exact slice.
 func (l *lines) chunk(p string, lang codectx.Language, kind codectx.Kind, name string, start, end int) codectx.Chunk {
-	// A nested declaration starts at its line's indentation, so its first
-	// line keeps its place beside the others (a method's def line came at
-	// column 0 above a body indented eight columns).
-	ls := start
-	for ls > 0 && (l.src[ls-1] == ' ' || l.src[ls-1] == '\t') {
-		ls--
-	}
-	if ls == 0 || l.src[ls-1] == '\n' {
-		start = ls
-	}
 	body := l.src[start:end]
 	sl, el := l.span(start, end)
 	return codectx.Chunk{
