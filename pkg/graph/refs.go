@@ -30,13 +30,18 @@ func init() {
 }
 
 // builtinMethods are, per language, the methods of its built-in and
-// standard-library types (str, bytes, list, dict; String, Array,
-// Promise; String, List, Map, Optional; Option, Result, Vec, str): a
-// call of one on a receiver of unknown type (data.decode(), s.trim())
-// is most likely of that type, so it is not resolved to the
-// repository's only method of the name (every bytes.decode() call became
-// a call of JSONDecoder.decode). Compared lower-case; a call through
-// self, this or a type still resolves.
+// standard-library types (Python's str, bytes, list, dict; JavaScript's
+// String, Array, Promise): a call of one on a receiver of unknown type
+// (data.decode(), s.trim()) is most likely of that type, so it is not
+// resolved to the repository's only method of the name (every
+// bytes.decode() call became a call of JSONDecoder.decode). Compared
+// lower-case; a call through self, this or a type still resolves.
+//
+// Java and Rust have none here: their types define such names
+// themselves (the http crate's HeaderMap.entry, get_mut, extend), and
+// lists for them lowered validation MRR from 0.750 to 0.744 and packed
+// recall at 8k and 16k (0.974 to 0.970, 0.989 to 0.983); the Python and
+// JavaScript lists changed no figure.
 var builtinMethods = map[codectx.Language]map[string]bool{}
 
 func init() {
@@ -52,18 +57,6 @@ func init() {
 		codectx.JavaScript: jsBuiltinMethods,
 		codectx.TypeScript: jsBuiltinMethods,
 		codectx.TSX:        jsBuiltinMethods,
-		codectx.Java: `compareto getclass substring indexof lastindexof charat trim
-			tolowercase touppercase stream collect orelse orelseget orelsethrow
-			ispresent ifpresent getordefault putifabsent computeifabsent addall removeall
-			containskey containsvalue put entryset keyset startswith endswith split
-			replace replaceall matches isblank strip chars valueof intvalue longvalue
-			getkey getvalue`,
-		codectx.Rust: `unwrap expect unwrap_or unwrap_or_else unwrap_or_default as_ref
-			as_mut as_str as_bytes to_owned to_vec iter_mut into_iter collect map_err
-			ok_or ok_or_else and_then or_else is_some is_none is_ok is_err push_str
-			extend borrow borrow_mut as_slice chars split trim starts_with ends_with
-			join replace to_lowercase to_uppercase sort sort_by retain drain truncate
-			capacity entry or_insert or_default get_mut first last contains_key`,
 	} {
 		m := map[string]bool{}
 		for _, n := range strings.Fields(names) {
