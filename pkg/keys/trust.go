@@ -56,30 +56,45 @@ func checkFile(mode fs.FileMode, owner, dirOwner, euid int) error {
 	return fmt.Errorf("%w: it is owned by uid %d, neither this process's uid %d, root, nor the owner of its directory", ErrUntrusted, owner, euid)
 }
 
+// checkLink reports why a symbolic link naming the data directory, owned
+// by owner (< 0: the system has no owner), may have been made by another
+// local user: one owned by another user than the effective one or root
+// could point it anywhere. A link of the user's own (data on another
+// disk) is followed, and what it names is checked as a directory.
+func checkLink(owner, euid int) error {
+	if owner >= 0 && euid >= 0 && owner != euid && owner != 0 {
+		return fmt.Errorf("%w: it is a symbolic link owned by uid %d, not by this process's uid %d (name the directory it points to)", ErrUntrusted, owner, euid)
+	}
+	return nil
+}
+
 // PrivateDir makes dir (mode 0700), or tightens it to 0700, and refuses
-// a directory that is a symbolic link or owned by another user than the
-// effective one: such a one is not chmodded, and nothing is to be put in
-// it. The error names the directory by its last element only.
+// a directory owned by another user than the effective one, or a
+// symbolic link to one or made by one: such a one is not chmodded, and
+// nothing is to be put in it. The error names the directory by its last
+// element only.
 func PrivateDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	refuse := func(fi fs.FileInfo) error {
-		if err := checkDir(fi.Mode(), owner(fi), os.Geteuid()); err != nil {
-			return fmt.Errorf("data directory %s: %w", filepath.Base(dir), err)
-		}
-		return nil
-	}
-	fi, err := os.Lstat(dir) // a symbolic link is named as one
+	name := filepath.Base(dir)
+	euid := os.Geteuid()
+	fi, err := os.Lstat(dir)
 	if err != nil {
 		return err
 	}
-	if err := refuse(fi); err != nil {
-		return err
+	flags := os.O_RDONLY | noFollow
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		if err := checkLink(owner(fi), euid); err != nil {
+			return fmt.Errorf("data directory %s: %w", name, err)
+		}
+		flags = os.O_RDONLY // the user's own link: what it names is checked below
+	} else if err := checkDir(fi.Mode(), owner(fi), euid); err != nil {
+		return fmt.Errorf("data directory %s: %w", name, err)
 	}
 	// The mode is set on the directory checked, even if the name has
 	// been moved to another since.
-	h, err := os.OpenFile(dir, os.O_RDONLY|noFollow, 0)
+	h, err := os.OpenFile(dir, flags, 0)
 	if err != nil {
 		return err
 	}
@@ -87,8 +102,8 @@ func PrivateDir(dir string) error {
 	if fi, err = h.Stat(); err != nil {
 		return err
 	}
-	if err := refuse(fi); err != nil {
-		return err
+	if err := checkDir(fi.Mode(), owner(fi), euid); err != nil {
+		return fmt.Errorf("data directory %s: %w", name, err)
 	}
 	return h.Chmod(0o700)
 }

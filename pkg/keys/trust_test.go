@@ -104,13 +104,35 @@ func TestPrivateDir(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	err := PrivateDir(link)
-	if !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "symbolic link") || strings.Contains(err.Error(), root) {
-		t.Errorf("PrivateDir(symlink) = %v; want a refusal naming the link, not the full path", err)
+	if os.Geteuid() == 0 {
+		// A link another user made, or one to another user's directory:
+		// refused, and the target not chmodded.
+		if err := os.Lchown(link, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		err := PrivateDir(link)
+		if !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "symbolic link owned by uid 65534") || strings.Contains(err.Error(), root) {
+			t.Errorf("PrivateDir(another user's symlink) = %v; want a refusal naming the link, not the full path", err)
+		}
+		os.Lchown(link, 0, 0)
+		os.Chown(target, 65534, 65534)
+		if err := PrivateDir(link); !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "owned by uid 65534") {
+			t.Errorf("PrivateDir(symlink to another user's directory) = %v; want a refusal", err)
+		}
+		if st, _ := os.Stat(target); st.Mode().Perm() != 0o755 {
+			t.Errorf("the link's target was chmodded to %v", st.Mode().Perm())
+		}
+		os.Chown(target, 0, 0)
 	}
-	if st, _ := os.Stat(target); st.Mode().Perm() != 0o755 {
-		t.Errorf("the link's target was chmodded to %v", st.Mode().Perm())
+	// The user's own link to the user's own directory (data on another
+	// disk) is followed.
+	if err := PrivateDir(link); err != nil {
+		t.Errorf("PrivateDir(own symlink to own directory) = %v", err)
 	}
+	if st, _ := os.Stat(target); st.Mode().Perm() != 0o700 {
+		t.Errorf("the own link's target mode %v, want 0700", st.Mode().Perm())
+	}
+	os.Chmod(target, 0o755)
 	if err := PrivateDir(target); err != nil {
 		t.Fatal(err)
 	}

@@ -79,8 +79,10 @@ func TestSecurityUpRefusesSymlinkedAdminKey(t *testing.T) {
 	}
 }
 
-// up refuses a data directory that is a symbolic link, and leaves the
-// directory it points to as it was.
+// up refuses a data directory that is a symbolic link another user made
+// (it could point it anywhere), and leaves the directory it points to as
+// it was; the user's own link to the user's own directory is followed
+// (data on another disk: TestUpLosesTemporalState).
 func TestSecurityUpRefusesSymlinkedDataDir(t *testing.T) {
 	root := t.TempDir()
 	target := filepath.Join(root, "elsewhere")
@@ -92,9 +94,16 @@ func TestSecurityUpRefusesSymlinkedDataDir(t *testing.T) {
 	if err := os.Symlink(target, data); err != nil {
 		t.Fatal(err)
 	}
+	// Another user's link: made as root, given to another uid.
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give the link to another uid")
+	}
+	if err := os.Lchown(data, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
 	var out, errb bytes.Buffer
 	err := runUp(refuseCtx(t), []string{"--data", data, "--keys", "--listen", "127.0.0.1:0"}, &out, &errb)
-	if err == nil || !strings.Contains(err.Error(), "symbolic link") {
+	if err == nil || !strings.Contains(err.Error(), "symbolic link owned by uid 65534") {
 		t.Fatalf("up = %v; want a refusal of the symlinked data directory", err)
 	}
 	if st, _ := os.Stat(target); st.Mode().Perm() != 0o755 {
