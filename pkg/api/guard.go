@@ -393,7 +393,7 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request, tenant string) bo
 
 // closeUnread makes a refusal (status 400 or more) of a request whose body
 // was not read to its end close the connection: Connection: close, and,
-// once the handler returns, a read deadline already past. Else net/http,
+// once the handler returns, a read deadline closeGrace away. Else net/http,
 // to reuse the connection, reads up to 256 KiB of the unread body (before
 // it writes the answer, and again when it closes the body), and a client
 // that declared a body and sent none held the connection, without an
@@ -412,11 +412,19 @@ func closeUnread(w http.ResponseWriter, r *http.Request) (_ http.ResponseWriter,
 	cw := &closeWriter{ResponseWriter: w, body: b}
 	return cw, r, func() {
 		if cw.closing {
-			// The connection is not reused: nothing more is read from it.
-			http.NewResponseController(w).SetReadDeadline(time.Now())
+			// The connection is not reused: what the client is still
+			// sending is read for closeGrace at most. Cut at once, a client
+			// still writing its body (60 KB refused with 429) got a broken
+			// pipe instead of the answer: closed with unread data, the
+			// socket answers with a reset.
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(closeGrace))
 		}
 	}
 }
+
+// closeGrace is how long the rest of a refused request's body is read
+// before its connection closes.
+const closeGrace = 500 * time.Millisecond
 
 // eofBody records whether a request body was read to its end.
 type eofBody struct {
