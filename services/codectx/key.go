@@ -101,6 +101,9 @@ func runKey(_ context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 			return writeIndented(stdout, out)
 		}
+		if len(ks) > 0 {
+			fmt.Fprintf(stdout, "%-12s %-20s %-6s %s\n", "ID", "TENANT", "SCOPE", "CREATED")
+		}
 		for _, k := range ks {
 			fmt.Fprintf(stdout, "%-12s %-20s %-6s %s\n", k.ID, k.Tenant, k.Scope, k.Created)
 		}

@@ -53,8 +53,8 @@ func TestKeyCommandsLive(t *testing.T) {
 		t.Fatalf("new key: HTTP %d, want 200", code)
 	}
 	out, err = runCLI(t, "key", "list", "--data", data)
-	if err != nil || strings.Contains(out, key) || !strings.Contains(out, "acme") || !strings.Contains(out, "admin") {
-		t.Fatalf("key list = %q, %v (must not show keys)", out, err)
+	if err != nil || strings.Contains(out, key) || !strings.Contains(out, "acme") || !strings.Contains(out, "admin") || !strings.HasPrefix(out, "ID ") {
+		t.Fatalf("key list = %q, %v (must not show keys; a header first)", out, err)
 	}
 	var id string
 	for _, line := range strings.Split(out, "\n") {
@@ -70,6 +70,14 @@ func TestKeyCommandsLive(t *testing.T) {
 	}
 	if _, err := runCLI(t, "key", "create", "--data", data, "--tenant", "acme", "--scope", "root"); err == nil {
 		t.Error("an unknown scope was accepted")
+	}
+	// A restart says that keys are on and where the admin key went: it
+	// said nothing, and nothing told that requests need a key.
+	up.stop(t)
+	again := startUp(t, "--data", data, "--listen", freeAddr(t), "--keys")
+	again.waitFor(t, "serving line", time.Minute, func() bool { return strings.Contains(again.out.String(), "serving on") })
+	if out := again.out.String(); !strings.Contains(out, "codectx up: keys on (") || !strings.Contains(out, "admin.key") {
+		t.Errorf("restart with --keys printed:\n%s", out)
 	}
 }
 

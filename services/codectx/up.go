@@ -147,6 +147,10 @@ Stop with SIGINT or SIGTERM.`)
 		}
 		if made {
 			fmt.Fprintf(stdout, "codectx up: keys on; an admin key was written to %s (mode 0600)\n", filepath.Join(c.data, "admin.key"))
+		} else {
+			// A restart: say so too, or nothing tells that requests need a
+			// key and where the keys are.
+			fmt.Fprintf(stdout, "codectx up: keys on (%s); the admin key of the first start was written to %s\n", *keysFile, filepath.Join(c.data, "admin.key"))
 		}
 	}
 	keyStore, err := openKeys(*keysFile)
