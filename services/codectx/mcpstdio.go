@@ -118,10 +118,16 @@ func messageIDs(line []byte, requests bool) []string {
 		ID     json.RawMessage `json:"id"`
 		Method *string         `json:"method"`
 	}
+	// One decoding of the line, a batch or one message by its first
+	// byte: an answer may be large, and each is read here.
 	var batch []msg
-	if err := json.Unmarshal(line, &batch); err != nil {
+	if b := bytes.TrimLeft(line, " \t\r\n"); len(b) > 0 && b[0] == '[' {
+		if json.Unmarshal(b, &batch) != nil {
+			return nil
+		}
+	} else {
 		var one msg
-		if json.Unmarshal(line, &one) != nil {
+		if json.Unmarshal(b, &one) != nil {
 			return nil
 		}
 		batch = []msg{one}
