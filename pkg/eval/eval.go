@@ -97,6 +97,9 @@ type Config struct {
 	// Pack is query.Request.Shape: the pack's breadth pass in place of
 	// query.DefaultShape, to measure the pack.
 	Pack *query.Shape `json:"pack,omitempty"`
+	// Merge is query.Request.Merge: how a query over several repositories
+	// (an --org run) orders their files.
+	Merge string `json:"merge,omitempty"`
 
 	model, chunkModel *rank.Model
 }
@@ -170,6 +173,9 @@ func ReadConfigs(r io.Reader) ([]Config, error) {
 		if c.Depth < 0 || c.FileDepth < 0 {
 			return nil, fmt.Errorf("eval: config %q: depth and file_depth must be >= 0", c.Name)
 		}
+		if err := query.CheckMerge(c.Merge); err != nil {
+			return nil, fmt.Errorf("eval: config %q: %w", c.Name, err)
+		}
 		if c.Ranker != "" && c.Ranker != query.RankLearned && c.Ranker != query.RankRRF {
 			return nil, fmt.Errorf("eval: config %q: unknown ranker %q", c.Name, c.Ranker)
 		}
@@ -240,6 +246,13 @@ type Options struct {
 	// many source bytes, joined as a query server loads them, instead of
 	// one segment: the answers must be the same.
 	ShardBytes int64
+	// Org runs each task as an org-wide query: every other repository
+	// with a git directory, indexed once at its HEAD, is searched beside
+	// the task's and the rankings are fused as a query over several
+	// repositories is (query.PackAll). A file of another repository above
+	// the gold file costs its rank; recall counts the task repository's
+	// chunks only.
+	Org bool
 }
 
 // FeatureDump is one line of an --features file.
@@ -344,12 +357,19 @@ func Run(ctx context.Context, tasks []Task, opt Options) (*Report, error) {
 			return nil, fmt.Errorf("eval: task %s: no --git-dir given for %s", t.ID, t.Repo)
 		}
 	}
+	var org map[string]*segment.Segment
+	if opt.Org {
+		var err error
+		if org, err = orgSegments(ctx, opt); err != nil {
+			return nil, err
+		}
+	}
 	for i, t := range tasks {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		start := time.Now()
-		results, files, err := runTask(ctx, t, opt)
+		results, files, err := runTask(ctx, t, opt, others(org, t.Repo))
 		if err != nil {
 			// One broken task (a commit missing from the clone, say) is
 			// reported and scored zero; the run goes on.
@@ -407,7 +427,7 @@ func zeroResult(t Task, budgets []int) TaskResult {
 // runTask indexes the task's repository at its base commit and runs every
 // configuration, returning results by configuration name and the number of
 // indexed files.
-func runTask(ctx context.Context, t Task, opt Options) (map[string]TaskResult, int, error) {
+func runTask(ctx context.Context, t Task, opt Options, others []*segment.Segment) (map[string]TaskResult, int, error) {
 	snap, err := source.Open(ctx, opt.GitDirs[t.Repo], source.Options{Rev: t.BaseCommit})
 	if err != nil {
 		return nil, 0, err
@@ -452,7 +472,13 @@ func runTask(ctx context.Context, t Task, opt Options) (map[string]TaskResult, i
 			out[c.Name] = base.run(t, opt.Budgets, changed)
 			continue
 		}
-		r, rk, err := runQuery(ctx, seg, dn, t, c, opt.Budgets, changed, sh, opt.Features != nil, opt.ChunkFeatures != nil)
+		var r TaskResult
+		var rk *query.Ranking
+		if opt.Org {
+			r, err = runOrgQuery(ctx, seg, others, t, c, opt.Budgets, changed, sh)
+		} else {
+			r, rk, err = runQuery(ctx, seg, dn, t, c, opt.Budgets, changed, sh, opt.Features != nil, opt.ChunkFeatures != nil)
+		}
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", c.Name, err)
 		}

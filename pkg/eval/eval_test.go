@@ -368,3 +368,52 @@ func TestRunChunkFeatures(t *testing.T) {
 		t.Errorf("a file model as a chunk model: %v, want an error naming log_size", err)
 	}
 }
+
+// TestRunOrg: an org-wide run searches the other repositories beside the
+// task's, names each ranked file by repository, and counts only the task
+// repository's file as gold, though the other holds the same path.
+func TestRunOrg(t *testing.T) {
+	shop := testrepo.New(t)
+	base := shop.Commit("initial", testrepo.Small)
+	other := testrepo.New(t)
+	other.Commit("initial", map[string]string{
+		"cart/cart.go": "package cart\n\n// Total of an empty cart is zero; the cart sums its items.\nfunc Total(items []int) int { return 0 }\n",
+	})
+	tasks := []eval.Task{{ID: "shop-1", Repo: "acme/shop", BaseCommit: base, Query: "Fix Cart.Total for empty carts", GoldFiles: []string{"cart/cart.go"}, Language: "go"}}
+	opt := eval.Options{
+		GitDirs: map[string]string{"acme/shop": shop.Bare(), "acme/other": other.Bare()},
+		Store:   blob.NewMem(),
+		Budgets: []int{4000},
+		Configs: []eval.Config{{Name: "gated", Route: true}, {Name: "score", Route: true, Merge: query.MergeScore}},
+		Org:     true,
+	}
+	rep, err := eval.Run(context.Background(), tasks, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"gated", "score"} {
+		r := rep.Tasks[c][0]
+		var repos []string
+		for _, p := range r.Top {
+			repo, _, ok := strings.Cut(p, ":")
+			if !ok {
+				t.Fatalf("%s: top file %q is not repo:path", c, p)
+			}
+			repos = append(repos, repo)
+		}
+		if !slices.Contains(repos, "acme/other") || !slices.Contains(repos, "acme/shop") {
+			t.Errorf("%s: top files %v, want both repositories'", c, r.Top)
+		}
+		gold := slices.Index(r.Top, "acme/shop:cart/cart.go")
+		if gold < 0 || r.MRR != 1/float64(gold+1) || r.Recall[4000] != 1 {
+			t.Errorf("%s: top %v, MRR %v, recall %v: want the MRR of acme/shop:cart/cart.go and its recall", c, r.Top, r.MRR, r.Recall)
+		}
+	}
+	opt.Features = new(bytes.Buffer)
+	if _, err := eval.Run(context.Background(), tasks, opt); err == nil {
+		t.Error("an org-wide run with a feature dump succeeded")
+	}
+	if _, err := eval.ReadConfigs(strings.NewReader(`[{"name":"x","merge":"gated"}]`)); err == nil {
+		t.Error(`ReadConfigs took merge "gated"`)
+	}
+}

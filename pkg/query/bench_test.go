@@ -178,3 +178,44 @@ func BenchmarkHistoryQuestion(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPackAllMerge is PackAll over three repositories (the benchmark
+// segment, $GOROOT/src/net/http and $GOROOT/src/go), the 20 queries in
+// rotation at budget 8000, with the fused scores alone (merge=score) and
+// with the repositories' gates (gated, the default) side by side: the
+// difference is repoGates.
+func BenchmarkPackAllMerge(b *testing.B) {
+	segs := []*segment.Segment{benchSegment(b)}
+	for _, d := range []string{"net/http", "go"} {
+		snap, err := source.Open(context.Background(), filepath.Join(runtime.GOROOT(), "src", d), source.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		seg, _, err := index.BuildSegment(context.Background(), blob.NewMem(), snap, "go/"+d, index.Options{})
+		snap.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		segs = append(segs, seg)
+	}
+	var parts [][]query.Part
+	for _, q := range benchQueries {
+		var ps []query.Part
+		for _, seg := range segs {
+			rk, err := (&query.Engine{Seg: seg}).Search(context.Background(), query.Request{Query: q, Route: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ps = append(ps, query.Part{Seg: seg, Ranking: rk})
+		}
+		parts = append(parts, ps)
+	}
+	for _, m := range []struct{ name, merge string }{{"score", query.MergeScore}, {"gated", ""}} {
+		b.Run("merge="+m.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				query.PackAll(parts[i%len(parts)], query.Request{Query: benchQueries[i%len(parts)], Budget: 8000, Merge: m.merge}, nil)
+			}
+		})
+	}
+}

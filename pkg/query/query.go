@@ -170,6 +170,12 @@ type Request struct {
 	// Shape overrides the pack's breadth pass (nil: DefaultShape). It
 	// exists to measure the pack: codectx eval --configs "pack".
 	Shape *Shape
+	// Merge picks how PackAll orders the files of several repositories:
+	// "" weighs each repository's by its gate (repoGates), MergeScore
+	// takes the fused scores alone (what every query did before), "gate:X"
+	// raises the gates to X (to measure; "" is gate:0.5). It exists to
+	// measure the merge: codectx eval --org --configs "merge".
+	Merge string
 }
 
 // Shape is the pack's breadth pass (pack.Options' Lead, Deep, DeepShare
@@ -204,6 +210,10 @@ type Sent struct {
 	// declarations; it does not count as sending them.
 	Outline bool `json:"outline,omitempty"`
 }
+
+// MergeScore is the Request.Merge that orders every repository's files
+// and chunks by their fused scores alone, as if one ranking.
+const MergeScore = "score"
 
 // Rankers.
 const (
@@ -575,9 +585,10 @@ type Part struct {
 
 // PackAll fuses the rankings of several repositories (each from Search
 // over its own segment) into one ranking and packs it into one budget:
-// candidates are merged by their fused score, so every repository's
-// chunks compete for the same tokens, and each packed chunk names its
-// repository. count is the token counter (nil: o200k). With one part it
+// candidates are merged by their fused scores, each repository's weighed
+// by its gate (repoGates; req.Merge picks another merge, an unknown one
+// is taken as MergeScore), so every repository's chunks compete for the
+// same tokens, and each packed chunk names its repository. count is the token counter (nil: o200k). With one part it
 // is Pack, but for Repos, which it sets (the API's answers name the
 // repositories searched; Pack, the in-process path, leaves it out). The
 // trigger and symbols are those of the first part (the classifier sees
@@ -610,8 +621,14 @@ func PackAll(parts []Part, req Request, count func(string) int) *Response {
 	var arms []string
 	seenArm := map[string]bool{}
 	timings := map[string]int{}
-	for _, p := range parts {
+	factor := func(int) float64 { return 1 }
+	if x, err := mergeExponent(req.Merge); len(parts) > 1 && err == nil && x > 0 {
+		gates := repoGates(parts, req.Query)
+		factor = func(i int) float64 { return math.Pow(gates[i], x) }
+	}
+	for pi, p := range parts {
 		seg, rk := p.Seg, p.Ranking
+		g := factor(pi)
 		fused := rk.Fused
 		if len(fused) > limit {
 			fused = fused[:limit]
@@ -624,7 +641,7 @@ func PackAll(parts []Part, req Request, count func(string) int) *Response {
 			all = append(all, pack.Candidate{
 				Repo: seg.Meta.Repo, Commit: seg.Meta.Commit, Path: c.Path,
 				StartLine: c.StartLine, EndLine: c.EndLine, Symbol: c.Name, Kind: string(c.Kind),
-				Signature: c.Signature, Doc: c.Doc, Body: c.Body, Score: s.Score, Signals: s.Arms,
+				Signature: c.Signature, Doc: c.Doc, Body: c.Body, Score: s.Score * g, Signals: s.Arms,
 				Outline: c.Outlined(),
 			})
 			if count == nil {
@@ -634,6 +651,7 @@ func PackAll(parts []Part, req Request, count func(string) int) *Response {
 		for _, f := range rk.Files {
 			if len(parts) > 1 {
 				f.Repo = seg.Meta.Repo
+				f.Score *= g
 			}
 			files = append(files, f)
 		}

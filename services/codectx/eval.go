@@ -35,6 +35,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	featureFile := fs.String("features", "", "write each task's top 100 files with their features, where the first stage ranks each gold file and gold labels (JSONL) to this file, for scripts/train-rank.py")
 	chunkFile := fs.String("chunk-features", "", "write, per task and gold file among the top 20, the file's chunks with the chunk ranker's features and their changed lines (JSONL) to this file, for scripts/train-chunks.py")
 	shardBytes := bytesFlag(fs, "shard-bytes", 0, "index each snapshot as shards of this many source `bytes`, joined as a server loads them (0: one segment); the figures must not change")
+	org := fs.Bool("org", false, "run each task as an org-wide query: every other --git-dir repository, indexed at its HEAD, is searched beside the task's and the rankings fused as a query over several repositories is")
 	byRepo := fs.Bool("by-repo", false, "print compact tables by repository and by language: every configuration side by side")
 	var df denseFlags
 	df.register(fs, false)
@@ -143,7 +144,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fmt.Errorf("eval: config %q: %w", c.Name, err)
 		}
 	}
-	opt := eval.Options{GitDirs: dirs, Store: store, Budgets: budgets, RankOnly: *rankOnly, Configs: configs, Progress: stderr, Embedder: kit.emb, ShardBytes: *shardBytes}
+	opt := eval.Options{GitDirs: dirs, Store: store, Budgets: budgets, RankOnly: *rankOnly, Configs: configs, Progress: stderr, Embedder: kit.emb, ShardBytes: *shardBytes, Org: *org}
 	var dumps []*dumpFile
 	for _, d := range []struct {
 		path string

@@ -1,0 +1,83 @@
+package query_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"codectx/pkg/query"
+	"codectx/pkg/segment"
+)
+
+// TestMergeGates: in a query over two repositories, the files of the one
+// the query's words are about come first, wherever it is in the list of
+// parts. The fused scores alone (MergeScore) rank the other repository's
+// best file, which holds only "total", above the second file of the one
+// the query is about.
+func TestMergeGates(t *testing.T) {
+	shop := segOf(t, "acme/shop", map[string]string{
+		"cart/cart.go": "package cart\n\n// Total sums the cart's lines.\nfunc Total(lines []int) int {\n\tt := 0\n\tfor _, l := range lines {\n\t\tt += l\n\t}\n\treturn t\n}\n",
+		"cart/item.go": "package cart\n\n// Item is a line of a cart.\ntype Item struct{ Price int }\n",
+	})
+	billing := segOf(t, "acme/billing", map[string]string{
+		"invoice/tax.go":   "package invoice\n\n// InvoiceTax is the tax of an invoice's total: each invoice line's tax rate.\nfunc InvoiceTax(invoice Invoice, rate int) int {\n\treturn invoice.Total * rate / 100\n}\n",
+		"invoice/types.go": "package invoice\n\n// Invoice is a bill.\ntype Invoice struct{ Total int }\n",
+	})
+	req := query.Request{Query: "invoice tax of the total", Route: true, Budget: 2000}
+	search := func(segs ...*segment.Segment) []query.Part {
+		var parts []query.Part
+		for _, s := range segs {
+			rk, err := (&query.Engine{Seg: s}).Search(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts = append(parts, query.Part{Seg: s, Ranking: rk})
+		}
+		return parts
+	}
+	top := func(resp *query.Response) string {
+		if len(resp.Files) == 0 {
+			return ""
+		}
+		return resp.Files[0].Repo + ":" + resp.Files[0].Path
+	}
+	repos := func(fs []query.File) []string {
+		var out []string
+		for _, f := range fs {
+			out = append(out, f.Repo)
+		}
+		return out
+	}
+	for _, order := range [][]*segment.Segment{{shop, billing}, {billing, shop}} {
+		parts := search(order...)
+		resp := query.PackAll(parts, req, nil)
+		if got := top(resp); got != "acme/billing:invoice/tax.go" || !slices.Equal(repos(resp.Files), []string{"acme/billing", "acme/billing", "acme/shop"}) {
+			t.Errorf("parts %s, %s: files %+v, want billing's two before shop's cart", order[0].Meta.Repo, order[1].Meta.Repo, resp.Files)
+		}
+		if len(resp.Chunks) == 0 || resp.Chunks[0].Repo != "acme/billing" {
+			t.Errorf("parts %s, %s: the pack does not start with billing's code: %+v", order[0].Meta.Repo, order[1].Meta.Repo, resp.Chunks)
+		}
+	}
+	score := req
+	score.Merge = query.MergeScore
+	// The fused scores alone put shop's cart between billing's two files:
+	// each repository's files are scored on its own scale.
+	if fs := query.PackAll(search(shop, billing), score, nil).Files; len(fs) < 3 || fs[1].Repo != "acme/shop" {
+		t.Errorf("merge %q: files %+v, want shop's cart second", query.MergeScore, fs)
+	}
+	// One repository: nothing to weigh.
+	one := search(shop)
+	if a, b := query.PackAll(one, req, nil), query.PackAll(one, score, nil); top(a) != top(b) || a.Files[0].Score != b.Files[0].Score {
+		t.Errorf("one repository: gated %+v, fused %+v", a.Files, b.Files)
+	}
+	for _, m := range []string{"", "score", "gate:0", "gate:2"} {
+		if err := query.CheckMerge(m); err != nil {
+			t.Errorf("CheckMerge(%q) = %v", m, err)
+		}
+	}
+	for _, m := range []string{"gated", "gate:", "gate:-1", "gate:NaN", "gate:1e9"} {
+		if err := query.CheckMerge(m); err == nil {
+			t.Errorf("CheckMerge(%q) = nil", m)
+		}
+	}
+}
