@@ -89,7 +89,7 @@ var routeDocs = []routeDoc{
 	{pattern: "POST /v1/index", path: "/v1/index", id: "index", routes: AdminRoutes, scope: "index",
 		summary: "Ask the orchestrator to index a repository (clone URL; a path on the server needs an operator key)",
 		body:    typeOf[IndexRequest](), example: map[string]any{"location": "https://git.example.com/acme/shop.git", "commit": "main"}, ok: 202, out: typeOf[IndexResponse](), errors: []int{400, 401, 403, 409, 413, 415, 429, 503},
-		notes: map[int]string{409: "Conflict: " + repoCapNote}},
+		notes: map[int]string{409: "Conflict: " + repoCapNote + "; or the request names no repo and the name taken from its location (a directory's name; a URL's owner/name) is a repository indexed from another location: name this one, or name that repository to move it"}},
 	{pattern: "POST /v1/webhooks/{host}/{tenant}", path: "/v1/webhooks/{host}/{tenant}", id: "webhook", routes: AdminRoutes,
 		summary: "A signed push delivery of GitHub, GitLab or Gitea; reindexes the files it changed",
 		params:  []paramDoc{{name: "host", in: "path", desc: "github, gitlab or gitea", required: true, schema: map[string]any{"type": "string", "enum": []string{"github", "gitlab", "gitea"}}}, tenantPath},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 	"sync"
 
@@ -200,4 +201,19 @@ func splitRepoKey(key, suffix string) (tenant, repo string, ok bool) {
 		return "", "", false
 	}
 	return tenant, repo, index.ValidTenant(tenant) && index.ValidName(repo)
+}
+
+// sameLocation reports whether two locations name the same repository
+// as spelled: equal once trailing slashes and a ".git" suffix are cut, and
+// local paths cleaned.
+func sameLocation(a, b string) bool {
+	norm := func(l string) string {
+		l = strings.TrimRight(l, "/")
+		l = strings.TrimSuffix(l, ".git")
+		if strings.HasPrefix(l, "/") {
+			l = path.Clean(l)
+		}
+		return strings.TrimRight(l, "/")
+	}
+	return norm(a) == norm(b)
 }

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -245,4 +246,72 @@ func (f *deletingIndexer) Status(ctx context.Context, tenant, repo string) (api.
 		return api.RepoStatus{}, err
 	}
 	return api.RepoStatus{State: api.StateIdle, Location: "https://example.com/" + tenant + "/" + repo + ".git"}, nil
+}
+
+// TestIndexNameTakenElsewhere: a repository named after its location
+// (directories x/shop and y/shop are both "shop"; clone URLs of two hosts
+// with the same owner and name are both "x/shop") is not moved to another location by
+// an index request that does not name it: 409, the first one's location
+// and index untouched. The same location spelled with a trailing slash
+// or ".git", a request that names the repository, and a new name are
+// taken.
+func TestIndexNameTakenElsewhere(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys.json")
+	acme, _, err := keys.Create(path, "acme", keys.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := keys.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := blob.NewMem()
+	ix := &locIndexer{loc: map[string]string{}}
+	srv := httptest.NewServer((&api.Server{Store: store, Routes: api.AllRoutes, KeyStore: ks, Indexer: ix}).Handler())
+	defer srv.Close()
+	post := func(body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/index", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+acme)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	const first, second = "https://example.com/x/shop.git", "https://example.org/x/shop"
+	for _, c := range []struct {
+		body string
+		want int
+	}{
+		{`{"location":"` + first + `"}`, 202},
+		{`{"location":"https://example.com/x/shop/"}`, 202}, // the same, spelled otherwise
+		{`{"location":"` + second + `"}`, 409},
+		{`{"location":"` + second + `","repo":"x/shop-2"}`, 202},
+	} {
+		code, body := post(c.body)
+		if code != c.want {
+			t.Errorf("index %s: HTTP %d %s, want %d", c.body, code, body, c.want)
+		}
+		if code == 409 && (!strings.Contains(body, "another location") || strings.Contains(body, "example.com")) {
+			t.Errorf("409 answer %s: want it to say why, without the first location", body)
+		}
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for _, r := range ix.reqs {
+		if r.Repo == "x/shop" && r.Location == second {
+			t.Errorf("acme/x/shop was signalled at %s", second)
+		}
+	}
+	// Naming it moves it: the operator's choice.
+	ix.mu.Unlock()
+	code, body := post(`{"location":"` + second + `","repo":"x/shop"}`)
+	ix.mu.Lock()
+	if code != 202 {
+		t.Errorf("index naming x/shop at %s: HTTP %d %s, want 202", second, code, body)
+	}
 }

@@ -551,7 +551,8 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if req.Repo == "" {
+	named := req.Repo != ""
+	if !named {
 		req.Repo = pipeline.RepoName(req.Location)
 	}
 	if err := validRepo(req.Tenant, req.Repo); err != nil {
@@ -560,6 +561,20 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	}
 	unlock := s.lockRepo(req.Tenant, req.Repo)
 	defer unlock()
+	if !named {
+		// A name taken from the location (x/shop and y/shop are both
+		// "shop") must not move a repository to another location: the
+		// second one silently replaced the first one's index.
+		old, err := s.storedLocation(r.Context(), req.Tenant, req.Repo)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, err)
+			return
+		}
+		if old != "" && !sameLocation(old, req.Location) {
+			writeError(w, http.StatusConflict, fmt.Errorf("repository %s of tenant %s is indexed from another location; give this one its own name (\"repo\" in the request, codectx index --name), or name %s to move it here", req.Repo, req.Tenant, req.Repo))
+			return
+		}
+	}
 	run, code, err := s.signal(r.Context(), req, s.operator(r))
 	if err != nil {
 		writeError(w, code, err)
