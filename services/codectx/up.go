@@ -300,19 +300,7 @@ Stop with SIGINT or SIGTERM.`)
 		indexing.Add(1)
 		go func() {
 			defer indexing.Done()
-			where, err := absLocation(loc)
-			if err == nil {
-				err = indexAndWait(ictx, cl, api.IndexRequest{Tenant: *tenant, Location: where}, stdout)
-			}
-			if err != nil && ictx.Err() == nil {
-				// The request went to this process's own API: its
-				// answer's text, not the HTTP status of a "server".
-				var e *api.Error
-				if errors.As(err, &e) {
-					err = errors.New(e.Message)
-				}
-				fmt.Fprintf(stdout, "index %s failed: %v\n", loc, err)
-			}
+			indexOne(ictx, cl, *tenant, loc, stdout)
 		}()
 	}
 
@@ -370,12 +358,46 @@ func absLocation(loc string) (string, error) {
 // indexAndWait sends an index request and prints the outcome when the
 // repository's workflow has covered it.
 func indexAndWait(ctx context.Context, cl *api.Client, req api.IndexRequest, out io.Writer) error {
+	_, err := indexAccepted(ctx, cl, req, out)
+	return err
+}
+
+// indexAccepted is indexAndWait, also saying whether the server took
+// the request (its snapshot runs whether or not the wait ends).
+func indexAccepted(ctx context.Context, cl *api.Client, req api.IndexRequest, out io.Writer) (bool, error) {
 	resp, err := cl.Index(ctx, req)
 	if err != nil {
-		return err
+		return false, err
 	}
 	fmt.Fprintf(out, "indexing %s/%s from %s\n", termSafe(resp.Tenant, false), termSafe(resp.Repo, false), termSafe(req.Location, false))
-	return waitPrinted(ctx, cl, resp.Tenant, resp.Repo, req.Commit, out)
+	return true, waitPrinted(ctx, cl, resp.Tenant, resp.Repo, req.Commit, out)
+}
+
+// indexOne indexes loc for up --index and prints how it ended: indexed,
+// failed, or, when up stops first (ctx ends), not finished.
+func indexOne(ctx context.Context, cl *api.Client, tenant, loc string, out io.Writer) {
+	where, err := absLocation(loc)
+	accepted := false
+	if err == nil {
+		accepted, err = indexAccepted(ctx, cl, api.IndexRequest{Tenant: tenant, Location: where}, out)
+	}
+	switch {
+	case err == nil:
+	case ctx.Err() != nil && accepted:
+		// Ctrl-C: the snapshot is the orchestrator's, kept with the
+		// data directory (said nothing, and looked lost).
+		fmt.Fprintf(out, "index %s not finished: up is stopping; its snapshot goes on when up starts again with this data directory\n", termSafe(loc, false))
+	case ctx.Err() != nil:
+		fmt.Fprintf(out, "index %s not started: up is stopping\n", termSafe(loc, false))
+	default:
+		// The request went to this process's own API: its answer's
+		// text, not the HTTP status of a "server".
+		var e *api.Error
+		if errors.As(err, &e) {
+			err = errors.New(e.Message)
+		}
+		fmt.Fprintf(out, "index %s failed: %v\n", loc, err)
+	}
 }
 
 // waitPrinted waits for tenant/repo's snapshot (of commit, "" for every
