@@ -54,6 +54,11 @@ func TestMergeGates(t *testing.T) {
 		if got := top(resp); got != "acme/billing:invoice/tax.go" || !slices.Equal(repos(resp.Files), []string{"acme/billing", "acme/billing", "acme/shop"}) {
 			t.Errorf("parts %s, %s: files %+v, want billing's two before shop's cart", order[0].Meta.Repo, order[1].Meta.Repo, resp.Files)
 		}
+		// The symbols reported are those billing's lookups found, not
+		// the first part's.
+		if !slices.Equal(resp.Symbols, []string{"invoice"}) {
+			t.Errorf("parts %s, %s: symbols %v, want billing's [invoice]", order[0].Meta.Repo, order[1].Meta.Repo, resp.Symbols)
+		}
 		if len(resp.Chunks) == 0 || resp.Chunks[0].Repo != "acme/billing" {
 			t.Errorf("parts %s, %s: the pack does not start with billing's code: %+v", order[0].Meta.Repo, order[1].Meta.Repo, resp.Chunks)
 		}

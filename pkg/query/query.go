@@ -588,11 +588,13 @@ type Part struct {
 // candidates are merged by their fused scores, each repository's weighed
 // by its gate (repoGates; req.Merge picks another merge, an unknown one
 // is taken as MergeScore), so every repository's chunks compete for the
-// same tokens, and each packed chunk names its repository. count is the token counter (nil: o200k). With one part it
-// is Pack, but for Repos, which it sets (the API's answers name the
-// repositories searched; Pack, the in-process path, leaves it out). The
-// trigger and symbols are those of the first part (the classifier sees
-// the same text everywhere; only its symbol lookups differ).
+// same tokens, and each packed chunk names its repository. count is the
+// token counter (nil: o200k). With one part it is Pack, but for Repos,
+// which it sets (the API's answers name the repositories searched; Pack,
+// the in-process path, leaves it out). The trigger and symbols are those
+// of the part with the highest gate, the first among equals (the
+// classifier sees the same text everywhere; only its symbol lookups
+// differ).
 func PackAll(parts []Part, req Request, count func(string) int) *Response {
 	if req.Budget <= 0 {
 		req.Budget = 8000
@@ -622,9 +624,15 @@ func PackAll(parts []Part, req Request, count func(string) int) *Response {
 	seenArm := map[string]bool{}
 	timings := map[string]int{}
 	factor := func(int) float64 { return 1 }
+	lead := 0 // the part whose trigger and symbols the answer reports
 	if x, err := mergeExponent(req.Merge); len(parts) > 1 && err == nil && x > 0 {
 		gates := repoGates(parts, req.Query)
 		factor = func(i int) float64 { return math.Pow(gates[i], x) }
+		for i, g := range gates {
+			if g > gates[lead] {
+				lead = i
+			}
+		}
 	}
 	for pi, p := range parts {
 		seg, rk := p.Seg, p.Ranking
@@ -712,7 +720,7 @@ func PackAll(parts []Part, req Request, count func(string) int) *Response {
 	out := &Response{Query: req.Query, Arms: arms, Budget: req.Budget, Tokens: res.Tokens, Files: files, Commits: commits, Dropped: res.Dropped, Timings: timings, Context: text,
 		AlreadySent: already, TokensSaved: saved}
 	if len(parts) > 0 {
-		rk := parts[0].Ranking
+		rk := parts[lead].Ranking
 		out.Trigger, out.Confidence, out.Symbols = string(rk.Class.Trigger), rk.Class.Confidence, rk.Class.Symbols
 	}
 	for _, p := range parts {
