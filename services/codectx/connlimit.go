@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"sync"
 	"time"
+
+	"codectx/pkg/ratelog"
 )
 
 // Connection bounds of the API's listener (docs/security.md): every open
@@ -57,6 +60,10 @@ type limitListener struct {
 	done      chan struct{}
 	closeOnce sync.Once
 
+	// refused logs the connections closed by the per-address bound, one
+	// line per address and minute with the count of the rest (nil: none).
+	refused *ratelog.Limiter
+
 	mu     sync.Mutex
 	byAddr map[string]int
 	idle   map[*limitedConn]time.Time // keep-alive connections between requests, since when
@@ -86,6 +93,9 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			l.mu.Unlock()
 			c.Close()
 			l.release()
+			// The address, not the port: one line per client however
+			// many connections it opens.
+			l.refused.Warn(context.Background(), addr, "connection refused: its address holds as many as --http-connections-per-addr allows (behind a proxy, raise it)", "addr", addr, "limit", l.lim.perAddr)
 			continue
 		}
 		l.byAddr[addr]++

@@ -201,7 +201,9 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	// unreachable at start.
 	var handler swapHandler
 	handler.set(startingHandler("blob store"))
-	hs, err := startHTTP(c.listen, &handler, limits.http())
+	hl := limits.http()
+	hl.log = log
+	hs, err := startHTTP(c.listen, &handler, hl)
 	if err != nil {
 		return err
 	}

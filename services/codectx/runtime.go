@@ -15,6 +15,7 @@ import (
 	"codectx/pkg/api"
 	"codectx/pkg/pipeline"
 	"codectx/pkg/queue/natsq"
+	"codectx/pkg/ratelog"
 
 	"github.com/nats-io/nats.go"
 
@@ -228,6 +229,7 @@ const (
 type httpLimits struct {
 	readTimeout time.Duration // zero: defaultReadTimeout
 	conns       connLimits
+	log         *slog.Logger // where connections refused by the per-address bound are logged (nil: nowhere)
 }
 
 func startHTTP(addr string, h http.Handler, lim httpLimits) (*httpServer, error) {
@@ -240,6 +242,9 @@ func startHTTP(addr string, h http.Handler, lim httpLimits) (*httpServer, error)
 		readTimeout = defaultReadTimeout
 	}
 	l := newLimitListener(nl, lim.conns)
+	if lim.log != nil {
+		l.refused = ratelog.New(lim.log, time.Minute)
+	}
 	s := &httpServer{
 		srv: &http.Server{Handler: h, ReadHeaderTimeout: min(readHeaderTimeout, readTimeout), ReadTimeout: readTimeout,
 			WriteTimeout: max(writeTimeout, readTimeout), IdleTimeout: idleTimeout, MaxHeaderBytes: 64 << 10,

@@ -85,6 +85,11 @@ func TestSecurityConnectionBound(t *testing.T) {
 		if answered != perAddr {
 			t.Errorf("%d idle connections from one address answered and held, want %d (the per-address bound)", answered, perAddr)
 		}
+		// The refusals leave one log line for the address, not one each
+		// (they left none).
+		if n := strings.Count(s.up.errs.String(), "connection refused: its address holds"); n != 1 || !strings.Contains(s.up.errs.String(), "127.0.0.3") {
+			t.Errorf("%d log lines of refused connections, want 1 naming 127.0.0.3:\n%s", n, s.up.errs.String())
+		}
 		code, took := authorized(t, s, "127.0.0.2")
 		if code != http.StatusOK || took > 2*time.Second {
 			t.Errorf("acme's request from another address = %d after %v, want 200 at once", code, took)

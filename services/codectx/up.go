@@ -251,7 +251,9 @@ Stop with SIGINT or SIGTERM.`)
 	}
 	limits.apply(srv, c.listen)
 	srv.Limits.TenantRepos = tenantRepos(c.tenantRepos, *keysFile != "")
-	hs, err := startHTTP(c.listen, srv.Handler(), limits.http())
+	hl := limits.http()
+	hl.log = log
+	hs, err := startHTTP(c.listen, srv.Handler(), hl)
 	if err != nil {
 		return fmt.Errorf("up: %w", err)
 	}

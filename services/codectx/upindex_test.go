@@ -6,31 +6,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"codectx/pkg/api"
 )
-
-// syncBuf is a bytes buffer written by one goroutine, read by the test.
-type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestIndexOneStopped: up stopping (Ctrl-C) while an --index snapshot
 // runs says it is not finished and goes on at the next start (it said
@@ -60,7 +41,7 @@ func TestIndexOneStopped(t *testing.T) {
 	loc := t.TempDir()
 
 	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuf
+	var out syncBuffer
 	done := make(chan struct{})
 	go func() { indexOne(ctx, cl, "default", loc, &out); close(done) }()
 	select {
@@ -74,14 +55,14 @@ func TestIndexOneStopped(t *testing.T) {
 		t.Errorf("stopped while indexing: %q", got)
 	}
 
-	var before syncBuf
+	var before syncBuffer
 	indexOne(ctx, cl, "default", loc, &before) // ctx already ended
 	if got := before.String(); !strings.Contains(got, "not started: up is stopping") {
 		t.Errorf("stopped before the request: %q", got)
 	}
 
 	refuse.Store(true)
-	var failed syncBuf
+	var failed syncBuffer
 	indexOne(context.Background(), cl, "default", loc, &failed)
 	if got := failed.String(); !strings.Contains(got, "failed: repository shop is indexed from another location") {
 		t.Errorf("refused: %q", got)
