@@ -25,6 +25,7 @@ import (
 	"codectx/pkg/query"
 	"codectx/pkg/segment"
 	"codectx/pkg/tokens"
+	"codectx/pkg/webhook"
 	"codectx/pkg/xrepo"
 )
 
@@ -269,8 +270,38 @@ func plainRefusal(s string) string {
 		return s
 	}
 	rest = strings.TrimPrefix(rest, "validating root: ")
+	if names, ok := strings.CutPrefix(rest, "unexpected additional properties "); ok {
+		// It listed every unknown argument in full, however many and
+		// long: a megabyte of them came back.
+		return "invalid arguments: unknown arguments " + boundNames(names)
+	}
 	rest = strings.ReplaceAll(rest, "validating /properties/", "argument ")
 	return "invalid arguments: " + boundRE.ReplaceAllString(rest, ": $1 is $2 than $3")
+}
+
+// maxNamed is how many unknown arguments a refusal names.
+const maxNamed = 5
+
+var quotedRE = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// boundNames renders the SDK's list of quoted names (["a" "b"]) as at most
+// maxNamed names, each quoted within webhook.Quote's bound, and a count of
+// the rest.
+func boundNames(list string) string {
+	qs := quotedRE.FindAllString(list, -1)
+	var out []string
+	for i, q := range qs {
+		if i == maxNamed {
+			out = append(out, fmt.Sprintf("and %d more", len(qs)-maxNamed))
+			break
+		}
+		name, err := strconv.Unquote(q)
+		if err != nil {
+			name = q
+		}
+		out = append(out, webhook.Quote(name))
+	}
+	return strings.Join(out, ", ")
 }
 
 func textResult(text string) *mcp.CallToolResult {

@@ -221,7 +221,10 @@ func TestPlainRefusal(t *testing.T) {
 		`validating "arguments": validating root: validating /properties/depth: maximum: 10/1 is greater than 6.000000`:    "invalid arguments: argument depth: maximum: 10 is greater than 6",
 		`validating "arguments": validating root: required: missing properties: ["repo"]`:                                  `invalid arguments: required: missing properties: ["repo"]`,
 		`validating "arguments": validating root: validating /properties/repo: pattern: "a/1" does not match regular expr`: `invalid arguments: argument repo: pattern: "a/1" does not match regular expr`,
-		`repository acme/x is not indexed`: `repository acme/x is not indexed`,
+		`repository acme/x is not indexed`:                                                                               `repository acme/x is not indexed`,
+		`validating "arguments": validating root: unexpected additional properties ["rpeo"]`:                             `invalid arguments: unknown arguments "rpeo"`,
+		`validating "arguments": validating root: unexpected additional properties ["a" "b\"c" "d" "e" "f" "g" "h"]`:     `invalid arguments: unknown arguments "a", "b\"c", "d", "e", "f", and 2 more`,
+		`validating "arguments": validating root: unexpected additional properties ["` + strings.Repeat("x", 300) + `"]`: `invalid arguments: unknown arguments "` + strings.Repeat("x", 64) + `"... (300 bytes)`,
 	} {
 		if got := plainRefusal(in); got != want {
 			t.Errorf("plainRefusal(%q) = %q, want %q", in, got, want)
