@@ -57,14 +57,15 @@ func repoGates(parts []Part, q string) []float64 {
 		if ix == nil || p.Ranking == nil {
 			continue
 		}
-		keep := map[int]bool{}
+		var buf [gateDepth]int
+		keep := buf[:0]
 		pos := filePositions(p.Seg)
 		for k, f := range p.Ranking.Files {
 			if k == gateDepth {
 				break
 			}
 			if d, ok := pos[f.Path]; ok {
-				keep[d] = true
+				keep = append(keep, d)
 			}
 		}
 		if len(keep) == 0 {
@@ -77,7 +78,7 @@ func repoGates(parts []Part, q string) []float64 {
 				w[j] = idf(n, df[j]) / idf(ln, d)
 			}
 		}
-		hits := ix.SearchWeighted(terms, w, 1, FileParams(), func(d int) bool { return keep[d] })
+		hits := ix.SearchWeighted(terms, w, 1, FileParams(), func(d int) bool { return slices.Contains(keep, d) })
 		if len(hits) > 0 {
 			gates[i] = float64(hits[0].Score)
 			best = max(best, gates[i])
