@@ -2,6 +2,7 @@ package query
 
 import (
 	"cmp"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -50,7 +51,8 @@ func isTestPath(p string) bool {
 // seed, each as its module chunk with the signal "graph". A file its own
 // repository already ranked keeps its place. Files outside the request's
 // languages are left out; without the graph arm among the request's arms
-// nothing is added. The rankings are replaced, not modified.
+// nothing is added. The rankings are replaced, not modified; each added
+// file is recorded in Ranking.Across with the part that pulled it in.
 func ExpandAcross(parts []Part, req Request, links CrossLinks) {
 	if len(parts) < 2 || links == nil || (req.Arms != nil && !slices.Contains(req.Arms, ArmGraph)) {
 		return
@@ -66,6 +68,7 @@ func ExpandAcross(parts []Part, req Request, links CrossLinks) {
 	type add struct {
 		id    int
 		score float64
+		from  int // the part whose top file pulled it in
 	}
 	adds := make([]map[string]add, len(parts))
 	for i, p := range parts {
@@ -112,7 +115,7 @@ func ExpandAcross(parts []Part, req Request, links CrossLinks) {
 				}
 				added++
 				if s := f.Score * weight(r); s > adds[k][r.Path].score {
-					adds[k][r.Path] = add{id, s}
+					adds[k][r.Path] = add{id, s, i}
 				}
 			}
 		}
@@ -128,6 +131,10 @@ func ExpandAcross(parts []Part, req Request, links CrossLinks) {
 		}
 		rk.Fused = slices.Clone(rk.Fused)
 		rk.Files = slices.Clone(rk.Files)
+		rk.Across = maps.Clone(rk.Across)
+		if rk.Across == nil {
+			rk.Across = map[string]int{}
+		}
 		paths := make([]string, 0, len(as))
 		for p := range as {
 			paths = append(paths, p)
@@ -140,6 +147,7 @@ func ExpandAcross(parts []Part, req Request, links CrossLinks) {
 			a := as[p]
 			rk.Fused = append(rk.Fused, fusion.Scored{ID: strconv.Itoa(a.id), Score: a.score, Arms: []string{ArmGraph}})
 			rk.Files = append(rk.Files, File{Path: p, Score: a.score, Signals: []string{ArmGraph}})
+			rk.Across[p] = a.from
 		}
 		slices.SortStableFunc(rk.Fused, func(a, b fusion.Scored) int { return cmp.Compare(b.Score, a.Score) })
 		slices.SortStableFunc(rk.Files, func(a, b File) int { return cmp.Compare(b.Score, a.Score) })

@@ -18,7 +18,8 @@ const gateDepth = 20
 // files of the repository the query is about come before the others'
 // (each repository's fused scores are on the same scale, whatever it
 // holds: its first file scores alike in every repository). Part i's gate
-// is the best whole-file BM25 score among its top gateDepth files, with
+// is the best whole-file BM25 score among its top gateDepth files (those
+// ExpandAcross added left out), with
 // every term's idf taken over all the parts' files together (a word
 // common in one repository and absent from the others says which one the
 // query is about), over the best part's. A part without a whole-file
@@ -60,9 +61,12 @@ func repoGates(parts []Part, q string) []float64 {
 		var buf [gateDepth]int
 		keep := buf[:0]
 		pos := filePositions(p.Seg)
-		for k, f := range p.Ranking.Files {
-			if k == gateDepth {
+		for _, f := range p.Ranking.Files {
+			if len(keep) == gateDepth {
 				break
+			}
+			if _, across := p.Ranking.Across[f.Path]; across {
+				continue // another repository's evidence
 			}
 			if d, ok := pos[f.Path]; ok {
 				keep = append(keep, d)

@@ -86,3 +86,42 @@ func TestMergeGates(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeGatesAcross: a file another repository's top file pulled in
+// across repositories (ExpandAcross) keeps its seed's weight, though its
+// own repository matches none of the query's words: its gate is 0, and
+// the file was scored 0 and left out of the pack.
+func TestMergeGatesAcross(t *testing.T) {
+	app := segOf(t, "app", map[string]string{"pay/charge.go": "package pay\n\n// ChargeCustomer charges a customer.\nfunc ChargeCustomer() {}\n"})
+	lib := segOf(t, "lib", map[string]string{"round/round.go": "package round\n\n// HalfEven rounds.\nfunc HalfEven() {}\n"})
+	links := func(repo, path string) []query.FileRef {
+		if repo == "app" && path == "pay/charge.go" {
+			return []query.FileRef{{Repo: "lib", Path: "round/round.go"}}
+		}
+		return nil
+	}
+	req := query.Request{Query: "charge customer", Route: true, Budget: 4000}
+	var parts []query.Part
+	for _, seg := range []*segment.Segment{app, lib} {
+		rk, err := (&query.Engine{Seg: seg}).Search(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, query.Part{Seg: seg, Ranking: rk})
+	}
+	query.ExpandAcross(parts, req, links)
+	resp := query.PackAll(parts, req, nil)
+	if len(resp.Files) != 2 || resp.Files[0].Path != "pay/charge.go" || resp.Files[1].Path != "round/round.go" {
+		t.Fatalf("files %+v, want app's charge.go, then lib's round.go", resp.Files)
+	}
+	if got, want := resp.Files[1].Score, resp.Files[0].Score/2; got != want {
+		t.Errorf("lib's round.go scored %v, want half its seed's %v", got, want)
+	}
+	found := false
+	for _, c := range resp.Chunks {
+		found = found || c.Repo == "lib" && c.Path == "round/round.go"
+	}
+	if !found {
+		t.Errorf("the pack has no lib:round/round.go: %+v", resp.Chunks)
+	}
+}

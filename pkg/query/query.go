@@ -329,6 +329,10 @@ type Ranking struct {
 	// Chunks are the chunks of the top files with the chunk ranker's
 	// features (only when Request.ChunkFeatures).
 	Chunks []ChunkCandidate
+	// Across are the files ExpandAcross added, each with the index of the
+	// part whose top file pulled it in: PackAll weighs them by that
+	// part's gate, not their own repository's.
+	Across map[string]int
 }
 
 // Search runs classification, retrieval and fusion.
@@ -637,6 +641,12 @@ func PackAll(parts []Part, req Request, count func(string) int) *Response {
 	for pi, p := range parts {
 		seg, rk := p.Seg, p.Ranking
 		g := factor(pi)
+		gate := func(path string) float64 {
+			if from, ok := rk.Across[path]; ok && from >= 0 && from < len(parts) {
+				return factor(from)
+			}
+			return g
+		}
 		fused := rk.Fused
 		if len(fused) > limit {
 			fused = fused[:limit]
@@ -649,7 +659,7 @@ func PackAll(parts []Part, req Request, count func(string) int) *Response {
 			all = append(all, pack.Candidate{
 				Repo: seg.Meta.Repo, Commit: seg.Meta.Commit, Path: c.Path,
 				StartLine: c.StartLine, EndLine: c.EndLine, Symbol: c.Name, Kind: string(c.Kind),
-				Signature: c.Signature, Doc: c.Doc, Body: c.Body, Score: s.Score * g, Signals: s.Arms,
+				Signature: c.Signature, Doc: c.Doc, Body: c.Body, Score: s.Score * gate(c.Path), Signals: s.Arms,
 				Outline: c.Outlined(),
 			})
 			if count == nil {
@@ -659,7 +669,7 @@ func PackAll(parts []Part, req Request, count func(string) int) *Response {
 		for _, f := range rk.Files {
 			if len(parts) > 1 {
 				f.Repo = seg.Meta.Repo
-				f.Score *= g
+				f.Score *= gate(f.Path)
 			}
 			files = append(files, f)
 		}
