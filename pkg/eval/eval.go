@@ -251,7 +251,8 @@ type Options struct {
 	// the task's and the rankings are fused as a query over several
 	// repositories is (query.PackAll). A file of another repository above
 	// the gold file costs its rank; recall counts the task repository's
-	// chunks only.
+	// chunks only. The baseline is one whole-file BM25 over all the
+	// repositories' files.
 	Org bool
 }
 
@@ -357,10 +358,10 @@ func Run(ctx context.Context, tasks []Task, opt Options) (*Report, error) {
 			return nil, fmt.Errorf("eval: task %s: no --git-dir given for %s", t.ID, t.Repo)
 		}
 	}
-	var org map[string]*segment.Segment
+	var o *org
 	if opt.Org {
 		var err error
-		if org, err = orgSegments(ctx, opt); err != nil {
+		if o, err = loadOrg(ctx, opt); err != nil {
 			return nil, err
 		}
 	}
@@ -369,7 +370,7 @@ func Run(ctx context.Context, tasks []Task, opt Options) (*Report, error) {
 			return nil, err
 		}
 		start := time.Now()
-		results, files, err := runTask(ctx, t, opt, others(org, t.Repo))
+		results, files, err := runTask(ctx, t, opt, o)
 		if err != nil {
 			// One broken task (a commit missing from the clone, say) is
 			// reported and scored zero; the run goes on.
@@ -427,7 +428,8 @@ func zeroResult(t Task, budgets []int) TaskResult {
 // runTask indexes the task's repository at its base commit and runs every
 // configuration, returning results by configuration name and the number of
 // indexed files.
-func runTask(ctx context.Context, t Task, opt Options, others []*segment.Segment) (map[string]TaskResult, int, error) {
+func runTask(ctx context.Context, t Task, opt Options, o *org) (map[string]TaskResult, int, error) {
+	others, otherDocs := o.others(t.Repo)
 	snap, err := source.Open(ctx, opt.GitDirs[t.Repo], source.Options{Rev: t.BaseCommit})
 	if err != nil {
 		return nil, 0, err
@@ -464,6 +466,15 @@ func runTask(ctx context.Context, t Task, opt Options, others []*segment.Segment
 	}
 	for _, c := range opt.Configs {
 		if c.Baseline {
+			if base == nil && o != nil {
+				// One collection of the org's files: the idf and the
+				// ranking across repositories are BM25's own.
+				own, err := readDocs(snap, t.Repo, Candidate(t.Language))
+				if err != nil {
+					return nil, 0, fmt.Errorf("baseline: %w", err)
+				}
+				base = buildBaseline(append([]*docs{own}, otherDocs...), Candidate(t.Language))
+			}
 			if base == nil {
 				if base, err = newBaseline(snap, t.Language); err != nil {
 					return nil, 0, fmt.Errorf("baseline: %w", err)
@@ -794,6 +805,7 @@ func summarize(name string, rs []TaskResult, budgets []int) Summary {
 type baseline struct {
 	paths []string
 	sizes []int
+	repos []string // each file's repository, in an org-wide run (else nil)
 	ix    *bm25.Index
 }
 
@@ -834,25 +846,63 @@ func Candidate(lang string) func(string) bool {
 }
 
 func newBaseline(snap *source.Snapshot, lang string) (*baseline, error) {
-	b := &baseline{}
-	bld := bm25.NewBuilder()
-	candidate := Candidate(lang)
+	own, err := readDocs(snap, "", Candidate(lang))
+	if err != nil {
+		return nil, err
+	}
+	return buildBaseline([]*docs{own}, nil), nil
+}
+
+// docs are a repository's files as the whole-file baseline indexes them:
+// path and text as one field.
+type docs struct {
+	repo   string
+	paths  []string
+	tokens [][]string
+	sizes  []int // o200k tokens, estimated as bytes / 4
+}
+
+// readDocs reads the files of snap that keep accepts (nil: all).
+func readDocs(snap *source.Snapshot, repo string, keep func(string) bool) (*docs, error) {
+	d := &docs{repo: repo}
 	for _, f := range snap.Files {
-		if candidate == nil || !candidate(f.Path) {
+		if keep != nil && !keep(f.Path) {
 			continue
 		}
 		data, err := snap.Read(f)
 		if err != nil {
 			return nil, err
 		}
-		var fields [bm25.NumFields][]string
-		fields[bm25.FieldBody] = append(tokenize.Tokens(f.Path), tokenize.Tokens(string(data))...)
-		bld.AddTokens(fields)
-		b.paths = append(b.paths, f.Path)
-		b.sizes = append(b.sizes, (len(data)+3)/4)
+		d.paths = append(d.paths, f.Path)
+		d.tokens = append(d.tokens, append(tokenize.Tokens(f.Path), tokenize.Tokens(string(data))...))
+		d.sizes = append(d.sizes, (len(data)+3)/4)
+	}
+	return d, nil
+}
+
+// buildBaseline indexes the files of ds that keep accepts (nil: all) as
+// one collection. With more than one repository, files are named
+// repo\x00path.
+func buildBaseline(ds []*docs, keep func(string) bool) *baseline {
+	b := &baseline{}
+	bld := bm25.NewBuilder()
+	for _, d := range ds {
+		for i, p := range d.paths {
+			if keep != nil && !keep(p) {
+				continue
+			}
+			var fields [bm25.NumFields][]string
+			fields[bm25.FieldBody] = d.tokens[i]
+			bld.AddTokens(fields)
+			b.paths = append(b.paths, p)
+			b.sizes = append(b.sizes, d.sizes[i])
+			if len(ds) > 1 {
+				b.repos = append(b.repos, d.repo)
+			}
+		}
 	}
 	b.ix = bld.Build()
-	return b, nil
+	return b
 }
 
 func (b *baseline) run(t Task, budgets []int, changed map[string][]int) TaskResult {
@@ -862,9 +912,13 @@ func (b *baseline) run(t Task, budgets []int, changed map[string][]int) TaskResu
 	p.Weights[bm25.FieldBody] = 1
 	hits := b.ix.Search(tokenize.QueryTokens(t.Query), len(b.paths), p)
 	res := TaskResult{Task: t.ID, Repo: t.Repo, Language: t.Language, Recall: map[int]float64{}, Tokens: map[int]int{}, PackFiles: map[int]int{}, LatencyUS: int(time.Since(start).Microseconds())}
+	own := func(d int) bool { return b.repos == nil || b.repos[d] == t.Repo }
 	ranked := make([]string, len(hits))
 	for i, h := range hits {
 		ranked[i] = b.paths[h.Doc]
+		if b.repos != nil {
+			ranked[i] = b.repos[h.Doc] + "\x00" + ranked[i]
+		}
 	}
 	for _, budget := range budgets {
 		used := 0
@@ -872,7 +926,9 @@ func (b *baseline) run(t Task, budgets []int, changed map[string][]int) TaskResu
 		for _, h := range hits {
 			if used+b.sizes[h.Doc] <= budget {
 				used += b.sizes[h.Doc]
-				got[b.paths[h.Doc]] = true
+				if own(h.Doc) {
+					got[b.paths[h.Doc]] = true
+				}
 			}
 		}
 		res.Recall[budget] = recall(t.GoldFiles, got)
@@ -885,7 +941,16 @@ func (b *baseline) run(t Task, budgets []int, changed map[string][]int) TaskResu
 		res.Tokens[budget] = used
 		res.PackFiles[budget] = len(got)
 	}
-	scoreRanking(&res, t.GoldFiles, ranked)
+	gold := t.GoldFiles
+	if b.repos != nil {
+		gold = orgKeys(t.Repo, gold)
+	}
+	scoreRanking(&res, gold, ranked)
+	if b.repos != nil {
+		for i := range res.Top {
+			res.Top[i] = orgName(res.Top[i])
+		}
+	}
 	return res
 }
 

@@ -371,7 +371,8 @@ func TestRunChunkFeatures(t *testing.T) {
 
 // TestRunOrg: an org-wide run searches the other repositories beside the
 // task's, names each ranked file by repository, and counts only the task
-// repository's file as gold, though the other holds the same path.
+// repository's file as gold, though the other holds the same path; the
+// whole-file baseline ranks both repositories' files as one collection.
 func TestRunOrg(t *testing.T) {
 	shop := testrepo.New(t)
 	base := shop.Commit("initial", testrepo.Small)
@@ -384,14 +385,14 @@ func TestRunOrg(t *testing.T) {
 		GitDirs: map[string]string{"acme/shop": shop.Bare(), "acme/other": other.Bare()},
 		Store:   blob.NewMem(),
 		Budgets: []int{4000},
-		Configs: []eval.Config{{Name: "gated", Route: true}, {Name: "score", Route: true, Merge: query.MergeScore}},
+		Configs: []eval.Config{{Name: "baseline", Baseline: true}, {Name: "gated", Route: true}, {Name: "score", Route: true, Merge: query.MergeScore}},
 		Org:     true,
 	}
 	rep, err := eval.Run(context.Background(), tasks, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []string{"gated", "score"} {
+	for _, c := range []string{"baseline", "gated", "score"} {
 		r := rep.Tasks[c][0]
 		var repos []string
 		for _, p := range r.Top {

@@ -13,9 +13,16 @@ import (
 	"codectx/pkg/source"
 )
 
-// orgSegments indexes every repository with a git directory at its HEAD:
-// the other repositories of an org-wide query (Options.Org).
-func orgSegments(ctx context.Context, opt Options) (map[string]*segment.Segment, error) {
+// org is the other repositories of an org-wide run (Options.Org), each
+// at its HEAD: indexed, and read as the whole-file baseline reads files.
+type org struct {
+	segs map[string]*segment.Segment
+	docs map[string]*docs
+}
+
+// loadOrg indexes and reads every repository with a git directory at
+// its HEAD.
+func loadOrg(ctx context.Context, opt Options) (*org, error) {
 	if opt.Features != nil || opt.ChunkFeatures != nil || opt.Embedder != nil {
 		return nil, fmt.Errorf("eval: an org-wide run takes no feature dumps and no embedder")
 	}
@@ -24,7 +31,7 @@ func orgSegments(ctx context.Context, opt Options) (map[string]*segment.Segment,
 		repos = append(repos, r)
 	}
 	slices.Sort(repos)
-	out := map[string]*segment.Segment{}
+	o := &org{segs: map[string]*segment.Segment{}, docs: map[string]*docs{}}
 	for i, r := range repos {
 		start := time.Now()
 		snap, err := source.Open(ctx, opt.GitDirs[r], source.Options{})
@@ -32,27 +39,55 @@ func orgSegments(ctx context.Context, opt Options) (map[string]*segment.Segment,
 			return nil, fmt.Errorf("eval: org: %s: %w", r, err)
 		}
 		seg, _, err := index.BuildSegment(ctx, opt.Store, snap, r, index.Options{HistoryLimit: 500})
+		if err == nil && hasBaseline(opt.Configs) {
+			o.docs[r], err = readDocs(snap, r, nil)
+		}
 		snap.Close()
 		if err != nil {
 			return nil, fmt.Errorf("eval: org: index %s: %w", r, err)
 		}
-		out[r] = seg
+		o.segs[r] = seg
 		if opt.Progress != nil {
 			fmt.Fprintf(opt.Progress, "org [%d/%d] %s at HEAD (%d files, %.1fs)\n", i+1, len(repos), r, len(seg.Files), time.Since(start).Seconds())
 		}
 	}
-	return out, nil
+	return o, nil
 }
 
-// others are the org's segments but the one of repo, by name.
-func others(org map[string]*segment.Segment, repo string) []*segment.Segment {
-	var out []*segment.Segment
-	for r, s := range org {
+func hasBaseline(cs []Config) bool {
+	return slices.ContainsFunc(cs, func(c Config) bool { return c.Baseline })
+}
+
+// others are the org's repositories but repo, by name: their segments
+// and baseline files.
+func (o *org) others(repo string) ([]*segment.Segment, []*docs) {
+	if o == nil {
+		return nil, nil
+	}
+	names := make([]string, 0, len(o.segs))
+	for r := range o.segs {
 		if r != repo {
-			out = append(out, s)
+			names = append(names, r)
 		}
 	}
-	slices.SortFunc(out, func(a, b *segment.Segment) int { return strings.Compare(a.Meta.Repo, b.Meta.Repo) })
+	slices.Sort(names)
+	segs := make([]*segment.Segment, len(names))
+	var ds []*docs
+	for i, r := range names {
+		segs[i] = o.segs[r]
+		if d := o.docs[r]; d != nil {
+			ds = append(ds, d)
+		}
+	}
+	return segs, ds
+}
+
+// orgKeys names repo's paths as an org-wide ranking does: repo\x00path.
+func orgKeys(repo string, paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = repo + "\x00" + p
+	}
 	return out
 }
 
@@ -108,11 +143,7 @@ func runOrgQuery(ctx context.Context, seg *segment.Segment, others []*segment.Se
 	for i, f := range files {
 		ranked[i] = f.Repo + "\x00" + f.Path
 	}
-	gold := make([]string, len(t.GoldFiles))
-	for i, g := range t.GoldFiles {
-		gold[i] = t.Repo + "\x00" + g
-	}
-	scoreRanking(&res, gold, ranked)
+	scoreRanking(&res, orgKeys(t.Repo, t.GoldFiles), ranked)
 	for i := range res.Top {
 		res.Top[i] = orgName(res.Top[i])
 	}
