@@ -204,16 +204,28 @@ func splitRepoKey(key, suffix string) (tenant, repo string, ok bool) {
 }
 
 // sameLocation reports whether two locations name the same repository
-// as spelled: equal once trailing slashes and a ".git" suffix are cut, and
-// local paths cleaned.
+// as spelled: equal once trailing slashes are cut, a URL's ".git" suffix
+// too and its scheme and host lowered, and local paths cleaned with a
+// work tree's "/.git" cut. A local
+// "shop.git" is not "shop": a bare repository beside a work tree is
+// another directory, another repository.
 func sameLocation(a, b string) bool {
 	norm := func(l string) string {
 		l = strings.TrimRight(l, "/")
-		l = strings.TrimSuffix(l, ".git")
 		if strings.HasPrefix(l, "/") {
 			l = path.Clean(l)
+			if l != "/.git" {
+				l = strings.TrimSuffix(l, "/.git")
+			}
+			return l
 		}
-		return strings.TrimRight(l, "/")
+		l = strings.TrimRight(strings.TrimSuffix(l, ".git"), "/")
+		if scheme, rest, ok := strings.Cut(l, "://"); ok {
+			// Scheme and host are case-insensitive; the path is not.
+			host, p, _ := strings.Cut(rest, "/")
+			l = strings.ToLower(scheme) + "://" + strings.ToLower(host) + "/" + p
+		}
+		return l
 	}
 	return norm(a) == norm(b)
 }
