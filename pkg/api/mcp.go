@@ -275,9 +275,22 @@ func plainRefusal(s string) string {
 		// long: a megabyte of them came back.
 		return "invalid arguments: unknown arguments " + boundNames(names)
 	}
+	if len(rest) > maxRefusal {
+		// The validator quotes a bad value in full: a 200 KB budget
+		// string came back whole.
+		cut := maxRefusal
+		for cut > 0 && !utf8.RuneStart(rest[cut]) {
+			cut--
+		}
+		rest = rest[:cut] + fmt.Sprintf("... (%d bytes)", len(rest))
+	}
 	rest = strings.ReplaceAll(rest, "validating /properties/", "argument ")
 	return "invalid arguments: " + boundRE.ReplaceAllString(rest, ": $1 is $2 than $3")
 }
+
+// maxRefusal bounds the validator's refusal of a call's arguments, in
+// bytes; maxNamed is how many unknown arguments a refusal names.
+const maxRefusal = 1024
 
 // maxNamed is how many unknown arguments a refusal names.
 const maxNamed = 5

@@ -3,8 +3,10 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -229,5 +231,10 @@ func TestPlainRefusal(t *testing.T) {
 		if got := plainRefusal(in); got != want {
 			t.Errorf("plainRefusal(%q) = %q, want %q", in, got, want)
 		}
+	}
+	// A bad value is quoted in full by the validator: the refusal is cut.
+	long := `validating "arguments": validating root: validating /properties/budget: type: "` + strings.Repeat("é", 100000) + `" has type "string", want one of "integer"`
+	if got := plainRefusal(long); len(got) > 1100 || !strings.HasPrefix(got, `invalid arguments: argument budget: type: "éé`) || !strings.HasSuffix(got, fmt.Sprintf("... (%d bytes)", len(long)-len(`validating "arguments": validating root: `))) || !utf8.ValidString(got) {
+		t.Errorf("plainRefusal of a 200 KB value: %d bytes, %q...", len(got), got[:min(len(got), 80)])
 	}
 }
