@@ -19,12 +19,11 @@ const gateDepth = 20
 // (each repository's fused scores are on the same scale, whatever it
 // holds: its first file scores alike in every repository). Part i's gate
 // is the best whole-file BM25 score among its top gateDepth files (those
-// ExpandAcross added left out), with
-// every term's idf taken over all the parts' files together (a word
-// common in one repository and absent from the others says which one the
-// query is about), over the best part's. A part without a whole-file
-// index, or every part when nothing matched, gets 1: no evidence leaves
-// the fused scores as they are.
+// ExpandAcross added left out), with every term's idf taken over all the
+// parts' files together (a word common in one repository and absent from
+// the others says which one the query is about), over the best part's. A
+// part without a whole-file index, or every part when nothing matched,
+// gets 1: no evidence leaves the fused scores as they are.
 func repoGates(parts []Part, q string) []float64 {
 	gates := make([]float64, len(parts))
 	one := func() []float64 {
