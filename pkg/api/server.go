@@ -571,7 +571,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if old != "" && !sameLocation(old, req.Location) {
-			writeError(w, http.StatusConflict, fmt.Errorf("repository %s of tenant %s is indexed from another location; give this one its own name (\"repo\" in the request, codectx index --name), or name %s to move it here", req.Repo, req.Tenant, req.Repo))
+			writeError(w, http.StatusConflict, fmt.Errorf("repository %s of tenant %s is indexed from another location; give this one its own name (\"repo\" in the request, codectx index --name, up --index NAME=PATH), or name %s to move it here", req.Repo, req.Tenant, req.Repo))
 			return
 		}
 	}

@@ -67,7 +67,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c.storeFlags(fs)
 	c.netFlags(fs)
 	var locations listFlag
-	fs.Var(&locations, "index", "index this path or clone URL on start (repeatable)")
+	fs.Var(&locations, "index", "index this path or clone URL on start, NAME=LOCATION to name its repository (repeatable)")
 	tenant := fs.String("tenant", "default", "tenant of the --index repositories")
 	parseWorkers := fs.Int("parse-workers", runtime.GOMAXPROCS(0), "parse handlers")
 	embedWorkers := fs.Int("embed-workers", 1, "embed handlers (with --embedder)")
@@ -375,13 +375,27 @@ func indexAccepted(ctx context.Context, cl *api.Client, req api.IndexRequest, ou
 	return true, waitPrinted(ctx, cl, resp.Tenant, resp.Repo, req.Commit, out)
 }
 
-// indexOne indexes loc for up --index and prints how it ended: indexed,
-// failed, or, when up stops first (ctx ends), not finished.
-func indexOne(ctx context.Context, cl *api.Client, tenant, loc string, out io.Writer) {
+// splitIndexArg reads an --index value: LOCATION, or NAME=LOCATION to
+// name the repository (two directories of one name are one repository
+// otherwise, and the second is refused). A value that is an existing
+// path is a location, "=" and all.
+func splitIndexArg(v string) (name, loc string) {
+	if n, l, ok := strings.Cut(v, "="); ok && l != "" && index.ValidName(n) {
+		if _, err := os.Stat(v); err != nil {
+			return n, l
+		}
+	}
+	return "", v
+}
+
+// indexOne indexes an --index value for up and prints how it ended:
+// indexed, failed, or, when up stops first (ctx ends), not finished.
+func indexOne(ctx context.Context, cl *api.Client, tenant, arg string, out io.Writer) {
+	name, loc := splitIndexArg(arg)
 	where, err := absLocation(loc)
 	accepted := false
 	if err == nil {
-		accepted, err = indexAccepted(ctx, cl, api.IndexRequest{Tenant: tenant, Location: where}, out)
+		accepted, err = indexAccepted(ctx, cl, api.IndexRequest{Tenant: tenant, Repo: name, Location: where}, out)
 	}
 	switch {
 	case err == nil:
@@ -398,7 +412,7 @@ func indexOne(ctx context.Context, cl *api.Client, tenant, loc string, out io.Wr
 		if errors.As(err, &e) {
 			err = errors.New(e.Message)
 		}
-		fmt.Fprintf(out, "index %s failed: %v\n", loc, err)
+		fmt.Fprintf(out, "index %s failed: %v\n", termSafe(loc, false), err)
 	}
 }
 
