@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"codectx/pkg/segment"
 	"codectx/pkg/tokenize"
 )
 
@@ -38,16 +37,19 @@ func repoGates(parts []Part, q string) []float64 {
 	if len(terms) == 0 {
 		return one()
 	}
-	df := make([]float64, len(terms))
+	df := make([]float64, len(terms))      // over all the parts
+	local := make([][]float64, len(parts)) // each part's own
 	n := 0.0
-	for _, p := range parts {
+	for i, p := range parts {
 		ix := p.Seg.FileBM25
 		if ix == nil {
 			continue
 		}
 		n += float64(ix.NumDocs())
+		local[i] = make([]float64, len(terms))
 		for j, t := range terms {
-			df[j] += float64(ix.DocFreq(t))
+			local[i][j] = float64(ix.DocFreq(t))
+			df[j] += local[i][j]
 		}
 	}
 	best := 0.0
@@ -59,7 +61,6 @@ func repoGates(parts []Part, q string) []float64 {
 		}
 		var buf [gateDepth]int
 		keep := buf[:0]
-		pos := filePositions(p.Seg)
 		for _, f := range p.Ranking.Files {
 			if len(keep) == gateDepth {
 				break
@@ -67,7 +68,7 @@ func repoGates(parts []Part, q string) []float64 {
 			if _, across := p.Ranking.Across[f.Path]; across {
 				continue // another repository's evidence
 			}
-			if d, ok := pos[f.Path]; ok {
+			if d, ok := p.Seg.FileIndex(f.Path); ok {
 				keep = append(keep, d)
 			}
 		}
@@ -75,9 +76,9 @@ func repoGates(parts []Part, q string) []float64 {
 			continue
 		}
 		ln := float64(ix.NumDocs())
-		for j, t := range terms {
+		for j, d := range local[i] {
 			w[j] = 0
-			if d := float64(ix.DocFreq(t)); d > 0 {
+			if d > 0 {
 				w[j] = idf(n, df[j]) / idf(ln, d)
 			}
 		}
@@ -101,18 +102,6 @@ func repoGates(parts []Part, q string) []float64 {
 }
 
 func idf(n, df float64) float64 { return math.Log(1 + (n-df+0.5)/(df+0.5)) }
-
-// filePositions maps a segment's paths to their positions in Files (the
-// whole-file index's document ids).
-func filePositions(seg *segment.Segment) map[string]int {
-	return seg.Memo("query.filePositions", func() any {
-		m := make(map[string]int, len(seg.Files))
-		for i, f := range seg.Files {
-			m[f.Path] = i
-		}
-		return m
-	}).(map[string]int)
-}
 
 // gateExponent is the power of a repository's gate its files' scores are
 // multiplied by: chosen on the training repositories of bench/splits.json
