@@ -685,12 +685,18 @@ func goldNear(seg *segment.Segment, gold, pool []string) []int {
 	return out
 }
 
+// request is the query of task t under configuration c.
+func (c Config) request(t Task) query.Request {
+	return query.Request{Query: t.Query, Arms: c.Arms, Route: c.Route, Languages: Languages(t.Language), Scale: c.Scale, Paths: Candidate(t.Language), Ranker: c.Ranker,
+		Depth: c.Depth, FileDepth: c.FileDepth, ClassNames: c.ClassNames, Supertypes: c.Supertypes, ChunkRanker: c.ChunkRanker, Shape: c.Pack, Merge: c.Merge}
+}
+
 func runQuery(ctx context.Context, seg *segment.Segment, dn query.Dense, t Task, c Config, budgets []int, changed map[string][]int, sh *shown, features, chunkFeatures bool) (TaskResult, *query.Ranking, error) {
 	eng := &query.Engine{Seg: seg, Dense: dn, Model: c.model, ChunkModel: c.chunkModel}
 	res := TaskResult{Task: t.ID, Repo: t.Repo, Language: t.Language, Recall: map[int]float64{}, Tokens: map[int]int{}, PackFiles: map[int]int{}}
 	start := time.Now()
-	req := query.Request{Query: t.Query, Arms: c.Arms, Route: c.Route, Languages: Languages(t.Language), Scale: c.Scale, Paths: Candidate(t.Language), Ranker: c.Ranker, Features: features,
-		Depth: c.Depth, FileDepth: c.FileDepth, ClassNames: c.ClassNames, Supertypes: c.Supertypes, ChunkRanker: c.ChunkRanker, ChunkFeatures: chunkFeatures, Shape: c.Pack}
+	req := c.request(t)
+	req.Features, req.ChunkFeatures = features, chunkFeatures
 	if features {
 		req.FeatureDepth = FeatureDepth
 	}

@@ -98,11 +98,10 @@ func orgKeys(repo string, paths []string) []string {
 func runOrgQuery(ctx context.Context, seg *segment.Segment, others []*segment.Segment, t Task, c Config, budgets []int, changed map[string][]int, sh *shown) (TaskResult, error) {
 	res := TaskResult{Task: t.ID, Repo: t.Repo, Language: t.Language, Recall: map[int]float64{}, Tokens: map[int]int{}, PackFiles: map[int]int{}}
 	start := time.Now()
-	req := query.Request{Query: t.Query, Arms: c.Arms, Route: c.Route, Languages: Languages(t.Language), Scale: c.Scale, Paths: Candidate(t.Language), Ranker: c.Ranker,
-		Depth: c.Depth, FileDepth: c.FileDepth, ClassNames: c.ClassNames, Supertypes: c.Supertypes, Shape: c.Pack, Merge: c.Merge}
+	req := c.request(t)
 	parts := make([]query.Part, 0, 1+len(others))
 	for _, s := range append([]*segment.Segment{seg}, others...) {
-		rk, err := (&query.Engine{Seg: s, Model: c.model}).Search(ctx, req)
+		rk, err := (&query.Engine{Seg: s, Model: c.model, ChunkModel: c.chunkModel}).Search(ctx, req)
 		if err != nil {
 			return res, err
 		}
