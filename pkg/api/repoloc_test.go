@@ -261,6 +261,10 @@ func TestIndexNameTakenElsewhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	beta, _, err := keys.Create(path, "beta", keys.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ks, err := keys.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -269,10 +273,10 @@ func TestIndexNameTakenElsewhere(t *testing.T) {
 	ix := &locIndexer{loc: map[string]string{}}
 	srv := httptest.NewServer((&api.Server{Store: store, Routes: api.AllRoutes, KeyStore: ks, Indexer: ix}).Handler())
 	defer srv.Close()
-	post := func(body string) (int, string) {
+	postAs := func(key, body string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/index", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+acme)
+		req.Header.Set("Authorization", "Bearer "+key)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -282,6 +286,7 @@ func TestIndexNameTakenElsewhere(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	post := func(body string) (int, string) { t.Helper(); return postAs(acme, body) }
 	const first, second = "https://example.com/x/shop.git", "https://example.org/x/shop"
 	for _, c := range []struct {
 		body string
@@ -307,8 +312,16 @@ func TestIndexNameTakenElsewhere(t *testing.T) {
 			t.Errorf("acme/x/shop was signalled at %s", second)
 		}
 	}
-	// Naming it moves it: the operator's choice.
+	// Another tenant is no oracle: beta holds no x/shop, so the same
+	// request is taken for it, and acme's x/shop stays where it was.
 	ix.mu.Unlock()
+	if code, body := postAs(beta, `{"location":"`+second+`"}`); code != 202 {
+		t.Errorf("beta's index of %s: HTTP %d %s, want 202 (acme's x/shop is acme's)", second, code, body)
+	}
+	if code, _ := post(`{"location":"` + second + `"}`); code != 409 {
+		t.Errorf("acme's index of %s after beta's: HTTP %d, want 409", second, code)
+	}
+	// Naming it moves it: the operator's choice.
 	code, body := post(`{"location":"` + second + `","repo":"x/shop"}`)
 	ix.mu.Lock()
 	if code != 202 {

@@ -18,6 +18,21 @@ func segOf(t *testing.T, name string, files map[string]string) *segment.Segment 
 	return headSeg(t, r, name)
 }
 
+// searchParts searches each segment for req: the parts of a query over
+// several repositories.
+func searchParts(t *testing.T, req query.Request, segs ...*segment.Segment) []query.Part {
+	t.Helper()
+	var parts []query.Part
+	for _, seg := range segs {
+		rk, err := (&query.Engine{Seg: seg}).Search(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, query.Part{Seg: seg, Ranking: rk})
+	}
+	return parts
+}
+
 // TestExpandAcross: the top file of one repository's ranking pulls in
 // the files of another it is linked to, as their module chunks with the
 // graph signal, at half the seed's score for a file it imports and a
@@ -37,15 +52,7 @@ func TestExpandAcross(t *testing.T) {
 	}
 	search := func(req query.Request) []query.Part {
 		t.Helper()
-		var parts []query.Part
-		for _, seg := range []*segment.Segment{app, lib} {
-			rk, err := (&query.Engine{Seg: seg}).Search(context.Background(), req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			parts = append(parts, query.Part{Seg: seg, Ranking: rk})
-		}
-		return parts
+		return searchParts(t, req, app, lib)
 	}
 	req := query.Request{Query: "charge customer", Route: true}
 	parts := search(req)

@@ -1,7 +1,6 @@
 package query_test
 
 import (
-	"context"
 	"slices"
 	"testing"
 
@@ -25,15 +24,8 @@ func TestMergeGates(t *testing.T) {
 	})
 	req := query.Request{Query: "invoice tax of the total", Route: true, Budget: 2000}
 	search := func(segs ...*segment.Segment) []query.Part {
-		var parts []query.Part
-		for _, s := range segs {
-			rk, err := (&query.Engine{Seg: s}).Search(context.Background(), req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			parts = append(parts, query.Part{Seg: s, Ranking: rk})
-		}
-		return parts
+		t.Helper()
+		return searchParts(t, req, segs...)
 	}
 	top := func(resp *query.Response) string {
 		if len(resp.Files) == 0 {
@@ -70,11 +62,6 @@ func TestMergeGates(t *testing.T) {
 	if fs := query.PackAll(search(shop, billing), score, nil).Files; len(fs) < 3 || fs[1].Repo != "acme/shop" {
 		t.Errorf("merge %q: files %+v, want shop's cart second", query.MergeScore, fs)
 	}
-	// One repository: nothing to weigh.
-	one := search(shop)
-	if a, b := query.PackAll(one, req, nil), query.PackAll(one, score, nil); top(a) != top(b) || a.Files[0].Score != b.Files[0].Score {
-		t.Errorf("one repository: gated %+v, fused %+v", a.Files, b.Files)
-	}
 	for _, m := range []string{"", "score", "gate:0", "gate:2"} {
 		if err := query.CheckMerge(m); err != nil {
 			t.Errorf("CheckMerge(%q) = %v", m, err)
@@ -101,14 +88,7 @@ func TestMergeGatesAcross(t *testing.T) {
 		return nil
 	}
 	req := query.Request{Query: "charge customer", Route: true, Budget: 4000}
-	var parts []query.Part
-	for _, seg := range []*segment.Segment{app, lib} {
-		rk, err := (&query.Engine{Seg: seg}).Search(context.Background(), req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		parts = append(parts, query.Part{Seg: seg, Ranking: rk})
-	}
+	parts := searchParts(t, req, app, lib)
 	query.ExpandAcross(parts, req, links)
 	resp := query.PackAll(parts, req, nil)
 	if len(resp.Files) != 2 || resp.Files[0].Path != "pay/charge.go" || resp.Files[1].Path != "round/round.go" {
