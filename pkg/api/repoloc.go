@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 	"sync"
 
@@ -201,31 +200,4 @@ func splitRepoKey(key, suffix string) (tenant, repo string, ok bool) {
 		return "", "", false
 	}
 	return tenant, repo, index.ValidTenant(tenant) && index.ValidName(repo)
-}
-
-// sameLocation reports whether two locations name the same repository
-// as spelled: equal once trailing slashes are cut, a URL's ".git" suffix
-// too and its scheme and host lowered, and local paths cleaned with a
-// work tree's "/.git" cut. A local
-// "shop.git" is not "shop": a bare repository beside a work tree is
-// another directory, another repository.
-func sameLocation(a, b string) bool {
-	norm := func(l string) string {
-		l = strings.TrimRight(l, "/")
-		if strings.HasPrefix(l, "/") {
-			l = path.Clean(l)
-			if l != "/.git" {
-				l = strings.TrimSuffix(l, "/.git")
-			}
-			return l
-		}
-		l = strings.TrimRight(strings.TrimSuffix(l, ".git"), "/")
-		if scheme, rest, ok := strings.Cut(l, "://"); ok {
-			// Scheme and host are case-insensitive; the path is not.
-			host, p, _ := strings.Cut(rest, "/")
-			l = strings.ToLower(scheme) + "://" + strings.ToLower(host) + "/" + p
-		}
-		return l
-	}
-	return norm(a) == norm(b)
 }

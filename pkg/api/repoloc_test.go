@@ -253,7 +253,7 @@ func (f *deletingIndexer) Status(ctx context.Context, tenant, repo string) (api.
 // with the same owner and name are both "x/shop") is not moved to another location by
 // an index request that does not name it: 409, the first one's location
 // and index untouched. The same location spelled with a trailing slash
-// or ".git", a request that names the repository, and a new name are
+// or ".git", or fetched by another scheme, a request that names the repository, and a new name are
 // taken.
 func TestIndexNameTakenElsewhere(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "keys.json")
@@ -294,6 +294,7 @@ func TestIndexNameTakenElsewhere(t *testing.T) {
 	}{
 		{`{"location":"` + first + `"}`, 202},
 		{`{"location":"https://example.com/x/shop/"}`, 202}, // the same, spelled otherwise
+		{`{"location":"git://example.com/x/shop"}`, 202},    // the same, over git
 		{`{"location":"` + second + `"}`, 409},
 		{`{"location":"` + second + `","repo":"x/shop-2"}`, 202},
 	} {

@@ -1,15 +1,13 @@
 package api
 
 import (
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"maps"
-
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"runtime"
@@ -19,6 +17,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"codectx/pkg/blob"
 	"codectx/pkg/index"
@@ -570,7 +570,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusServiceUnavailable, err)
 			return
 		}
-		if old != "" && !sameLocation(old, req.Location) {
+		if old != "" && !location.Same(old, req.Location) {
 			writeError(w, http.StatusConflict, fmt.Errorf("repository %s of tenant %s is indexed from another location; give this one its own name (\"repo\" in the request, codectx index --name, up --index NAME=PATH), or name %s to move it here", req.Repo, req.Tenant, req.Repo))
 			return
 		}

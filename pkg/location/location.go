@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -268,4 +269,62 @@ func (l Location) HostPort() (host, port string) {
 		port = map[string]string{"https": "443", "http": "80", "ssh": "22", "git": "9418"}[l.Scheme]
 	}
 	return l.Host, port
+}
+
+// defaultPorts are the ports a remote URL of each scheme names when it
+// names none.
+var defaultPorts = map[string]string{"https": "443", "http": "80", "ssh": "22", "git": "9418"}
+
+// Same reports whether two locations name the same repository as spelled.
+//
+// Remote locations are the same when their host, port and path are: the
+// scheme (https, ssh, the scp-like user@host:path, git, http) and the user
+// are how the repository is fetched, not which one it is, so
+// git@host:o/x and https://host/o/x are one repository. The host is
+// compared without case, a scheme's default port counts as none, and the
+// path keeps its case but loses trailing slashes and one ".git". Local
+// locations are the same when their cleaned paths are, with a work tree's
+// "/.git" cut; a bare "shop.git" beside "shop" is another repository.
+// A local location is never a remote one, and strings that do not parse
+// are compared as spelled, trailing slashes cut.
+func Same(a, b string) bool {
+	ka, oka := sameKey(a)
+	kb, okb := sameKey(b)
+	if !oka || !okb {
+		return strings.TrimRight(a, "/") == strings.TrimRight(b, "/")
+	}
+	return ka == kb
+}
+
+// sameKey is the key Same compares.
+func sameKey(s string) (string, bool) {
+	loc, err := Parse(s)
+	if err != nil {
+		return "", false
+	}
+	if loc.Kind == Local {
+		p := path.Clean(loc.Path)
+		if p != "/.git" && p != ".git" {
+			p = strings.TrimSuffix(p, "/.git")
+		}
+		return "local:" + p, true
+	}
+	var p, port, query string
+	if m := scpRE.FindStringSubmatch(s); m != nil && !schemeRE.MatchString(s) {
+		p = m[3]
+	} else {
+		u, err := url.Parse(s)
+		if err != nil {
+			return "", false
+		}
+		p, port = u.EscapedPath(), u.Port()
+		if u.RawQuery != "" {
+			query = "?" + u.RawQuery
+		}
+	}
+	if port == defaultPorts[loc.Scheme] {
+		port = ""
+	}
+	p = strings.TrimRight(strings.TrimSuffix(strings.TrimRight(p, "/"), ".git"), "/")
+	return "remote:" + loc.Host + ":" + port + "/" + strings.TrimLeft(p, "/") + query, true
 }

@@ -96,3 +96,47 @@ func TestNumericHosts(t *testing.T) {
 		}
 	}
 }
+
+func TestSame(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"https://example.com/x/shop", "https://example.com/x/shop.git", true},
+		{"https://example.com/x/shop", "https://example.com/x/shop/", true},
+		{"https://example.com/x/shop", "https://example.org/x/shop", false},
+		{"https://Example.COM/x/shop", "https://example.com/x/shop.git", true},
+		{"https://example.com/x/Shop", "https://example.com/x/shop", false},
+		{"https://example.com/x/shop", "https://example.com/y/shop", false},
+		// One repository fetched over ssh or https.
+		{"git@example.com:x/shop.git", "https://example.com/x/shop", true},
+		{"ssh://git@example.com/x/shop", "https://example.com/x/shop", true},
+		{"ssh://git@example.com:22/x/shop", "git@example.com:x/shop", true},
+		{"https://example.com:443/x/shop", "http://example.com/x/shop", true},
+		{"git://example.com/x/shop", "https://user@example.com/x/shop", true},
+		{"git@example.com:x/shop", "git@example.org:x/shop", false},
+		{"git@example.com:x/shop", "https://example.com/x/shop-api", false},
+		{"ssh://git@example.com:2222/x/shop", "https://example.com/x/shop", false},
+		{"https://example.com/x/shop?ref=main", "https://example.com/x/shop", false},
+		// Local paths.
+		{"/src/shop", "/src/shop/", true},
+		{"/src/shop", "/src/shop/.git", true},
+		{"/src/shop", "/src/./shop//", true},
+		{"/src/shop", "file:///src/shop", true},
+		{"/src/shop", "/src/shop.git", false},
+		{"/src/shop.git", "/src/shop.git/", true},
+		{"/src/shop", "/other/shop", false},
+		// A local path is no remote one, whatever its words.
+		{"/example.com/x/shop", "https://example.com/x/shop", false},
+		// Strings that do not parse are compared as spelled.
+		{"HTTPS://example.com/x/shop", "HTTPS://example.com/x/shop/", true},
+		{"HTTPS://example.com/x/shop", "https://example.com/x/shop", false},
+	} {
+		if got := Same(c.a, c.b); got != c.want {
+			t.Errorf("Same(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+		if got := Same(c.b, c.a); got != c.want {
+			t.Errorf("Same(%q, %q) = %v, want %v", c.b, c.a, got, c.want)
+		}
+	}
+}
