@@ -203,7 +203,8 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 		"Give name (a symbol, written as symbol takes it: Mount, Router.Mount, http.ListenAndServe, json.loads) or path (a file). " +
 		"Resolved from the code graph, across repositories too: an import of a package another of the tenant's repositories provides " +
 		"(Go module, npm package, Python distribution, Maven artifact, Cargo crate) reaches that repository's files. " +
-		"A name that is ambiguous in a repository gives no edge there."},
+		"A name that is ambiguous in a repository gives no edge there. " +
+		"At most 200 are listed (limit lowers it); more counts the rest."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ReferencesInput) (*mcp.CallToolResult, ReferencesOutput, error) {
 			out, err := s.toolReferences(ctx, p, in)
 			if err != nil {
@@ -214,7 +215,7 @@ func (s *Server) MCPServer(p Principal) *mcp.Server {
 	mcp.AddTool(srv, &mcp.Tool{Name: "impact", Title: "What a change affects", Annotations: ro, InputSchema: toolSchema[ImpactInput](), Description: "List the files that depend on a file or symbol, directly or transitively (imports, calls, type references): " +
 		"what a change there may break, nearest first, in the target's repository and in the tenant's other repositories that import it " +
 		"(Go module, npm package, Python distribution, Maven artifact, Cargo crate). " +
-		"Give path (a file) or name (a symbol, written as symbol takes it: Mount, Router.Mount, http.ListenAndServe, json.loads), optionally repo (the target's repository) and depth (hops, default 3)."},
+		"Give path (a file) or name (a symbol, written as symbol takes it: Mount, Router.Mount, http.ListenAndServe, json.loads), optionally repo (the target's repository), depth (hops, default 3) and limit (files listed, default and most 500; more counts the rest)."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ImpactInput) (*mcp.CallToolResult, ImpactOutput, error) {
 			out, err := s.toolImpact(ctx, p, in)
 			if err != nil {
@@ -613,7 +614,37 @@ type ReferencesInput struct {
 	Path   string   `json:"path,omitempty" jsonschema:"file whose importers and users to find: a path relative to the repository root, or a provenance (path#Lstart-Lend, repo@commit:path#Lstart-Lend)"`
 	Repo   string   `json:"repo,omitempty" jsonschema:"one repository to look in (with repos, both are)"`
 	Repos  []string `json:"repos,omitempty" jsonschema:"repositories to look in; default all of the tenant's"`
+	Limit  int      `json:"limit,omitempty" jsonschema:"most references to list, 1..200; 0 or left out: 200. more counts the ones left out"`
 	Tenant string   `json:"tenant,omitempty" jsonschema:"tenant to act for; only an operator key may name another than its own"`
+}
+
+// UnmarshalJSON decodes a references request, its limit a whole number
+// written either way JSON allows (2 or 2.0).
+func (in *ReferencesInput) UnmarshalJSON(b []byte) error {
+	type plain ReferencesInput
+	var aux struct {
+		plain
+		Limit *float64 `json:"limit"`
+	}
+	if err := decodeStrict(b, &aux); err != nil {
+		return err
+	}
+	*in = ReferencesInput(aux.plain)
+	var err error
+	in.Limit, _, err = whole("limit", aux.Limit)
+	return err
+}
+
+// listLimit is a references or impact call's limit: max when it is 0,
+// else within 1..max.
+func listLimit(limit, max int) (int, error) {
+	if limit < 0 || limit > max {
+		return 0, badRequest{fmt.Errorf("limit %d out of range (1..%d)", limit, max)}
+	}
+	if limit == 0 {
+		return max, nil
+	}
+	return limit, nil
 }
 
 // Reference is one use of the symbol or file asked about.
@@ -660,6 +691,10 @@ func (s *Server) toolReferences(ctx context.Context, p Principal, in ReferencesI
 	if (in.Name == "") == (in.Path == "") {
 		return ReferencesOutput{}, badRequest{errors.New("give exactly one of name and path")}
 	}
+	limit, err := listLimit(in.Limit, maxReferences)
+	if err != nil {
+		return ReferencesOutput{}, err
+	}
 	var clean string
 	if in.Path != "" {
 		var err error
@@ -685,7 +720,7 @@ func (s *Server) toolReferences(ctx context.Context, p Principal, in ReferencesI
 			}
 			return
 		}
-		if len(out.References) == maxReferences {
+		if len(out.References) == limit {
 			at[key] = -1
 			out.More++
 			return
@@ -951,6 +986,7 @@ type ImpactInput struct {
 	Name   string   `json:"name,omitempty" jsonschema:"symbol that would change: short (Mount), qualified by its type (Router.Mount) or by its package or module (pkg.Func, module.func)"`
 	Depth  int      `json:"depth,omitempty" jsonschema:"hops to follow, 1..6; 0 or left out: 3"`
 	Repos  []string `json:"repos,omitempty" jsonschema:"repositories to look in; default all of the tenant's"`
+	Limit  int      `json:"limit,omitempty" jsonschema:"most files to list, nearest first, 1..500; 0 or left out: 500. more counts the ones left out"`
 	Tenant string   `json:"tenant,omitempty" jsonschema:"tenant to act for; only an operator key may name another than its own"`
 }
 
@@ -961,13 +997,17 @@ func (in *ImpactInput) UnmarshalJSON(b []byte) error {
 	var aux struct {
 		plain
 		Depth *float64 `json:"depth"`
+		Limit *float64 `json:"limit"`
 	}
 	if err := decodeStrict(b, &aux); err != nil {
 		return err
 	}
 	*in = ImpactInput(aux.plain)
 	var err error
-	in.Depth, _, err = whole("depth", aux.Depth)
+	if in.Depth, _, err = whole("depth", aux.Depth); err != nil {
+		return err
+	}
+	in.Limit, _, err = whole("limit", aux.Limit)
 	return err
 }
 
@@ -1011,6 +1051,10 @@ func (s *Server) toolImpact(ctx context.Context, p Principal, in ImpactInput) (I
 	if in.Depth == 0 {
 		in.Depth = 3
 	}
+	limit, err := listLimit(in.Limit, maxImpact)
+	if err != nil {
+		return ImpactOutput{}, err
+	}
 	if in.Path != "" {
 		var err error
 		if in.Repo, in.Path, err = targetPath(in.Repo, in.Path); err != nil {
@@ -1024,9 +1068,9 @@ func (s *Server) toolImpact(ctx context.Context, p Principal, in ImpactInput) (I
 	out := ImpactOutput{Targets: []string{}, Files: []Impacted{}}
 	impact(segs, s.crossGraph(ctx, tenant, segs), in, &out)
 	slices.SortStableFunc(out.Files, func(a, b Impacted) int { return a.Depth - b.Depth })
-	if len(out.Files) > maxImpact {
-		out.More = len(out.Files) - maxImpact
-		out.Files = out.Files[:maxImpact]
+	if len(out.Files) > limit {
+		out.More = len(out.Files) - limit
+		out.Files = out.Files[:limit]
 	}
 	return out, nil
 }

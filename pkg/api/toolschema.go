@@ -42,6 +42,8 @@ var toolRules = map[reflect.Type]func(*jsonschema.Schema){
 		tenantProp(s.Properties["tenant"])
 		repoProp(s.Properties["repo"], true, true)
 		reposProp(s.Properties["repos"])
+		l := s.Properties["limit"]
+		l.Minimum, l.Maximum = ptr(0.0), ptr(float64(maxReferences))
 	},
 	typeOf[ImpactInput](): func(s *jsonschema.Schema) {
 		tenantProp(s.Properties["tenant"])
@@ -49,6 +51,8 @@ var toolRules = map[reflect.Type]func(*jsonschema.Schema){
 		reposProp(s.Properties["repos"])
 		d := s.Properties["depth"]
 		d.Minimum, d.Maximum = ptr(0.0), ptr(float64(maxImpactDepth))
+		l := s.Properties["limit"]
+		l.Minimum, l.Maximum = ptr(0.0), ptr(float64(maxImpact))
 	},
 	typeOf[ReadInput](): func(s *jsonschema.Schema) {
 		tenantProp(s.Properties["tenant"])
