@@ -279,11 +279,7 @@ func plainRefusal(s string) string {
 	if len(rest) > maxRefusal {
 		// The validator quotes a bad value in full: a 200 KB budget
 		// string came back whole.
-		cut := maxRefusal
-		for cut > 0 && !utf8.RuneStart(rest[cut]) {
-			cut--
-		}
-		rest = rest[:cut] + fmt.Sprintf("... (%d bytes)", len(rest))
+		rest = codectx.Clip(rest, maxRefusal) + fmt.Sprintf("... (%d bytes)", len(rest))
 	}
 	rest = strings.ReplaceAll(rest, "validating /properties/", "argument ")
 	return "invalid arguments: " + boundRE.ReplaceAllString(rest, ": $1 is $2 than $3")

@@ -8,6 +8,7 @@ package codectx
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"unicode/utf8"
 )
 
 // Language names a source language. The empty Language means unknown.
@@ -101,3 +102,15 @@ const (
 	DegradedParseError   = "parse_error"   // parser failed or panicked: line windows instead
 	DegradedUnknownLang  = "unknown_language"
 )
+
+// Clip returns s cut to at most n bytes at the start of a character, so
+// that a bound on what is echoed, embedded or sent never splits one.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

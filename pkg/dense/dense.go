@@ -14,7 +14,6 @@ import (
 	"math"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"codectx/pkg/blob"
 	"codectx/pkg/codectx"
@@ -39,15 +38,7 @@ func Text(c codectx.Chunk) string {
 		}
 	}
 	b.WriteString(c.Body)
-	s := b.String()
-	if len(s) <= MaxChars {
-		return s
-	}
-	cut := MaxChars
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
+	return codectx.Clip(b.String(), MaxChars)
 }
 
 // Hash is the cache and point key of a chunk: the content hash of its Text.

@@ -21,7 +21,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"codectx/pkg/codectx"
 )
 
 // Hosts with a parser.
@@ -310,11 +311,7 @@ func Quote(s string) string {
 	if len(s) <= maxQuoted {
 		return strconv.Quote(s)
 	}
-	cut := maxQuoted
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strconv.Quote(s[:cut]) + "... (" + strconv.Itoa(len(s)) + " bytes)"
+	return strconv.Quote(codectx.Clip(s, maxQuoted)) + "... (" + strconv.Itoa(len(s)) + " bytes)"
 }
 
 func isSHA(s string) bool {

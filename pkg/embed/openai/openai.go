@@ -23,8 +23,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"codectx/pkg/codectx"
 	"codectx/pkg/embed"
 )
 
@@ -185,7 +185,7 @@ func (e *Embedder) Embed(ctx context.Context, texts []string, kind embed.Kind) (
 		if strings.TrimSpace(t) == "" {
 			t = " " // servers reject empty strings; a space embeds as "nothing"
 		}
-		in[i] = truncate(t, e.o.MaxChars)
+		in[i] = codectx.Clip(t, e.o.MaxChars)
 	}
 	out := make([][]float32, len(texts))
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -228,16 +228,6 @@ func (e *Embedder) Embed(ctx context.Context, texts []string, kind embed.Kind) (
 		return nil, fmt.Errorf("openai embedder %s: %w", e.o.Model, first)
 	}
 	return out, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 type request struct {
@@ -416,7 +406,7 @@ func errMessage(body []byte) string {
 	}
 	s := strings.TrimSpace(string(body))
 	if len(s) > 300 {
-		s = truncate(s, 300) + "…"
+		s = codectx.Clip(s, 300) + "…"
 	}
 	if s == "" {
 		s = "(empty body)"

@@ -301,16 +301,6 @@ func TestBackoffGrowsAndIsBounded(t *testing.T) {
 	}
 }
 
-func TestTruncate(t *testing.T) {
-	s := "ab日本"
-	if got := truncate(s, 4); got != "ab" {
-		t.Errorf("truncate cut a rune: %q", got)
-	}
-	if got := truncate(s, 100); got != s {
-		t.Errorf("%q", got)
-	}
-}
-
 // BenchmarkDriver is the driver's own cost per request (JSON both ways,
 // HTTP on loopback) against the in-test server, 16 chunk-sized texts per
 // request, 384 dimensions.
