@@ -208,6 +208,19 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (p Snapshot
 		if aerr != nil {
 			return p, fmt.Errorf("check %s against the published %s: %w", snap.Commit, h.Commit, aerr)
 		}
+		if behind && in.Branch != "" {
+			// Unless the branch was reset back and force-pushed: then
+			// the location's branch is at this commit now (a replayed
+			// delivery of an older push cannot make it so).
+			tip, terr := a.branchTip(ctx, in)
+			if errors.Is(terr, source.ErrRevisionNotFound) {
+				terr, tip = nil, "" // the branch is gone: nothing moved back
+			}
+			if terr != nil {
+				return p, classify(fmt.Errorf("check %s against the tip of branch %s: %w", snap.Commit, in.Branch, terr))
+			}
+			behind = tip != snap.Commit
+		}
 		if behind {
 			p.Skipped, p.Segment, p.Behind, p.Commit = true, h.Segment, snap.Commit, h.Commit
 			return p, nil
@@ -1128,4 +1141,34 @@ func keepAlive(ctx context.Context) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
+}
+
+// branchTip is the commit in.Branch is at in in.Location now: fetched
+// (through the tenant's network policy) into the clone cache, or read
+// from a local repository.
+func (a *Activities) branchTip(ctx context.Context, in SnapshotInput) (string, error) {
+	if !validBranch(in.Branch) {
+		return "", invalid(fmt.Errorf("invalid branch name %q", in.Branch))
+	}
+	s, err := pipeline.OpenReader(netguard.With(ctx, a.Net.For(in.Tenant)), in.Tenant, in.Location, "refs/heads/"+in.Branch, a.CacheDir)
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	return s.Commit, nil
+}
+
+// validBranch is a branch name git could have sent (git check-ref-format,
+// roughly): nothing that reads as a revision expression or an option.
+func validBranch(b string) bool {
+	if b == "" || len(b) > 255 || strings.HasPrefix(b, "-") || strings.HasPrefix(b, "/") || strings.HasSuffix(b, "/") ||
+		strings.HasSuffix(b, ".lock") || strings.HasSuffix(b, ".") || strings.Contains(b, "..") || strings.Contains(b, "//") || strings.Contains(b, "@{") {
+		return false
+	}
+	for _, r := range b {
+		if r <= ' ' || r == 0x7f || strings.ContainsRune("~^:?*[\\", r) {
+			return false
+		}
+	}
+	return true
 }

@@ -12,6 +12,7 @@ import (
 	"codectx/pkg/index"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"go.temporal.io/sdk/testsuite"
 )
@@ -64,5 +65,32 @@ func TestSnapshotForwardOnly(t *testing.T) {
 	}
 	if p := plan(SnapshotInput{Tenant: "t", Repo: "r", Location: dir, Commit: old}); p.Skipped || p.Commit != old {
 		t.Errorf("operator's request of an older commit: plan = %+v, want it planned", p)
+	}
+	// A push naming its branch: while the branch is at cur, a push of old
+	// is a replayed or late delivery, and HEAD stays.
+	branch := "master"
+	if ref, err := repo.Head(); err == nil {
+		branch = ref.Name().Short()
+	}
+	push := SnapshotInput{Tenant: "t", Repo: "r", Location: dir, Commit: old, Forward: true, Branch: branch}
+	if p := plan(push); !p.Skipped || p.Behind != old || p.Commit != cur {
+		t.Errorf("push of an ancestor, branch %s at the newer commit: plan = %+v, want HEAD %s kept", branch, p, cur)
+	}
+	if p := plan(SnapshotInput{Tenant: "t", Repo: "r", Location: dir, Commit: old, Forward: true, Branch: "gone"}); !p.Skipped || p.Behind != old {
+		t.Errorf("push of an ancestor, its branch deleted since: plan = %+v, want HEAD %s kept", p, cur)
+	}
+	// The branch reset back to old and force-pushed: the push is planned.
+	if err := repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName(branch), plumbing.NewHash(old))); err != nil {
+		t.Fatal(err)
+	}
+	if p := plan(push); p.Skipped || p.Behind != "" || p.Commit != old {
+		t.Errorf("push of an ancestor that is its branch's tip (reset and force-pushed): plan = %+v, want it planned", p)
+	}
+	for _, b := range []string{"-x", "a..b", "HEAD@{1}", "m~1", "a b", "x:y"} {
+		in := push
+		in.Branch = b
+		if _, err := env.ExecuteActivity(a.Snapshot, in); err == nil {
+			t.Errorf("push of branch %q: no error, want it refused", b)
+		}
 	}
 }

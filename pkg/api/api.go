@@ -97,6 +97,14 @@ type IndexRequest struct {
 	// index may move HEAD forward only, never back to an ancestor of the
 	// published commit, so a replayed or late delivery cannot roll back.
 	Forward bool `json:"-"`
+	// Before is, for a webhook push, the commit the branch moved from
+	// (the delivery's before; "" for a new branch or unknown): a push
+	// still waiting for this commit is superseded by this one.
+	Before string `json:"-"`
+	// Branch is, for a webhook push, the branch pushed: a push of an
+	// ancestor of the published commit is published when it is that
+	// branch's tip at the location (a reset and force-push).
+	Branch string `json:"-"`
 }
 
 // IndexResponse is the answer of POST /v1/index: the request was accepted
@@ -119,28 +127,33 @@ const (
 // RepoStatus is the answer of GET /v1/repos/{tenant}/{repo}/status: what the
 // orchestrator is doing for the repository and what is published.
 type RepoStatus struct {
-	Tenant      string      `json:"tenant"`
-	Repo        string      `json:"repo"`
-	State       string      `json:"state"`
-	Current     string      `json:"current,omitempty"`         // commit being indexed ("" = the location's HEAD)
-	Pending     string      `json:"pending,omitempty"`         // commit of a push waiting for the current snapshot
-	HasPending  bool        `json:"has_pending,omitempty"`     // a push is waiting (Pending may be "" = HEAD)
-	Received    int         `json:"received"`                  // pushes received
-	Covered     int         `json:"covered"`                   // pushes covered by finished snapshots
-	LastCommit  string      `json:"last_commit,omitempty"`     // commit of the last finished snapshot
-	LastError   string      `json:"last_error,omitempty"`      // error of the last snapshot, "" if it succeeded (tenants: its cause class only)
-	LastDetail  string      `json:"-"`                         // the error in full: served as last_error to operators only
-	Files       int         `json:"files"`                     // files of the last finished snapshot
-	Parsed      int         `json:"parsed"`                    // of those, parsed by it
-	Reused      int         `json:"reused"`                    // of those, reused from the parse cache
-	Failed      int         `json:"failed"`                    // of those, left out because their parse failed
-	LeftOut     []LeftOut   `json:"left_out,omitempty"`        // the files left out and why
-	Already     bool        `json:"already_indexed,omitempty"` // the last snapshot found HEAD complete at its commit
-	Embed       string      `json:"embed,omitempty"`           // what the embed stage did
-	Embedded    int         `json:"embedded"`                  // chunks embedded by the last snapshot
-	EmbedReused int         `json:"embed_reused"`              // chunks whose vector came from the embedding cache
-	Restored    int         `json:"restored,omitempty"`        // already indexed: vector points of the published snapshot the vector store had lost, written again
-	Head        *index.Head `json:"head,omitempty"`            // the published HEAD, nil if none
+	Tenant     string    `json:"tenant"`
+	Repo       string    `json:"repo"`
+	State      string    `json:"state"`
+	Current    string    `json:"current,omitempty"`         // commit being indexed ("" = the location's HEAD)
+	Pending    string    `json:"pending,omitempty"`         // commit of a push waiting for the current snapshot
+	HasPending bool      `json:"has_pending,omitempty"`     // a push is waiting (Pending may be "" = HEAD)
+	Received   int       `json:"received"`                  // pushes received
+	Covered    int       `json:"covered"`                   // pushes covered by finished snapshots
+	LastCommit string    `json:"last_commit,omitempty"`     // commit of the last finished snapshot
+	LastError  string    `json:"last_error,omitempty"`      // error of the last snapshot, "" if it succeeded (tenants: its cause class only)
+	LastDetail string    `json:"-"`                         // the error in full: served as last_error to operators only
+	Files      int       `json:"files"`                     // files of the last finished snapshot
+	Parsed     int       `json:"parsed"`                    // of those, parsed by it
+	Reused     int       `json:"reused"`                    // of those, reused from the parse cache
+	Failed     int       `json:"failed"`                    // of those, left out because their parse failed
+	LeftOut    []LeftOut `json:"left_out,omitempty"`        // the files left out and why
+	Already    bool      `json:"already_indexed,omitempty"` // the last snapshot found HEAD complete at its commit
+	// NotPublished is the commit of the last snapshot's push when it was
+	// not published: a webhook push of an ancestor of the published
+	// commit that is not its branch's tip either (a late or replayed
+	// delivery). An index request or a reindex moves HEAD anywhere.
+	NotPublished string      `json:"not_published,omitempty"`
+	Embed        string      `json:"embed,omitempty"`    // what the embed stage did
+	Embedded     int         `json:"embedded"`           // chunks embedded by the last snapshot
+	EmbedReused  int         `json:"embed_reused"`       // chunks whose vector came from the embedding cache
+	Restored     int         `json:"restored,omitempty"` // already indexed: vector points of the published snapshot the vector store had lost, written again
+	Head         *index.Head `json:"head,omitempty"`     // the published HEAD, nil if none
 	// What the published HEAD holds, when no snapshot is running (as GET
 	// /v1/repos counts it): Files counts the snapshot's listing, Indexed
 	// the files in the index, Skipped those of the listing the parser

@@ -19,7 +19,7 @@ type temporalIndexer struct{ c client.Client }
 func (t temporalIndexer) Index(ctx context.Context, req api.IndexRequest) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	return workflows.SignalPush(ctx, t.c, workflows.Push{Tenant: req.Tenant, Repo: req.Repo, Location: req.Location, Commit: req.Commit, Forward: req.Forward})
+	return workflows.SignalPush(ctx, t.c, workflows.Push{Tenant: req.Tenant, Repo: req.Repo, Location: req.Location, Commit: req.Commit, Forward: req.Forward, Before: req.Before, Branch: req.Branch})
 }
 
 func (t temporalIndexer) Status(ctx context.Context, tenant, repo string) (api.RepoStatus, error) {
@@ -72,6 +72,7 @@ func convertStatus(st workflows.RepoStatus) api.RepoStatus {
 	if l := st.Last; l != nil {
 		out.Files, out.Parsed, out.Reused, out.Failed, out.Embed = l.Files, l.Parsed, l.Reused, l.Failed, l.Embed
 		out.Already = l.Skipped && l.Behind == ""
+		out.NotPublished = l.Behind
 		for _, f := range l.LeftOut {
 			out.LeftOut = append(out.LeftOut, api.LeftOut{Path: f.Path, Reason: f.Reason})
 		}

@@ -37,6 +37,7 @@ import (
 	"codectx/pkg/api"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/nats-io/nats.go"
 	"go.temporal.io/sdk/client"
@@ -319,8 +320,8 @@ func TestSecurityHTTP(t *testing.T) {
 			st, _ = acme.Status(ctx, "acme", "acme/shop")
 			return st != nil && st.Covered >= received && st.State == api.StateIdle
 		})
-		if st.Head == nil || st.Head.Commit != second || st.LastError != "" {
-			t.Errorf("after a push of an ancestor: %+v, want HEAD kept at %s", st, second)
+		if st.Head == nil || st.Head.Commit != second || st.LastError != "" || st.NotPublished != first {
+			t.Errorf("after a push of an ancestor: %+v, want HEAD kept at %s and %s not published", st, second, first)
 		}
 		unchanged(t)
 	})
@@ -765,6 +766,36 @@ func TestSecurityHTTP(t *testing.T) {
 		}
 		if m := regexp.MustCompile(`nats://[^ ]*@`).FindString(logs); m != "" {
 			t.Errorf("the log shows NATS credentials: %s", m)
+		}
+	})
+
+	// Last, as it moves HEAD: the branch reset back to the first commit
+	// and force-pushed. The late push above, but now the branch is at
+	// that commit, so it is published.
+	t.Run("reset and force-push", func(t *testing.T) {
+		repo, err := git.PlainOpen(repoDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName("master"), plumbing.NewHash(first))); err != nil {
+			t.Fatal(err)
+		}
+		back := strings.Replace(pushBody("github", repoDir, second, first), `{`, `{"forced":true,`, 1)
+		if code, b := deliver("github", "acme", back, hostSig("github", acmeSecret, back), "reset-1"); code != http.StatusAccepted {
+			t.Fatalf("push of the reset = %d %s", code, b)
+		}
+		wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+		defer wcancel()
+		st, err := acme.WaitIndexed(wctx, "acme", "acme/shop", first)
+		if err != nil {
+			t.Fatalf("after a reset and force-push to %s: %v", first, err)
+		}
+		if st.LastError != "" || st.NotPublished != "" {
+			t.Errorf("after a reset and force-push: %+v", st)
+		}
+		resp, err := acme.Query(ctx, api.QueryRequest{Tenant: "acme", Repo: "acme/shop", Query: "ApplyDiscount", Budget: 500})
+		if err != nil || resp.Commit != first {
+			t.Errorf("query after the reset: %v, commit %s, want %s", err, resp.Commit, first)
 		}
 	})
 }
