@@ -135,7 +135,9 @@ type SnapshotPlan struct {
 	Skipped                        bool   // HEAD already points at Commit
 	Segment                        string // HEAD's segment when Skipped
 	// Behind is the commit of a Forward push that is an ancestor of the
-	// published HEAD: Skipped, and Commit is HEAD's, which stays.
+	// published HEAD, or (a push naming its branch) does not descend from
+	// it, and is not its branch's tip: Skipped, and Commit is HEAD's,
+	// which stays.
 	Behind string
 	// NoEmbedder: the orchestrator that planned the snapshot has no
 	// embedder, so the embed stage is skipped without planning it (a plan
@@ -201,17 +203,29 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (p Snapshot
 			return p, nil
 		}
 	}
-	if err == nil && in.Forward && h.Commit != snap.Commit {
+	if err == nil && in.Forward && h.Commit != "" && h.Commit != snap.Commit {
 		// A push never moves HEAD back: a replayed or late delivery of an
 		// older commit leaves the published one in place.
 		behind, aerr := snap.IsAncestor(h.Commit)
 		if aerr != nil {
 			return p, fmt.Errorf("check %s against the published %s: %w", snap.Commit, h.Commit, aerr)
 		}
+		if !behind && in.Branch != "" {
+			// Nor sideways: a commit that does not descend from HEAD
+			// either (an amend or rebase, force-pushed) is published
+			// only as its branch's tip, below; a late delivery of the
+			// commit it replaced is not.
+			ahead, derr := snap.Descends(h.Commit)
+			if derr != nil {
+				return p, fmt.Errorf("check %s against the published %s: %w", snap.Commit, h.Commit, derr)
+			}
+			behind = !ahead
+		}
 		if behind && in.Branch != "" {
-			// Unless the branch was reset back and force-pushed: then
-			// the location's branch is at this commit now (a replayed
-			// delivery of an older push cannot make it so).
+			// Unless it is the branch's tip: the branch was reset or
+			// rewritten and force-pushed, and the location's branch is
+			// at this commit now (a replayed or late delivery cannot
+			// make it so).
 			tip, terr := a.branchTip(ctx, in)
 			if errors.Is(terr, source.ErrRevisionNotFound) {
 				terr, tip = nil, "" // the branch is gone: nothing moved back

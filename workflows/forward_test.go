@@ -80,12 +80,44 @@ func TestSnapshotForwardOnly(t *testing.T) {
 		t.Errorf("push of an ancestor, its branch deleted since: plan = %+v, want HEAD %s kept", p, cur)
 	}
 	// The branch reset back to old and force-pushed: the push is planned.
-	if err := repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName(branch), plumbing.NewHash(old))); err != nil {
-		t.Fatal(err)
+	setBranch := func(commit string) {
+		t.Helper()
+		if err := repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName(branch), plumbing.NewHash(commit))); err != nil {
+			t.Fatal(err)
+		}
 	}
+	setBranch(old)
 	if p := plan(push); p.Skipped || p.Behind != "" || p.Commit != old {
 		t.Errorf("push of an ancestor that is its branch's tip (reset and force-pushed): plan = %+v, want it planned", p)
 	}
+	// cur amended into side (a sibling: neither ancestor nor descendant),
+	// while HEAD is cur. Pushed while the branch is elsewhere (a late
+	// delivery of the replaced commit looks the same) it is not
+	// published; as the branch's tip it is. A push without its branch (a
+	// signal of an older version) is published, as before.
+	side := commit("c.go", 2) // on old: the branch is at old
+	setBranch(cur)
+	sidePush := push
+	sidePush.Commit = side
+	if p := plan(sidePush); !p.Skipped || p.Behind != side || p.Commit != cur {
+		t.Errorf("push of a commit beside HEAD, its branch elsewhere: plan = %+v, want HEAD %s kept", p, cur)
+	}
+	if p := plan(SnapshotInput{Tenant: "t", Repo: "r", Location: dir, Commit: side, Forward: true}); p.Skipped || p.Commit != side {
+		t.Errorf("push of a commit beside HEAD, no branch named: plan = %+v, want it planned", p)
+	}
+	setBranch(side)
+	if p := plan(sidePush); p.Skipped || p.Behind != "" || p.Commit != side {
+		t.Errorf("push of a commit beside HEAD that is its branch's tip (amended and force-pushed): plan = %+v, want it planned", p)
+	}
+	// A descendant of HEAD is published without a look at the branch.
+	setBranch(old)
+	ahead := push
+	ahead.Commit = side
+	store.Put(ctx, index.HeadKey("t", "r"), mustJSON(t, index.Head{Commit: old, Segment: "segments/t/r/cur"}))
+	if p := plan(ahead); p.Skipped || p.Commit != side {
+		t.Errorf("push of a descendant of HEAD: plan = %+v, want it planned", p)
+	}
+	store.Put(ctx, index.HeadKey("t", "r"), head)
 	for _, b := range []string{"-x", "a..b", "HEAD@{1}", "m~1", "a b", "x:y"} {
 		in := push
 		in.Branch = b
@@ -93,4 +125,13 @@ func TestSnapshotForwardOnly(t *testing.T) {
 			t.Errorf("push of branch %q: no error, want it refused", b)
 		}
 	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -320,7 +320,7 @@ type SnapshotResult struct {
 	LeftOut     []LeftOut // the same files with the reason of each
 	Segment     string    // segment key
 	Skipped     bool      // HEAD already pointed at this commit (or, Behind, at a descendant)
-	Behind      string    // a Forward push of this commit, an ancestor of the published Commit, was not published
+	Behind      string    // a Forward push of this commit, behind the published Commit (see SnapshotPlan.Behind), was not published
 	Embed       string    // what the embed stage did (EmbedSkipped, or counts)
 	Embedded    int       // chunks embedded by this snapshot
 	EmbedReused int       // chunks whose vector was cached
@@ -388,7 +388,7 @@ func SnapshotWorkflow(ctx workflow.Context, in SnapshotInput) (SnapshotResult, e
 	if plan.Skipped {
 		res.Skipped, res.Segment, res.Behind = true, plan.Segment, plan.Behind
 		if plan.Behind != "" {
-			log.Warn("push of an ancestor of the published commit: HEAD kept", "repo", plan.Repo, "pushed", plan.Behind, "published", plan.Commit)
+			log.Warn("push of a commit behind the published one and not its branch's tip: HEAD kept", "repo", plan.Repo, "pushed", plan.Behind, "published", plan.Commit)
 		} else {
 			log.Info("snapshot already published", "repo", plan.Repo, "commit", plan.Commit)
 			// The vector store is derived data: a reindex of the published

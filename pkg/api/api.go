@@ -145,9 +145,10 @@ type RepoStatus struct {
 	LeftOut    []LeftOut `json:"left_out,omitempty"`        // the files left out and why
 	Already    bool      `json:"already_indexed,omitempty"` // the last snapshot found HEAD complete at its commit
 	// NotPublished is the commit of the last snapshot's push when it was
-	// not published: a webhook push of an ancestor of the published
-	// commit that is not its branch's tip either (a late or replayed
-	// delivery). An index request or a reindex moves HEAD anywhere.
+	// not published: a webhook push of a commit that does not descend
+	// from the published one and is not its branch's tip either (a late
+	// or replayed delivery). An index request or a reindex moves HEAD
+	// anywhere.
 	NotPublished string      `json:"not_published,omitempty"`
 	Embed        string      `json:"embed,omitempty"`    // what the embed stage did
 	Embedded     int         `json:"embedded"`           // chunks embedded by the last snapshot

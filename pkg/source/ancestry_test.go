@@ -33,5 +33,10 @@ func TestIsAncestor(t *testing.T) {
 		if err != nil || got != tt.want {
 			t.Errorf("%.7s.IsAncestor(%.7s) = %v, %v; want %v", tt.snap, tt.other, got, err, tt.want)
 		}
+		// Descends is the other direction: c2 descends from c1.
+		want := tt.snap == c2.String() && tt.other == c1.String()
+		if got, err := open(tt.snap).Descends(tt.other); err != nil || got != want {
+			t.Errorf("%.7s.Descends(%.7s) = %v, %v; want %v", tt.snap, tt.other, got, err, want)
+		}
 	}
 }
