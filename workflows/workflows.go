@@ -143,6 +143,9 @@ type RepoCarry struct {
 	LastError  string // what a tenant is told (PublicError)
 	LastDetail string // the cause for an operator (Cause)
 	Location   string // of the last push: what a reindex fetches
+	// Rev is the revision a reindex indexes (RevOf the last push): its
+	// branch, or the name it asked for; "" the location's HEAD.
+	Rev string `json:",omitempty"`
 }
 
 // RepoStatus is the answer of the "status" query.
@@ -159,6 +162,7 @@ type RepoStatus struct {
 	Covered      int    // pushes covered by finished snapshots
 	Snapshots    int
 	Location     string // of the last push received
+	Rev          string // the revision a reindex indexes (RepoCarry.Rev)
 	// Child is the workflow ID of the running SnapshotWorkflow ("" when
 	// idle): query it for its SnapshotProgress.
 	Child string
@@ -182,7 +186,7 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 			Tenant: tenant, Repo: repo, State: state, Current: current, Pending: st.Pending,
 			LastCommit: st.LastCommit, Last: st.Last, LastError: st.LastError,
 			LastDetail: st.LastDetail, Received: st.Received, Covered: st.Covered, Snapshots: st.Snapshots, Location: st.Location,
-			Child: child, Lease: lease,
+			Rev: st.Rev, Child: child, Lease: lease,
 		}, nil
 	}); err != nil {
 		return err
@@ -203,6 +207,7 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 		st.Queue = slices.DeleteFunc(st.Queue, func(q Push) bool { return q.Commit == p.Commit || superseded(q) })
 		st.Pending = &p
 		st.Location = p.Location
+		st.Rev = RevOf(p)
 	}
 	drain := func() {
 		var p Push
@@ -703,4 +708,31 @@ func stageError(stage string, err error) error {
 		return temporal.NewNonRetryableApplicationError(stage+": "+Cause(err), ae.Type(), nil)
 	}
 	return fmt.Errorf("%s: %s", stage, Cause(err))
+}
+
+// RevOf is the revision a reindex after push p indexes: the branch a
+// webhook push moved, or the revision an index request named unless it
+// is a commit hash (a repository indexed at a branch or tag stays on it;
+// one indexed at a hash or at HEAD goes to the location's HEAD).
+func RevOf(p Push) string {
+	switch {
+	case p.Branch != "":
+		return "refs/heads/" + p.Branch
+	case isHash(p.Commit):
+		return ""
+	}
+	return p.Commit
+}
+
+// isHash reports whether s is a full commit hash (SHA-1 or SHA-256, hex).
+func isHash(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F') {
+			return false
+		}
+	}
+	return true
 }

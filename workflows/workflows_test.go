@@ -747,3 +747,23 @@ func TestSnapshotActivitiesHeartbeat(t *testing.T) {
 		}
 	}
 }
+
+func TestRevOf(t *testing.T) {
+	hash := strings.Repeat("ab", 20)
+	for _, c := range []struct {
+		p    Push
+		want string
+	}{
+		{Push{Commit: hash, Forward: true, Branch: "main"}, "refs/heads/main"}, // a webhook push: its branch
+		{Push{Commit: "feature"}, "feature"},                                   // an index request at a branch
+		{Push{Commit: "v1.2.0"}, "v1.2.0"},
+		{Push{Commit: "refs/heads/main"}, "refs/heads/main"}, // a reindex after a webhook push
+		{Push{Commit: hash}, ""},                             // at a commit: a reindex goes to HEAD
+		{Push{Commit: strings.ToUpper(hash)}, ""},
+		{Push{}, ""},
+	} {
+		if got := RevOf(c.p); got != c.want {
+			t.Errorf("RevOf(%+v) = %q, want %q", c.p, got, c.want)
+		}
+	}
+}

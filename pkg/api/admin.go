@@ -227,7 +227,7 @@ func (s *Server) repoAction(w http.ResponseWriter, r *http.Request) {
 	// takes a slot as a new one does.
 	unlock := s.lockRepo(tenant, repo)
 	defer unlock()
-	run, code, err := s.signal(ctx, IndexRequest{Tenant: tenant, Repo: repo, Location: st.Location}, s.operator(r))
+	run, code, err := s.signal(ctx, IndexRequest{Tenant: tenant, Repo: repo, Location: st.Location, Commit: st.Rev}, s.operator(r))
 	if err != nil {
 		writeError(w, code, err)
 		return

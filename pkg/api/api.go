@@ -169,6 +169,10 @@ type RepoStatus struct {
 	// Location is where the last push fetched from: what a reindex
 	// fetches again. Not shown: it may be a path on the server.
 	Location string `json:"-"`
+	// Rev is the revision a reindex indexes: the branch of the last
+	// webhook push, or the branch or tag an index request named; "" the
+	// location's HEAD.
+	Rev string `json:"revision,omitempty"`
 	// Closed says the orchestrator's state is that of an ended run (a
 	// DELETE ends it): the figures are a deleted repository's, unless it
 	// has a HEAD or a registration still. Not shown.

@@ -64,7 +64,7 @@ func convertStatus(st workflows.RepoStatus) api.RepoStatus {
 	out := api.RepoStatus{
 		Tenant: st.Tenant, Repo: st.Repo, State: st.State, Current: st.Current,
 		Received: st.Received, Covered: st.Covered, LastCommit: st.LastCommit, LastError: st.LastError, LastDetail: st.LastDetail,
-		Location: st.Location,
+		Location: st.Location, Rev: st.Rev,
 	}
 	if st.Pending != nil {
 		out.HasPending, out.Pending = true, st.Pending.Commit
