@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,6 +119,16 @@ func TestSnapshotForwardOnly(t *testing.T) {
 		t.Errorf("push of a descendant of HEAD: plan = %+v, want it planned", p)
 	}
 	store.Put(ctx, index.HeadKey("t", "r"), head)
+	// A push of a commit the repository has no more (force-pushed away
+	// before the snapshot ran): not published, HEAD kept; an operator's
+	// request of it is an error.
+	gone := strings.Repeat("ab", 20)
+	if p := plan(SnapshotInput{Tenant: "t", Repo: "r", Location: dir, Commit: gone, Forward: true, Branch: branch}); !p.Skipped || p.Behind != gone || p.Commit != cur {
+		t.Errorf("push of a commit the repository lacks: plan = %+v, want HEAD %s kept, %s not published", p, cur, gone)
+	}
+	if _, err := env.ExecuteActivity(a.Snapshot, SnapshotInput{Tenant: "t", Repo: "r", Location: dir, Commit: gone}); err == nil {
+		t.Errorf("operator's request of a commit the repository lacks: no error")
+	}
 	for _, b := range []string{"-x", "a..b", "HEAD@{1}", "m~1", "a b", "x:y"} {
 		in := push
 		in.Branch = b
