@@ -25,7 +25,8 @@ list prints every repository of the tenant: its published commit, files
 in the index, files left out, the orchestrator's state and last error.
 status prints one repository's state, its running snapshot's progress and
 what its published index holds. reindex fetches the repository again from
-where its last push came from and indexes it, waiting for the snapshot
+where its last push came from and indexes the revision it follows (the
+branch of the last push, or the branch or tag indexed), waiting for the snapshot
 unless --no-wait. delete removes its index, vectors and registration (an
 admin key). With --server the key is $` + envAPIKey + `; the tenant
 defaults to the key's own.
@@ -241,8 +242,14 @@ func formatStatus(st *api.RepoStatus) string {
 	if len(st.Degraded) > 0 {
 		fmt.Fprintf(&b, "  degraded  %s\n", line(index.FormatCounts(st.Degraded)))
 	}
+	if st.Rev != "" {
+		fmt.Fprintf(&b, "  follows   %s\n", line(st.Rev))
+	}
 	if st.Received > 0 {
 		fmt.Fprintf(&b, "  pushes    %d received, %d covered\n", st.Received, st.Covered)
+	}
+	if st.NotPublished != "" {
+		fmt.Fprintf(&b, "  not published %s: a push behind the published commit, not its branch's tip\n", line(st.NotPublished))
 	}
 	if st.Current != "" {
 		fmt.Fprintf(&b, "  indexing  %s\n", line(st.Current))
