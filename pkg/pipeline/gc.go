@@ -73,6 +73,9 @@ func CollectParseCache(ctx context.Context, store *blob.Bucket, opt GCOptions) (
 			continue
 		}
 		m, err := ReadManifest(ctx, store, k)
+		if errors.Is(err, blob.ErrNotFound) {
+			continue // collected by its repository's GC (or a DELETE) meanwhile
+		}
 		if err != nil {
 			return st, fmt.Errorf("gc: %w", err)
 		}

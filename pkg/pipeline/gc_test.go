@@ -131,6 +131,58 @@ func TestCollectParseCacheKeepsManifestFiles(t *testing.T) {
 	}
 }
 
+// vanishingDriver is a store whose manifest key is deleted right after a
+// listing of manifests names it, as a repository's GC (or a DELETE)
+// running beside codectx gc deletes it.
+type vanishingDriver struct {
+	*blob.Bucket
+	key string
+}
+
+func (v vanishingDriver) List(ctx context.Context, prefix string) ([]string, error) {
+	keys, err := v.Bucket.List(ctx, prefix)
+	if err == nil && strings.HasPrefix(v.key, prefix) && prefix == "manifests/" {
+		err = v.Bucket.Delete(ctx, v.key)
+	}
+	return keys, err
+}
+
+// A manifest its repository's GC deletes while codectx gc runs is no
+// error (as a segment, vector set or embed plan deleted meanwhile is not):
+// gc, documented safe beside running indexers and fit for a cron job,
+// failed with "read manifest: blob: not found".
+func TestCollectParseCacheManifestDeletedMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	mem := blob.NewMem()
+	m := `{"tenant":"t","repo":"r","commit":"c1","files":[{"path":"a/b.go","blob":"0123456789abcdef0123456789abcdef01234567","size":3}]}`
+	if err := mem.Put(ctx, pipeline.ManifestKey("t", "r", "c1"), []byte(m)); err != nil {
+		t.Fatal(err)
+	}
+	// The snapshot that replaced it, and so the root that remains.
+	m2 := `{"tenant":"t","repo":"r","commit":"c2","files":[{"path":"a/b.go","blob":"ffff456789abcdef0123456789abcdef01234567","size":3}]}`
+	live := index.ParseKey("t", "a/b.go", "ffff456789abcdef0123456789abcdef01234567")
+	for k, v := range map[string]string{
+		index.ParseKey("t", "a/b.go", "0123456789abcdef0123456789abcdef01234567"): "{}",
+		live:                                 "{}",
+		pipeline.ManifestKey("t", "r", "c2"): m2,
+	} {
+		if err := mem.Put(ctx, k, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := blob.NewBucket(vanishingDriver{mem, pipeline.ManifestKey("t", "r", "c1")})
+	st, err := pipeline.CollectParseCache(ctx, store, pipeline.GCOptions{})
+	if err != nil {
+		t.Fatalf("collect beside a repository's GC: %v", err)
+	}
+	if st.Roots != 1 || st.Kept != 1 || st.Deleted != 1 {
+		t.Errorf("stats = %+v, want 1 root, 1 kept, 1 deleted", st)
+	}
+	if ok, _ := mem.Exists(ctx, live); !ok {
+		t.Error("deleted the result the remaining manifest references")
+	}
+}
+
 func TestCollectParseCacheNoRoots(t *testing.T) {
 	ctx := context.Background()
 	store := blob.NewMem()
