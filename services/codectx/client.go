@@ -3,10 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"codectx/pkg/api"
 )
@@ -22,7 +25,66 @@ func serverClient(server string) (*api.Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("--server %q: want http://HOST:PORT (or https://)", server)
 	}
-	return &api.Client{BaseURL: strings.TrimRight(server, "/"), Key: os.Getenv(envAPIKey)}, nil
+	return &api.Client{
+		BaseURL: strings.TrimRight(server, "/"), Key: os.Getenv(envAPIKey),
+		HTTP: &http.Client{Transport: rateRetry{next: http.DefaultTransport, tries: rateRetries}},
+	}, nil
+}
+
+// rateRetries is how many times a command retries a request its server
+// answered 429, and maxRateWait the longest it waits for one retry.
+const (
+	rateRetries = 4
+	maxRateWait = 10 * time.Second
+)
+
+// rateRetry retries a request the server answered 429 Too Many Requests
+// (over its tenant's rate, or its tenant's requests at once: nothing of
+// it was done), after the answer's Retry-After (1 s without one, at most
+// maxRateWait), up to tries times; the last 429 is returned as it came.
+// The API's 429s carry Retry-After for clients to retry them: without
+// this, index, query and repos failed at the first one, a busy tenant's
+// index --server before its request was even taken.
+type rateRetry struct {
+	next  http.RoundTripper
+	tries int
+}
+
+func (r rateRetry) RoundTrip(req *http.Request) (*http.Response, error) {
+	for i := 0; ; i++ {
+		resp, err := r.next.RoundTrip(req)
+		if err != nil || resp.StatusCode != http.StatusTooManyRequests || i >= r.tries || (req.Body != nil && req.Body != http.NoBody && req.GetBody == nil) {
+			return resp, err
+		}
+		wait := retryAfter(resp.Header.Get("Retry-After"))
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		t := time.NewTimer(wait)
+		select {
+		case <-req.Context().Done():
+			t.Stop()
+			return nil, req.Context().Err()
+		case <-t.C:
+		}
+		if req.GetBody != nil {
+			body, err := req.GetBody()
+			if err != nil {
+				return nil, err
+			}
+			req = req.Clone(req.Context())
+			req.Body = body
+		}
+	}
+}
+
+// retryAfter is the wait a Retry-After of seconds asks for: 1 s when
+// there is none or it cannot be read, at most maxRateWait.
+func retryAfter(v string) time.Duration {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return time.Second
+	}
+	return min(time.Duration(n)*time.Second, maxRateWait)
 }
 
 // keyHint says, on a 401 from the server, where the CLI takes its key

@@ -1,9 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"codectx/pkg/api"
 )
@@ -48,4 +55,67 @@ func TestKeyHint(t *testing.T) {
 	if keyHint(nil) != nil {
 		t.Error("nil error changed")
 	}
+}
+
+// TestServerClientRetriesRate: a 429 (the tenant over its rate, or its
+// requests at once) is retried after its Retry-After with the same body,
+// as the API documents its 429s, so that query, index and repos do not
+// fail at the first one; past rateRetries the 429 is the error.
+func TestServerClientRetriesRate(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store, err := openStore(shopData(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := (&api.Server{Store: store, Routes: api.QueryRoutes, Keys: api.Keys{api.HashKey("acme-key"): "acme"}}).Handler()
+	var mu sync.Mutex
+	refuse := 0         // 429s still to answer
+	var bodies []string // bodies of the query requests, as received
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(body))
+		no := refuse > 0
+		refuse--
+		mu.Unlock()
+		if no {
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, `{"error":"tenant \"acme\" is over the rate of 50 requests per second"}`, http.StatusTooManyRequests)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		backend.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	t.Setenv(envAPIKey, "acme-key")
+	query := func() (string, error) {
+		var out strings.Builder
+		err := run(ctx, []string{"query", "--server", srv.URL, "--tenant", "acme", "--repo", "shop", "--budget", "500", "cart total"}, &out, io.Discard)
+		return out.String(), err
+	}
+
+	mu.Lock()
+	refuse, bodies = 2, nil
+	mu.Unlock()
+	out, err := query()
+	if err != nil || !strings.Contains(out, "shop@") {
+		t.Fatalf("query past two 429s: %v\n%s", err, out)
+	}
+	mu.Lock()
+	if len(bodies) != 3 || bodies[0] == "" || bodies[1] != bodies[0] || bodies[2] != bodies[0] {
+		t.Errorf("requests of the query: %q, want the same body three times", bodies)
+	}
+	refuse, bodies = 100, nil
+	mu.Unlock()
+	_, err = query()
+	var e *api.Error
+	if !errors.As(err, &e) || e.Code != http.StatusTooManyRequests {
+		t.Errorf("query past %d 429s: %v, want the 429", rateRetries, err)
+	}
+	mu.Lock()
+	if len(bodies) != rateRetries+1 {
+		t.Errorf("%d requests, want %d (the first and %d retries)", len(bodies), rateRetries+1, rateRetries)
+	}
+	mu.Unlock()
 }

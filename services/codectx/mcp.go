@@ -45,9 +45,15 @@ the data directory; with --server it forwards every call to the server's
 	if !index.ValidTenant(*tenant) {
 		return fmt.Errorf("mcp: invalid tenant %q", *tenant)
 	}
-	t := stdioTransport(stdin, stdout)
 	if *server != "" {
-		srv, closeRemote, err := mcpProxy(ctx, *server, os.Getenv(envAPIKey))
+		// The URL as every other command takes it: 127.0.0.1:7700, as
+		// $CODECTX_SERVER is often set, names http://127.0.0.1:7700.
+		cl, err := serverClient(*server)
+		if err != nil {
+			return fmt.Errorf("mcp: %w", err)
+		}
+		t := stdioTransport(stdin, stdout)
+		srv, closeRemote, err := mcpProxy(ctx, cl.BaseURL, cl.Key)
 		if err != nil {
 			return err
 		}
@@ -58,6 +64,7 @@ the data directory; with --server it forwards every call to the server's
 	if err != nil {
 		return err
 	}
+	t := stdioTransport(stdin, stdout)
 	srv := (&api.Server{Store: store, Log: newLogger(stderr)}).MCPServer(api.Principal{Tenant: *tenant, Operator: true})
 	return ignoreEOF(srv.Run(ctx, t))
 }
@@ -102,7 +109,9 @@ func (d *deniedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func mcpProxy(ctx context.Context, url, key string) (*mcp.Server, func(), error) {
 	endpoint := strings.TrimSuffix(url, "/") + "/v1/mcp"
 	cl := mcp.NewClient(&mcp.Implementation{Name: "codectx-mcp", Version: api.Version}, nil)
-	dt := &deniedTransport{next: bearerTransport{key}}
+	// A 429 (the tenant over its rate) is retried after its Retry-After,
+	// as the other commands do, rather than failing the agent's call.
+	dt := &deniedTransport{next: rateRetry{next: bearerTransport{key}, tries: rateRetries}}
 	remote, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: dt}, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
 	switch {
 	case err == nil:
@@ -119,7 +128,15 @@ func mcpProxy(ctx context.Context, url, key string) (*mcp.Server, func(), error)
 			return nil, nil, fmt.Errorf("mcp: list tools of %s: %w", endpoint, err)
 		}
 		srv.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return remote.CallTool(ctx, &mcp.CallToolParams{Name: req.Params.Name, Arguments: req.Params.Arguments})
+			res, err := remote.CallTool(ctx, &mcp.CallToolParams{Name: req.Params.Name, Arguments: req.Params.Arguments})
+			if err != nil && dt.denied.Load() {
+				// The key was refused after the session began (revoked):
+				// the client's error says only "Unauthorized", and every
+				// later call "client is closing". Say which key and what
+				// to do, as at the start.
+				err = fmt.Errorf("%s: %s: %w", endpoint, keyAdvice(key), err)
+			}
+			return res, err
 		})
 	}
 	return srv, func() { remote.Close() }, nil

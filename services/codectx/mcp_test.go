@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -142,6 +143,64 @@ func TestMCPStdioServer(t *testing.T) {
 	}
 	t.Setenv(envAPIKey, "acme-key")
 	checkStdio(ctx, t, stdioSession(ctx, t, "--server", srv.URL))
+}
+
+// TestMCPStdioServerNoScheme: `codectx mcp --server` takes the server as
+// index, query and repos take it, host:port naming http://host:port (the
+// README sets $CODECTX_SERVER so), and refuses another scheme with the
+// same advice.
+func TestMCPStdioServerNoScheme(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	data := shopData(t)
+	store, err := openStore(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer((&api.Server{Store: store, Routes: api.QueryRoutes, Keys: api.Keys{api.HashKey("acme-key"): "acme"}}).Handler())
+	defer srv.Close()
+	t.Setenv(envAPIKey, "acme-key")
+	stdin = strings.NewReader("")
+	if err := run(ctx, []string{"mcp", "--server", "ftp://" + strings.TrimPrefix(srv.URL, "http://")}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "want http://HOST:PORT") {
+		t.Errorf("mcp --server ftp://...: %v, want the advice of the other commands", err)
+	}
+	hostPort := strings.TrimPrefix(srv.URL, "http://")
+	checkStdio(ctx, t, stdioSession(ctx, t, "--server", hostPort))
+	t.Setenv(envServer, hostPort)
+	checkStdio(ctx, t, stdioSession(ctx, t))
+}
+
+// TestMCPStdioServerKeyRevoked: a key the server stops taking in the
+// middle of a session (revoked) fails the agent's calls with the advice
+// the start gives for a refused key, not the bare "Unauthorized".
+func TestMCPStdioServerKeyRevoked(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store, err := openStore(shopData(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := (&api.Server{Store: store, Routes: api.QueryRoutes, Keys: api.Keys{api.HashKey("acme-key"): "acme"}}).Handler()
+	var revoked atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if revoked.Load() {
+			http.Error(w, `{"error":"unknown API key"}`, http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	t.Setenv(envAPIKey, "acme-key")
+	cs := stdioSession(ctx, t, "--server", srv.URL)
+	var repos api.ReposOutput
+	callTool(ctx, t, cs, "repos", nil, &repos)
+	revoked.Store(true)
+	for range 2 {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "repos", Arguments: map[string]any{}})
+		if err == nil || !strings.Contains(err.Error(), "the server refused the API key read from $"+envAPIKey) {
+			t.Errorf("a call after the key was revoked: %v, want the advice about $%s", err, envAPIKey)
+		}
+	}
 }
 
 // TestMCPStdioBadLines: a line that is not JSON, or JSON but no JSON-RPC
