@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"codectx/pkg/keys"
 )
 
 // TestKeyCommandsLive: `up --keys` writes an admin key on first start;
@@ -173,5 +175,47 @@ func TestKeyListNoFile(t *testing.T) {
 	}
 	if _, err := runCLI(t, "key", "revoke", "kNOPE", "--file", empty); err == nil || !strings.Contains(err.Error(), "no such key") {
 		t.Errorf("key revoke of an unknown id: %v, want no such key", err)
+	}
+}
+
+// TestKeysRestart: a restart with --keys whose admin key was revoked says
+// so (the line before sends the operator to admin.key), and one whose key
+// file has no key left says how to make one, where the key file's check
+// said "leave the file unset for an open API" of a file --keys set.
+func TestKeysRestart(t *testing.T) {
+	data := t.TempDir()
+	file, admin := filepath.Join(data, "keys.json"), filepath.Join(data, "admin.key")
+	if _, err := keys.Bootstrap(file, admin); err != nil {
+		t.Fatal(err)
+	}
+	if note, err := keysRestart(file, admin, data); note != "" || err != nil {
+		t.Errorf("the first start's keys: %q, %v; want nothing to say", note, err)
+	}
+	if _, err := runCLI(t, "key", "create", "--data", data, "--tenant", "acme"); err != nil {
+		t.Fatal(err)
+	}
+	ks, err := keys.List(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range ks {
+		if k.Tenant != keys.AllTenants {
+			continue
+		}
+		if _, err := runCLI(t, "key", "revoke", "--data", data, k.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if note, err := keysRestart(file, admin, data); err != nil || !strings.Contains(note, "admin key in "+admin+" was revoked") || !strings.Contains(note, "key create --data "+data+" --tenant '*' --scope admin") {
+		t.Errorf("admin key revoked: %q, %v; want a note saying so and how to make another", note, err)
+	}
+	ks, _ = keys.List(file)
+	for _, k := range ks {
+		if _, err := runCLI(t, "key", "revoke", "--data", data, k.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := keysRestart(file, admin, data); err == nil || !strings.Contains(err.Error(), "holds no key") || !strings.Contains(err.Error(), "key create --data "+data) || strings.Contains(err.Error(), "leave the file unset") {
+		t.Errorf("no key left: %v; want an error saying how to make one", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -151,6 +152,13 @@ Stop with SIGINT or SIGTERM.`)
 			// A restart: say so too, or nothing tells that requests need a
 			// key and where the keys are.
 			fmt.Fprintf(stdout, "codectx up: keys on (%s); the admin key of the first start was written to %s\n", *keysFile, filepath.Join(c.data, "admin.key"))
+			note, err := keysRestart(*keysFile, filepath.Join(c.data, "admin.key"), c.data)
+			if err != nil {
+				return fmt.Errorf("up: %w", err)
+			}
+			if note != "" {
+				fmt.Fprintln(stderr, "codectx up: "+note)
+			}
 		}
 	}
 	keyStore, err := openKeys(*keysFile)
@@ -493,4 +501,30 @@ func formatIndexed(st *api.RepoStatus) string {
 		s += fmt.Sprintf("\n  left out %s: %s", line(f.Path), line(f.Reason))
 	}
 	return s
+}
+
+// keysRestart checks the key file of a restart with --keys, whose
+// admin key the first start wrote to adminFile: a file left without keys
+// (all revoked) is an error saying how to make one (the key file's own
+// check said "leave the file unset", which --keys did not set), and an
+// admin key no longer in it (revoked) is a note, as the line above sends
+// the operator to adminFile for a key.
+func keysRestart(keysFile, adminFile, data string) (string, error) {
+	ks, err := keys.List(keysFile)
+	if err != nil {
+		return "", nil // the key file's own check says what is wrong
+	}
+	create := fmt.Sprintf("codectx key create --data %s --tenant '*' --scope admin", data)
+	if len(ks) == 0 {
+		return "", fmt.Errorf("--keys: %s holds no key (all were revoked), so every request would be refused: make one (%s), or start without --keys for an open API", keysFile, create)
+	}
+	admin, err := os.ReadFile(adminFile)
+	if err != nil {
+		return "", nil
+	}
+	hash := keys.Hash(strings.TrimSpace(string(admin)))
+	if slices.ContainsFunc(ks, func(k keys.Key) bool { return k.Hash == hash }) {
+		return "", nil
+	}
+	return fmt.Sprintf("the admin key in %s was revoked (it is not in %s): make another (%s)", adminFile, keysFile, create), nil
 }
