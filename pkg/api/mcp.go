@@ -1280,7 +1280,7 @@ func cleanPath(p string) (string, error) {
 	p = strings.TrimPrefix(p, "./")
 	c := path.Clean(p)
 	if p == "" || c == "." || strings.HasPrefix(p, "/") || c == ".." || strings.HasPrefix(c, "../") || strings.Contains(p, "\x00") || strings.Contains(p, "\\") {
-		return "", fmt.Errorf("path %q: want a path relative to the repository root", p)
+		return "", fmt.Errorf("path %s: want a path relative to the repository root", quoteArg(p))
 	}
 	return c, nil
 }
@@ -1337,7 +1337,7 @@ func provenanceParts(in ReadInput) (ReadInput, string, error) {
 	}
 	repo, commit, at := strings.Cut(in.Repo, "@")
 	if at && commit == "" {
-		return in, "", badRequest{fmt.Errorf("repo %q: want repo or repo@commit", in.Repo)}
+		return in, "", badRequest{fmt.Errorf("repo %s: want repo or repo@commit", quoteArg(in.Repo))}
 	}
 	in.Repo = repo
 	if path, lines, ok := strings.Cut(in.Path, "#L"); ok {
@@ -1347,7 +1347,7 @@ func provenanceParts(in ReadInput) (ReadInput, string, error) {
 		start, err1 := strconv.Atoi(from)
 		end, err2 := strconv.Atoi(cmp.Or(to, from))
 		if err1 != nil || err2 != nil || start < 1 || end < start {
-			return in, "", badRequest{fmt.Errorf("path %q: want path#Lstart-Lend, as a provenance writes it", path+"#L"+lines)}
+			return in, "", badRequest{fmt.Errorf("path %s: want path#Lstart-Lend, as a provenance writes it", quoteArg(path+"#L"+lines))}
 		}
 		if in.StartLine == 0 && in.EndLine == 0 {
 			in.StartLine, in.EndLine = start, end
@@ -1380,6 +1380,7 @@ func (s *Server) toolRead(ctx context.Context, p Principal, in ReadInput) (ReadO
 		return ReadOutput{}, err
 	}
 	if commit != "" && !strings.HasPrefix(seg.Meta.Commit, commit) {
+		commit = codectx.Clip(commit, 64)
 		return ReadOutput{}, fmt.Errorf("%s is indexed at %.12s, not %s: read it without @%s for the text at the indexed commit", in.Repo, seg.Meta.Commit, commit, commit)
 	}
 	f, ok := seg.File(clean)
@@ -1428,9 +1429,9 @@ func noFile(seg *segment.Segment, path string) error {
 		n += c
 	}
 	if n == 0 {
-		return fmt.Errorf("no file %q in %s at %.12s (a path relative to the repository root)", path, seg.Meta.Repo, seg.Meta.Commit)
+		return fmt.Errorf("no file %s in %s at %.12s (a path relative to the repository root)", quoteArg(path), seg.Meta.Repo, seg.Meta.Commit)
 	}
-	return fmt.Errorf("no file %q in the index of %s at %.12s: no such file, or one of the %d files left out when indexed (%s), whose text is not kept", path, seg.Meta.Repo, seg.Meta.Commit, n, index.FormatCounts(seg.Meta.Skipped))
+	return fmt.Errorf("no file %s in the index of %s at %.12s: no such file, or one of the %d files left out when indexed (%s), whose text is not kept", quoteArg(path), seg.Meta.Repo, seg.Meta.Commit, n, index.FormatCounts(seg.Meta.Skipped))
 }
 
 // ReposInput is the argument of the repos tool.
@@ -1499,3 +1500,9 @@ func (s *Server) toolRepos(ctx context.Context, p Principal, in ReposInput) (Rep
 
 // atoi is strconv.Atoi for ids known to be decimal.
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// quoteArg quotes an argument an error echoes: at most maxQuotedArg bytes
+// of it (an 800 KB path came back whole), enough for any indexed path.
+func quoteArg(s string) string { return codectx.Quote(s, maxQuotedArg) }
+
+const maxQuotedArg = 1024

@@ -8,6 +8,7 @@ package codectx
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -113,4 +114,14 @@ func Clip(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// Quote quotes a value a client sent, for an error or a log line: at most
+// its first n bytes (Clip), and its length when cut, so that what an
+// answer echoes does not grow with what was sent.
+func Quote(s string, n int) string {
+	if len(s) <= n {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(Clip(s, n)) + "... (" + strconv.Itoa(len(s)) + " bytes)"
 }

@@ -20,3 +20,12 @@ func TestClip(t *testing.T) {
 		}
 	}
 }
+
+func TestQuote(t *testing.T) {
+	if got := Quote("a\"b", 10); got != `"a\"b"` {
+		t.Errorf("Quote short = %s", got)
+	}
+	if got := Quote("ab日本", 4); got != `"ab"... (8 bytes)` {
+		t.Errorf("Quote cut = %s", got)
+	}
+}

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"hash"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"codectx/pkg/codectx"
@@ -307,12 +306,7 @@ const maxQuoted = 64
 // cut, so that what an answer or a log line echoes does not grow with
 // what was sent (%q of a 24 MB value of DEL bytes was 96 MB, and its
 // JSON 120 MB).
-func Quote(s string) string {
-	if len(s) <= maxQuoted {
-		return strconv.Quote(s)
-	}
-	return strconv.Quote(codectx.Clip(s, maxQuoted)) + "... (" + strconv.Itoa(len(s)) + " bytes)"
-}
+func Quote(s string) string { return codectx.Quote(s, maxQuoted) }
 
 func isSHA(s string) bool {
 	if len(s) != 40 && len(s) != 64 {
