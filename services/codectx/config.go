@@ -569,3 +569,19 @@ func (f *shardCacheFlags) open() (*index.ShardCache, error) {
 func cacheFlag(fs *flag.FlagSet, v *int64) {
 	bytesVar(fs, v, "cache-bytes", envCache, *v, "memory budget of the loaded segments of the query API, in `bytes` (or with a unit: 512MiB); the process's Go soft memory limit is 1.25x it plus 384 MiB unless GOMEMLIMIT is set ($"+envCache+")")
 }
+
+// dataOrServer settles a command that reads a data directory or asks a
+// server: both given on the command line is an error (one of them was
+// silently ignored), and --data given there wins over a server from the
+// environment ($CODECTX_SERVER), which then reads as none.
+func dataOrServer(fs *flag.FlagSet, server *string) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	switch {
+	case given["data"] && given["server"]:
+		return fmt.Errorf("%s: give --data or --server, not both", fs.Name())
+	case given["data"]:
+		*server = ""
+	}
+	return nil
+}

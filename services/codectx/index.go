@@ -84,6 +84,9 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.Usage()
 		return fmt.Errorf("index: want exactly one PATH_OR_URL, got %d", fs.NArg())
 	}
+	if err := dataOrServer(fs, server); err != nil {
+		return err
+	}
 	if *server != "" {
 		where, err := absLocation(fs.Arg(0))
 		if err != nil {

@@ -45,6 +45,9 @@ the data directory; with --server it forwards every call to the server's
 	if !index.ValidTenant(*tenant) {
 		return fmt.Errorf("mcp: invalid tenant %q", *tenant)
 	}
+	if err := dataOrServer(fs, server); err != nil {
+		return err
+	}
 	if *server != "" {
 		// The URL as every other command takes it: 127.0.0.1:7700, as
 		// $CODECTX_SERVER is often set, names http://127.0.0.1:7700.

@@ -101,6 +101,9 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 		}
 	}
+	if err := dataOrServer(fs, server); err != nil {
+		return err
+	}
 	var resp *query.Response
 	if *server != "" {
 		cl, err := serverClient(*server)

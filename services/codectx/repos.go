@@ -75,6 +75,9 @@ func runRepos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return fmt.Errorf("repos %s: want exactly one REPO, got %d", sub, len(pos))
 	}
+	if err := dataOrServer(fs, server); err != nil {
+		return err
+	}
 	if sub == "list" && *server == "" {
 		return reposLocal(ctx, *data, *tenant, *asJSON, stdout)
 	}
