@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 
 	"codectx/pkg/index"
 )
@@ -82,7 +83,8 @@ func whole(name string, f *float64) (n int, set bool, err error) {
 		return 0, false, fmt.Errorf("%s %v: want a whole number", name, *f)
 	}
 	if math.Abs(*f) > math.MaxInt32 {
-		return 0, false, fmt.Errorf("%s %v: out of range", name, *f)
+		// Written out, not as 1e+11: the number the client sent.
+		return 0, false, fmt.Errorf("%s %s: out of range", name, strconv.FormatFloat(*f, 'f', -1, 64))
 	}
 	return int(*f), true, nil
 }
