@@ -27,9 +27,15 @@ func serverClient(server string) (*api.Client, error) {
 	}
 	return &api.Client{
 		BaseURL: strings.TrimRight(server, "/"), Key: os.Getenv(envAPIKey),
-		HTTP: &http.Client{Transport: rateRetry{next: http.DefaultTransport, tries: rateRetries}},
+		HTTP: &http.Client{Transport: rateRetry{next: http.DefaultTransport, tries: rateRetries}, Timeout: serverTimeout},
 	}, nil
 }
+
+// serverTimeout bounds one request of a --server command (and of the mcp
+// proxy), its retries of a 429 included: a server that takes the
+// connection and never answers hung the command for good. Waiting for an
+// index is many short requests.
+var serverTimeout = 5 * time.Minute
 
 // rateRetries is how many times a command retries a request its server
 // answered 429, and maxRateWait the longest it waits for one retry.

@@ -119,3 +119,37 @@ func TestServerClientRetriesRate(t *testing.T) {
 	}
 	mu.Unlock()
 }
+
+// TestServerTimeout: a server that takes the connection and never
+// answers fails query --server and mcp --server after serverTimeout, not
+// never.
+func TestServerTimeout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	hung := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hung:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(hung)
+	old := serverTimeout
+	serverTimeout = 300 * time.Millisecond
+	defer func() { serverTimeout = old }()
+	for _, args := range [][]string{
+		{"query", "--server", srv.URL, "--repo", "shop", "cart total"},
+		{"mcp", "--server", srv.URL},
+	} {
+		stdin = strings.NewReader("")
+		start := time.Now()
+		err := run(ctx, args, io.Discard, io.Discard)
+		if err == nil {
+			t.Errorf("%s against a server that never answers: no error", args[0])
+		}
+		if d := time.Since(start); d > 20*time.Second {
+			t.Errorf("%s took %s against a server that never answers", args[0], d)
+		}
+	}
+}

@@ -115,7 +115,7 @@ func mcpProxy(ctx context.Context, url, key string) (*mcp.Server, func(), error)
 	// A 429 (the tenant over its rate) is retried after its Retry-After,
 	// as the other commands do, rather than failing the agent's call.
 	dt := &deniedTransport{next: rateRetry{next: bearerTransport{key}, tries: rateRetries}}
-	remote, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: dt}, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
+	remote, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: dt, Timeout: serverTimeout}, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
 	switch {
 	case err == nil:
 	case dt.denied.Load():
