@@ -70,12 +70,34 @@ func runKey(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		if *tenant != keys.AllTenants && !index.ValidTenant(*tenant) {
 			return fmt.Errorf("key create: invalid tenant %q", *tenant)
 		}
+		// A key goes into a file a server reads: not into directories
+		// made up on the spot (a mistyped --file or the wrong working
+		// directory's .codectx), nor into another user's data directory.
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		dir := filepath.Dir(path)
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			if *file == "" {
+				return fmt.Errorf("key create: no data directory %s: codectx up makes it (or give --data of one, or --file)", dir)
+			}
+			return fmt.Errorf("key create: no directory %s for the key file", dir)
+		}
+		if *file == "" {
+			if err := keys.PrivateDir(dir); err != nil {
+				return fmt.Errorf("key create: %w", err)
+			}
+		}
+		_, statErr := os.Stat(path)
 		secret, k, err := keys.Create(path, *tenant, keys.Scope(*scope))
 		if err != nil {
 			return fmt.Errorf("key create: %w", err)
 		}
 		fmt.Fprintln(stdout, secret)
 		fmt.Fprintf(stderr, "created key %s for tenant %s, scope %s, in %s; it is shown only this once\n", k.ID, k.Tenant, k.Scope, path)
+		if errors.Is(statErr, os.ErrNotExist) {
+			fmt.Fprintf(stderr, "%s is a new key file: servers read it with --api-keys %s (up --keys reads the keys.json of its data directory)\n", path, path)
+		}
 		return nil
 	case "list":
 		if len(pos) > 0 {

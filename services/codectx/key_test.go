@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"io"
@@ -217,5 +219,46 @@ func TestKeysRestart(t *testing.T) {
 	}
 	if _, err := keysRestart(file, admin, data); err == nil || !strings.Contains(err.Error(), "holds no key") || !strings.Contains(err.Error(), "key create --data "+data) || strings.Contains(err.Error(), "leave the file unset") {
 		t.Errorf("no key left: %v; want an error saying how to make one", err)
+	}
+}
+
+// TestKeyCreateWhere: key create makes no directory (a mistyped --file,
+// or --data of a directory up never made, wrote a key file no server
+// reads), names the file by its absolute path, and says when the file is
+// new how a server reads it.
+func TestKeyCreateWhere(t *testing.T) {
+	root := t.TempDir()
+	for _, args := range [][]string{
+		{"key", "create", "--file", filepath.Join(root, "mistyped", "dir", "keys.json"), "--tenant", "acme"},
+		{"key", "create", "--data", filepath.Join(root, "nodata"), "--tenant", "acme"},
+	} {
+		if _, err := runCLI(t, args...); err == nil || !strings.Contains(err.Error(), "no ") {
+			t.Errorf("%s: %v, want it refused", strings.Join(args, " "), err)
+		}
+	}
+	if ents, _ := os.ReadDir(root); len(ents) != 0 {
+		t.Errorf("key create made %v", ents)
+	}
+	data := filepath.Join(root, "data")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	create := func() string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if err := run(context.Background(), []string{"key", "create", "--data", data, "--tenant", "acme"}, &out, &errOut); err != nil {
+			t.Fatal(err)
+		}
+		return errOut.String()
+	}
+	file := filepath.Join(data, "keys.json")
+	if msg := create(); !strings.Contains(msg, "in "+file) || !strings.Contains(msg, "new key file") {
+		t.Errorf("first key create said %q; want the absolute path and that the file is new", msg)
+	}
+	if fi, err := os.Stat(data); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("data directory after key create: %v %v, want mode 0700 (as up makes it)", fi.Mode(), err)
+	}
+	if msg := create(); strings.Contains(msg, "new key file") {
+		t.Errorf("second key create said %q; the file is not new", msg)
 	}
 }
