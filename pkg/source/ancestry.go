@@ -11,36 +11,16 @@ import (
 // other (a commit hash): whether moving from other to this snapshot goes
 // back in history. It is false when other is not in the repository (a
 // force-pushed history) and for snapshots without git.
-func (s *Snapshot) IsAncestor(other string) (bool, error) {
-	g, ok := s.src.(*gitReader)
-	if !ok || g.commit == nil {
-		return false, nil
-	}
-	h, ok := parseHash(other)
-	if !ok || h == g.commit.Hash {
-		return false, nil
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	oc, err := g.repo.CommitObject(h)
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("is %s an ancestor of %s: %w", g.commit.Hash, other, err)
-	}
-	anc, err := g.commit.IsAncestor(oc)
-	if err != nil {
-		return false, fmt.Errorf("is %s an ancestor of %s: %w", g.commit.Hash, other, err)
-	}
-	return anc, nil
-}
+func (s *Snapshot) IsAncestor(other string) (bool, error) { return s.ancestry(other, true) }
 
 // Descends reports whether other (a commit hash) is an ancestor of the
 // snapshot's commit: whether moving from other to this snapshot goes
 // forward in history. It is false when other is not in the repository
 // (a force-pushed history) and for snapshots without git.
-func (s *Snapshot) Descends(other string) (bool, error) {
+func (s *Snapshot) Descends(other string) (bool, error) { return s.ancestry(other, false) }
+
+// ancestry is IsAncestor (back) or Descends.
+func (s *Snapshot) ancestry(other string, back bool) (bool, error) {
 	g, ok := s.src.(*gitReader)
 	if !ok || g.commit == nil {
 		return false, nil
@@ -55,12 +35,18 @@ func (s *Snapshot) Descends(other string) (bool, error) {
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		return false, nil
 	}
-	if err != nil {
-		return false, fmt.Errorf("is %s an ancestor of %s: %w", other, g.commit.Hash, err)
+	older, newer := g.commit, oc
+	if !back {
+		older, newer = oc, g.commit
 	}
-	anc, err := oc.IsAncestor(g.commit)
-	if err != nil {
-		return false, fmt.Errorf("is %s an ancestor of %s: %w", other, g.commit.Hash, err)
+	if err == nil {
+		var anc bool
+		if anc, err = older.IsAncestor(newer); err == nil {
+			return anc, nil
+		}
 	}
-	return anc, nil
+	if back {
+		return false, fmt.Errorf("is %s an ancestor of %s: %w", g.commit.Hash, other, err)
+	}
+	return false, fmt.Errorf("is %s an ancestor of %s: %w", other, g.commit.Hash, err)
 }
