@@ -135,6 +135,25 @@ Stop with SIGINT or SIGTERM.`)
 	if err := privateDir(c.data); err != nil {
 		return fmt.Errorf("up: %w", err)
 	}
+	log := newLogger(stderr).With("role", "up")
+	defer log.Info("exited") // after the deferred stops of the servers
+	data, err := filepath.Abs(c.data)
+	if err != nil {
+		return err
+	}
+	c.data = data
+
+	// Embedded dependencies. Temporal first: its lock on the data dir keeps
+	// a second `up` from touching anything.
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	ts, err := temporalserver.Start(sctx, temporalserver.Config{DataDir: filepath.Join(data, "temporal")})
+	if err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	defer ts.Stop()
+	// The keys after the lock: a second `up` on this data directory,
+	// refused by it, wrote an admin key of its own first.
 	if *keysOn && *keysFile != "" {
 		// Both say where the keys are: the file wins, and no DATA/keys.json
 		// or admin key is made. Said, so that no one looks for admin.key.
@@ -172,23 +191,6 @@ Stop with SIGINT or SIGTERM.`)
 	if keyStore != nil {
 		selfKeys = api.Keys{api.HashKey(selfKey): api.AllTenants}
 	}
-	log := newLogger(stderr).With("role", "up")
-	defer log.Info("exited") // after the deferred stops of the servers
-	data, err := filepath.Abs(c.data)
-	if err != nil {
-		return err
-	}
-	c.data = data
-
-	// Embedded dependencies. Temporal first: its lock on the data dir keeps
-	// a second `up` from touching anything.
-	sctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	ts, err := temporalserver.Start(sctx, temporalserver.Config{DataDir: filepath.Join(data, "temporal")})
-	if err != nil {
-		return fmt.Errorf("up: %w", err)
-	}
-	defer ts.Stop()
 	ns, err := natsq.StartEmbedded(filepath.Join(data, "nats"))
 	if err != nil {
 		return fmt.Errorf("up: %w", err)
