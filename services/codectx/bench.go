@@ -69,7 +69,7 @@ type BenchReport struct {
 // and the latencies seen by the clients are summarised.
 func runBenchQuery(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench-query", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(usageOut("bench-query", stderr, args))
 	server := fs.String("server", env(envServer, ""), "server URL (required) ($"+envServer+")")
 	tenant := fs.String("tenant", index.DefaultTenant, "tenant")
 	repos := fs.String("repo", "", "repository name, or several separated by commas, queried round-robin (required)")
@@ -82,7 +82,7 @@ func runBenchQuery(ctx context.Context, args []string, stdout, stderr io.Writer)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	org := fs.Bool("org", false, "each query asks all the --repo repositories at once, fused into one ranking (--repo '*' = all of the tenant's)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: codectx bench-query --server URL --repo NAME[,NAME...] [flags]\n\nLoad-tests a running query API: concurrent clients post queries until --requests answers or --duration, and the latencies they saw are summarised.")
+		fmt.Fprintln(fs.Output(), "usage: codectx bench-query --server URL --repo NAME[,NAME...] [flags]\n\nLoad-tests a running query API: concurrent clients post queries until --requests answers or --duration, and the latencies they saw are summarised.")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {

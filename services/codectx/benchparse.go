@@ -35,13 +35,13 @@ type ParseRate struct {
 // two Go paths against each other.
 func runBenchParse(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench-parse", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(usageOut("bench-parse", stderr, args))
 	maxSize := bytesFlag(fs, "max-file-size", 1<<20, "skip files larger than this many `bytes` (as index does)")
 	rounds := fs.Int("rounds", 1, "parse the files this many times per row")
 	asJSON := fs.Bool("json", false, "print the rows as JSON")
 	compareGo := fs.Bool("compare-go", false, "also chunk every Go file on both Go paths (go/parser, tree-sitter) and report the files whose chunks differ")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: codectx bench-parse [flags] PATH\n\nParses every file of a snapshot with tree-sitter alone, with chunk.Parse, and the Go files with go/parser, one goroutine, and prints MB per CPU second of each.")
+		fmt.Fprintln(fs.Output(), "usage: codectx bench-parse [flags] PATH\n\nParses every file of a snapshot with tree-sitter alone, with chunk.Parse, and the Go files with go/parser, one goroutine, and prints MB per CPU second of each.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -71,7 +71,7 @@ type PushTiming struct {
 // between them, so that the servers share the machine's load alike.
 func runBenchPush(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench-push", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(usageOut("bench-push", stderr, args))
 	servers := fs.String("server", env(envServer, ""), "server URL, or several separated by commas (required) ($"+envServer+")")
 	dirs := fs.String("dir", "", "git work tree the server indexes, one per server, separated by commas (required); the bench commits in it")
 	tenant := fs.String("tenant", index.DefaultTenant, "tenant of the webhook route")
@@ -85,7 +85,7 @@ func runBenchPush(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	initial := fs.Duration("initial-timeout", 30*time.Minute, "how long the first push (indexing the work tree's HEAD) may take")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: codectx bench-push --server URL[,URL...] --dir WORKTREE[,...] --repo NAME [flags]\n\nMeasures one-file push to queryable on running servers: commits to the work tree, sends a signed webhook, and times until a query answers from the new commit.")
+		fmt.Fprintln(fs.Output(), "usage: codectx bench-push --server URL[,URL...] --dir WORKTREE[,...] --repo NAME [flags]\n\nMeasures one-file push to queryable on running servers: commits to the work tree, sends a signed webhook, and times until a query answers from the new commit.")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {

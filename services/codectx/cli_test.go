@@ -685,3 +685,31 @@ func TestAbsLocation(t *testing.T) {
 		t.Errorf("index --server ./nope: %v, want no such file", err)
 	}
 }
+
+// TestJSONUsageErrors: under --json a usage error is one line of JSON on
+// stderr, without the usage text before it; --help still prints it.
+func TestJSONUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"query", "--json", "--repo", "shop"},
+		{"index", "--json"},
+		{"query", "--json", "--no-such-flag", "x"},
+		{"repos", "status", "--json"},
+		{"gc", "--json", "extra"},
+	} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), args, &out, &errOut)
+		if err == nil {
+			t.Errorf("%q: no error", args)
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+		var e map[string]string
+		if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &e) != nil || e["error"] == "" {
+			t.Errorf("%q: stderr %q, want one line of JSON", args, errOut.String())
+		}
+	}
+	var errOut bytes.Buffer
+	if err := run(context.Background(), []string{"query", "--json", "--help"}, io.Discard, &errOut); err != nil || !strings.Contains(errOut.String(), "usage: codectx query") {
+		t.Errorf("query --json --help: %v, %q; want the usage text", err, errOut.String())
+	}
+}

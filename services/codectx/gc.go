@@ -15,7 +15,7 @@ import (
 // local one under --data, or an S3 bucket.
 func runGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("gc", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(usageOut("gc", stderr, args))
 	var c config
 	fs.StringVar(&c.data, "data", dataDir(), "data directory: local blob store ($"+envData+")")
 	c.storeFlags(fs)
@@ -27,7 +27,7 @@ func runGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	all := fs.Bool("all", false, "also when no manifest or segment exists (empties the cache, e.g. codectx eval's)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: codectx gc [flags]\n\nDeletes parse-cache entries that no stored manifest or segment references\n(files no snapshot contains any more, results of older parser versions), and\nembedding-cache entries that no segment, vector set or embed plan of their\ntenant needs. Safe to run beside indexing.")
+		fmt.Fprintln(fs.Output(), "usage: codectx gc [flags]\n\nDeletes parse-cache entries that no stored manifest or segment references\n(files no snapshot contains any more, results of older parser versions), and\nembedding-cache entries that no segment, vector set or embed plan of their\ntenant needs. Safe to run beside indexing.")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {

@@ -53,7 +53,7 @@ const defaultIndexGCPercent = 400
 
 func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("index", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(usageOut("index", stderr, args))
 	data := fs.String("data", dataDir(), "data directory (embedded mode) ($"+envData+")")
 	name := fs.String("name", "", "repository name (default: derived from the path or URL)")
 	tenant := fs.String("tenant", "", "tenant (default: with --server, the API key's tenant for a tenant's key, else "+index.DefaultTenant+")")
@@ -74,7 +74,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	memLimit := bytesFlag(fs, "memory-limit", defaultIndexMemoryLimit, "the Go soft memory limit while indexing, in `bytes` or with a unit (300MiB) (the collector runs harder near it; 0: none); GOMEMLIMIT wins")
 	gcPercent := fs.Int("gc-percent", defaultIndexGCPercent, "the collector's GOGC while indexing under a memory limit (the limit bounds the heap; without one GOGC stays 100); GOGC wins")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: codectx index [flags] PATH_OR_URL\n\nIndexes a working directory, a clone, a bare git directory or a clone URL.")
+		fmt.Fprintln(fs.Output(), "usage: codectx index [flags] PATH_OR_URL\n\nIndexes a working directory, a clone, a bare git directory or a clone URL.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -34,8 +34,8 @@ func runKey(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	sub := args[0]
 	fs := flag.NewFlagSet("key "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, keyUsage) }
+	fs.SetOutput(usageOut("key", stderr, args))
+	fs.Usage = func() { fmt.Fprint(fs.Output(), keyUsage) }
 	data := fs.String("data", dataDir(), "data directory whose keys.json to use ($"+envData+")")
 	file := fs.String("file", env(envAPIKeys, ""), "key file (default DATA/keys.json; $"+envAPIKeys+")")
 	var tenant, scope *string
@@ -48,7 +48,7 @@ func runKey(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		asJSON = fs.Bool("json", false, "print the keys as JSON")
 	case "revoke":
 	default:
-		fmt.Fprint(stderr, keyUsage)
+		fmt.Fprint(fs.Output(), keyUsage)
 		return fmt.Errorf("key: unknown subcommand %q (create, list, revoke)", sub)
 	}
 	pos, err := parseInterspersed(fs, args[1:])

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -158,6 +159,16 @@ func wantsJSON(cmd string, args []string) bool {
 		}
 	}
 	return false
+}
+
+// usageOut is where a command's usage text goes: nowhere under --json,
+// whose error is one line of JSON on stderr (the usage text came before
+// it), unless help was asked for.
+func usageOut(cmd string, stderr io.Writer, args []string) io.Writer {
+	if !wantsJSON(cmd, args) || slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "-help" || a == "--help" }) {
+		return stderr
+	}
+	return io.Discard
 }
 
 // runVersion prints the module version and, when the binary was built

@@ -54,7 +54,7 @@ func parseLanguages(s string) ([]string, error) {
 
 func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("query", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(usageOut("query", stderr, args))
 	data := fs.String("data", dataDir(), "data directory (embedded mode) ($"+envData+")")
 	repo := fs.String("repo", "", "repository name, as indexed, or several separated by commas, or * for all of the tenant's (required)")
 	tenant := fs.String("tenant", "", "tenant (default: with --server, the API key's tenant for a tenant's key, else "+index.DefaultTenant+")")
@@ -67,7 +67,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var df denseFlags
 	df.register(fs, false)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, `usage: codectx query [flags] "text"`)
+		fmt.Fprintln(fs.Output(), `usage: codectx query [flags] "text"`)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -38,8 +38,8 @@ func runRepos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		sub, args = args[0], args[1:]
 	}
 	fs := flag.NewFlagSet("repos "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, reposUsage) }
+	fs.SetOutput(usageOut("repos", stderr, args))
+	fs.Usage = func() { fmt.Fprint(fs.Output(), reposUsage) }
 	server := fs.String("server", env(envServer, ""), "a running codectx up, gateway or query service ($"+envServer+")")
 	tenant := fs.String("tenant", "", "tenant (default: with --server, the API key's tenant for a tenant's key, else "+index.DefaultTenant+")")
 	asJSON := fs.Bool("json", false, "print the answer as JSON")
@@ -57,7 +57,7 @@ func runRepos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprint(stdout, reposUsage)
 		return nil
 	default:
-		fmt.Fprint(stderr, reposUsage)
+		fmt.Fprint(fs.Output(), reposUsage)
 		return fmt.Errorf("repos: unknown subcommand %q (list, status, reindex, delete)", sub)
 	}
 	pos, err := parseInterspersed(fs, args)
