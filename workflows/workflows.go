@@ -111,11 +111,12 @@ type Push struct {
 	Tenant, Repo, Location string
 	Commit                 string // "" = the location's HEAD
 	// Forward (a webhook push) may move HEAD only forward: a commit that
-	// is an ancestor of the published one is not published (a replayed or
-	// late delivery cannot roll the index back), unless it is Branch's tip
-	// at the location when the snapshot runs (the branch was reset back
-	// and force-pushed). An operator's index request leaves it unset and
-	// may move HEAD anywhere.
+	// is an ancestor of the published one (or, with Branch, does not
+	// descend from it) is not published (a replayed or late delivery
+	// cannot roll the index back), unless it is Branch's tip at the
+	// location when the snapshot runs (the branch was reset, amended or
+	// rebased and force-pushed). An operator's index request leaves it
+	// unset and may move HEAD anywhere.
 	Forward bool
 	// Branch is the branch a Forward push moved ("" unknown).
 	Branch string `json:",omitempty"`
