@@ -287,6 +287,14 @@ func decode(host string, body []byte) (*Push, bool, error) {
 		return nil, false, fmt.Errorf("%w: after of %d bytes is not a commit hash", ErrMalformed, len(p.Commit))
 	case !deleted && !isSHA(p.Commit):
 		return nil, false, fmt.Errorf("%w: after %s is not a commit hash", ErrMalformed, Quote(p.Commit))
+	case !deleted && len(p.Before) > maxSHA:
+		// before goes with the push into the workflow's history and, while
+		// it waits, into the state carried across continue-as-new: a
+		// 1.5 MB one was taken, and two of them waiting wedged the
+		// repository's workflow (its carry over the payload limit).
+		return nil, false, fmt.Errorf("%w: before of %d bytes is not a commit hash", ErrMalformed, len(p.Before))
+	case !deleted && p.Before != "" && !isSHA(p.Before):
+		return nil, false, fmt.Errorf("%w: before %s is not a commit hash", ErrMalformed, Quote(p.Before))
 	}
 	return p, deleted, nil
 }

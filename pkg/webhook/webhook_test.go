@@ -85,6 +85,8 @@ func TestParse(t *testing.T) {
 		{name: "not json", host: webhook.GitHub, body: `{"ref":`, err: webhook.ErrMalformed},
 		{name: "no repository", host: webhook.GitHub, body: `{"ref":"refs/heads/main","after":"` + sha2 + `"}`, err: webhook.ErrMalformed},
 		{name: "after not a sha", host: webhook.GitHub, body: githubPush("refs/heads/main", sha1, "HEAD", false), err: webhook.ErrMalformed},
+		{name: "before not a sha", host: webhook.GitHub, body: githubPush("refs/heads/main", "HEAD", sha2, false), err: webhook.ErrMalformed},
+		{name: "before too long", host: webhook.GitHub, body: githubPush("refs/heads/main", strings.Repeat("b", 100), sha2, false), err: webhook.ErrMalformed},
 		{name: "branch deleted", host: webhook.GitHub, body: githubPush("refs/heads/main", sha1, zero, true), ignored: "deleted"},
 		{name: "tag", host: webhook.GitHub, body: githubPush("refs/tags/v1", zero, sha2, false), ignored: "not a branch"},
 		{name: "other branch", host: webhook.GitHub, body: githubPush("refs/heads/feature", sha1, sha2, false), ignored: "not indexed"},
