@@ -26,6 +26,7 @@ import (
 	"codectx/pkg/queue/natsq"
 	"codectx/pkg/source"
 	"codectx/pkg/vector"
+	"codectx/pkg/webhook"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -134,10 +135,10 @@ type SnapshotPlan struct {
 	Batches                        int
 	Skipped                        bool   // HEAD already points at Commit
 	Segment                        string // HEAD's segment when Skipped
-	// Behind is the commit of a Forward push that is an ancestor of the
-	// published HEAD, or (a push naming its branch) does not descend from
-	// it, and is not its branch's tip: Skipped, and Commit is HEAD's,
-	// which stays.
+	// Behind is the commit of a Forward push not published: an ancestor
+	// of the published HEAD or, for a push naming its branch, a commit the
+	// branch has left (see Snapshot): Skipped, and Commit is HEAD's, which
+	// stays.
 	Behind string
 	// NoEmbedder: the orchestrator that planned the snapshot has no
 	// embedder, so the embed stage is skipped without planning it (a plan
@@ -217,32 +218,26 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (p Snapshot
 		if aerr != nil {
 			return p, fmt.Errorf("check %s against the published %s: %w", snap.Commit, h.Commit, aerr)
 		}
-		if !behind && in.Branch != "" {
-			// Nor sideways: a commit that does not descend from HEAD
-			// either (an amend or rebase, force-pushed) is published
-			// only as its branch's tip, below; a late delivery of the
-			// commit it replaced is not.
+		publish := !behind
+		if in.Branch != "" {
+			// A push naming its branch is published only while its commit
+			// is on the branch in the repository: ahead of HEAD when the
+			// branch's tip is it or descends from it (a busy branch moved
+			// on), behind or beside HEAD only as the tip itself (a reset,
+			// an amend or a rebase, force-pushed). A late or replayed
+			// delivery of a commit the branch left is not published, in
+			// whatever order the deliveries came.
 			ahead, derr := snap.Descends(h.Commit)
 			if derr != nil {
 				return p, fmt.Errorf("check %s against the published %s: %w", snap.Commit, h.Commit, derr)
 			}
-			behind = !ahead
-		}
-		if behind && in.Branch != "" {
-			// Unless it is the branch's tip: the branch was reset or
-			// rewritten and force-pushed, and the location's branch is
-			// at this commit now (a replayed or late delivery cannot
-			// make it so).
-			tip, terr := a.branchTip(ctx, in)
-			if errors.Is(terr, source.ErrRevisionNotFound) {
-				terr, tip = nil, "" // the branch is gone: nothing moved back
-			}
+			tip, on, terr := a.onBranch(ctx, in, snap.Commit)
 			if terr != nil {
 				return p, classify(fmt.Errorf("check %s against the tip of branch %s: %w", snap.Commit, in.Branch, terr))
 			}
-			behind = tip != snap.Commit
+			publish = tip == snap.Commit || ahead && on
 		}
-		if behind {
+		if !publish {
 			p.Skipped, p.Segment, p.Behind, p.Commit = true, h.Segment, snap.Commit, h.Commit
 			return p, nil
 		}
@@ -1164,32 +1159,25 @@ func keepAlive(ctx context.Context) (stop func()) {
 	return func() { close(done) }
 }
 
-// branchTip is the commit in.Branch is at in in.Location now: fetched
-// (through the tenant's network policy) into the clone cache, or read
-// from a local repository.
-func (a *Activities) branchTip(ctx context.Context, in SnapshotInput) (string, error) {
-	if !validBranch(in.Branch) {
-		return "", invalid(fmt.Errorf("invalid branch name %q", in.Branch))
+// onBranch reads where in.Branch is now in in.Location (fetched through
+// the tenant's network policy into the clone cache, or read from a local
+// repository): its tip, and whether commit is the tip or an ancestor of
+// it. A branch gone from the location is no error: tip "", not on it.
+func (a *Activities) onBranch(ctx context.Context, in SnapshotInput, commit string) (tip string, on bool, err error) {
+	if !webhook.ValidBranch(in.Branch) {
+		return "", false, invalid(fmt.Errorf("invalid branch name %q", in.Branch))
 	}
 	s, err := pipeline.OpenReader(netguard.With(ctx, a.Net.For(in.Tenant)), in.Tenant, in.Location, "refs/heads/"+in.Branch, a.CacheDir)
+	if errors.Is(err, source.ErrRevisionNotFound) {
+		return "", false, nil
+	}
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	defer s.Close()
-	return s.Commit, nil
-}
-
-// validBranch is a branch name git could have sent (git check-ref-format,
-// roughly): nothing that reads as a revision expression or an option.
-func validBranch(b string) bool {
-	if b == "" || len(b) > 255 || strings.HasPrefix(b, "-") || strings.HasPrefix(b, "/") || strings.HasSuffix(b, "/") ||
-		strings.HasSuffix(b, ".lock") || strings.HasSuffix(b, ".") || strings.Contains(b, "..") || strings.Contains(b, "//") || strings.Contains(b, "@{") {
-		return false
+	if s.Commit == commit {
+		return s.Commit, true, nil
 	}
-	for _, r := range b {
-		if r <= ' ' || r == 0x7f || strings.ContainsRune("~^:?*[\\", r) {
-			return false
-		}
-	}
-	return true
+	on, err = s.Descends(commit)
+	return s.Commit, on, err
 }

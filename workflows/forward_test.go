@@ -110,13 +110,33 @@ func TestSnapshotForwardOnly(t *testing.T) {
 	if p := plan(sidePush); p.Skipped || p.Behind != "" || p.Commit != side {
 		t.Errorf("push of a commit beside HEAD that is its branch's tip (amended and force-pushed): plan = %+v, want it planned", p)
 	}
-	// A descendant of HEAD is published without a look at the branch.
-	setBranch(old)
+	// A descendant of HEAD (HEAD at old, side on old) is published while
+	// it is on its branch: the tip, or behind a tip that moved on (a busy
+	// branch); not once the branch was reset behind it (its delivery came
+	// late, after the reset's); without a branch named, as before.
+	store.Put(ctx, index.HeadKey("t", "r"), mustJSON(t, index.Head{Commit: old, Segment: "segments/t/r/cur"}))
 	ahead := push
 	ahead.Commit = side
-	store.Put(ctx, index.HeadKey("t", "r"), mustJSON(t, index.Head{Commit: old, Segment: "segments/t/r/cur"}))
-	if p := plan(ahead); p.Skipped || p.Commit != side {
-		t.Errorf("push of a descendant of HEAD: plan = %+v, want it planned", p)
+	for _, c := range []struct {
+		name, branchAt string
+		in             SnapshotInput
+		want           bool // planned
+	}{
+		{"the branch's tip", side, ahead, true},
+		{"the branch moved on", "", ahead, true}, // a commit on side, below
+		{"the branch reset behind it", old, ahead, false},
+		{"no branch named", old, SnapshotInput{Tenant: "t", Repo: "r", Location: dir, Commit: side, Forward: true}, true},
+	} {
+		if c.branchAt != "" {
+			setBranch(c.branchAt)
+		} else {
+			setBranch(side)
+			commit("d.go", 3) // the branch (checked out) moves on to a child of side
+		}
+		p := plan(c.in)
+		if got := !p.Skipped && p.Commit == side; got != c.want {
+			t.Errorf("push of a descendant of HEAD, %s: plan = %+v, want planned %v", c.name, p, c.want)
+		}
 	}
 	store.Put(ctx, index.HeadKey("t", "r"), head)
 	// A push of a commit the repository has no more (force-pushed away

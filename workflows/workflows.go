@@ -110,22 +110,15 @@ func SnapshotWorkflowID(tenant, repo string, n int, at bool) string {
 type Push struct {
 	Tenant, Repo, Location string
 	Commit                 string // "" = the location's HEAD
-	// Forward (a webhook push) may move HEAD only forward: a commit that
-	// is an ancestor of the published one (or, with Branch, does not
-	// descend from it) is not published (a replayed or late delivery
-	// cannot roll the index back), unless it is Branch's tip at the
-	// location when the snapshot runs (the branch was reset, amended or
-	// rebased and force-pushed). An operator's index request leaves it
-	// unset and may move HEAD anywhere.
+	// Forward (a webhook push) may not roll HEAD back: a commit that is
+	// an ancestor of the published one is not published (a replayed or
+	// late delivery). With Branch, the commit must be on the branch at the
+	// location when the snapshot runs, and one behind or beside HEAD must
+	// be its tip (a reset, an amend or a rebase, force-pushed). An
+	// operator's index request leaves it unset and may move HEAD anywhere.
 	Forward bool
 	// Branch is the branch a Forward push moved ("" unknown).
 	Branch string `json:",omitempty"`
-	// Before is the commit a Forward push moved its branch from (the
-	// delivery's before; "" unknown): a push of that commit still waiting
-	// is superseded, not run after this one. A force-push that replaces
-	// a waiting push's commit (an amend, a rebase) leaves it unreachable,
-	// and run after this one it was published over it, being no ancestor.
-	Before string `json:",omitempty"`
 }
 
 // RepoCarry is the state a RepoWorkflow carries across continue-as-new.
@@ -197,15 +190,10 @@ func RepoWorkflow(ctx workflow.Context, tenant, repo string, carry *RepoCarry) e
 	queue := workflow.GetVersion(ctx, forwardQueueVersion, workflow.DefaultVersion, 1) == 1
 	take := func(p Push) {
 		st.Received++
-		// The host says the branch moved from Before to this commit: a
-		// waiting push of Before is no longer the branch's tip, and after
-		// a force-push (an amend, a rebase) it is no ancestor of this one
-		// either, so that run after it, it was published over it.
-		superseded := func(q Push) bool { return p.Forward && p.Before != "" && q.Forward && q.Commit == p.Before }
-		if queue && p.Forward && st.Pending != nil && st.Pending.Forward && st.Pending.Commit != "" && st.Pending.Commit != p.Commit && !superseded(*st.Pending) {
+		if queue && p.Forward && st.Pending != nil && st.Pending.Forward && st.Pending.Commit != "" && st.Pending.Commit != p.Commit {
 			st.Queue = enqueue(st.Queue, *st.Pending)
 		}
-		st.Queue = slices.DeleteFunc(st.Queue, func(q Push) bool { return q.Commit == p.Commit || superseded(q) })
+		st.Queue = slices.DeleteFunc(st.Queue, func(q Push) bool { return q.Commit == p.Commit })
 		st.Pending = &p
 		st.Location = p.Location
 		st.Rev = RevOf(p)

@@ -605,39 +605,6 @@ func TestRepoWorkflowLatePushKeepsNewest(t *testing.T) {
 	}
 }
 
-// A push of c1 and then a force-push replacing it with c1b (an amend:
-// c1b's delivery says the branch moved from c1) both arrive while a
-// snapshot runs. c1 is then no tip of any branch: it must not run after
-// c1b, where it was published over it (it is no ancestor of c1b, so the
-// forward check let it through), leaving the index on the abandoned commit.
-func TestRepoWorkflowForcePushSupersedesWaiting(t *testing.T) {
-	env, f := repoEnv(t, 10)
-	fwd := func(at time.Duration, commit, before string) {
-		env.RegisterDelayedCallback(func() {
-			env.SignalWorkflow(PushSignal, Push{Tenant: "t", Repo: "r", Location: "loc", Commit: commit, Forward: true, Before: before})
-		}, at)
-	}
-	fwd(0, "a0", "")
-	fwd(10*time.Second, "c1", "a0")
-	fwd(20*time.Second, "c1b", "c1") // the amend, force-pushed
-	env.RegisterDelayedCallback(func() { env.CancelWorkflow() }, 10*time.Minute)
-	env.ExecuteWorkflow(RepoWorkflow, "t", "r", (*RepoCarry)(nil))
-	if want := []string{"a0", "c1b"}; !slices.Equal(f.commits, want) {
-		t.Errorf("snapshots of %v, want %v (c1 was replaced by c1b)", f.commits, want)
-	}
-	v, err := env.QueryWorkflow(StatusQuery)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st RepoStatus
-	if err := v.Get(&st); err != nil {
-		t.Fatal(err)
-	}
-	if st.LastCommit != "c1b" || st.Covered != st.Received {
-		t.Errorf("status = %+v, want last c1b and every push covered", st)
-	}
-}
-
 // TestGCShards indexes three commits as shards, collects keeping the
 // second (and HEAD, the third), and checks that exactly the shards only
 // the first named are gone and both kept snapshots still load. A publish

@@ -99,10 +99,6 @@ type IndexRequest struct {
 	// index may move HEAD forward only, never back to an ancestor of the
 	// published commit, so a replayed or late delivery cannot roll back.
 	Forward bool `json:"-"`
-	// Before is, for a webhook push, the commit the branch moved from
-	// (the delivery's before; "" for a new branch or unknown): a push
-	// still waiting for this commit is superseded by this one.
-	Before string `json:"-"`
 	// Branch is, for a webhook push, the branch pushed: a push of an
 	// ancestor of the published commit is published when it is that
 	// branch's tip at the location (a reset and force-push).
@@ -147,10 +143,10 @@ type RepoStatus struct {
 	LeftOut    []LeftOut `json:"left_out,omitempty"`        // the files left out and why
 	Already    bool      `json:"already_indexed,omitempty"` // the last snapshot found HEAD complete at its commit
 	// NotPublished is the commit of the last snapshot's push when it was
-	// not published: a webhook push of a commit that does not descend
-	// from the published one and is not its branch's tip either (a late
-	// or replayed delivery). An index request or a reindex moves HEAD
-	// anywhere.
+	// not published: a webhook push of a commit its branch no longer has
+	// (a late or replayed delivery), or one behind or beside the
+	// published commit that is not the branch's tip. An index request or
+	// a reindex moves HEAD anywhere.
 	NotPublished string      `json:"not_published,omitempty"`
 	Embed        string      `json:"embed,omitempty"`    // what the embed stage did
 	Embedded     int         `json:"embedded"`           // chunks embedded by the last snapshot

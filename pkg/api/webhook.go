@@ -206,7 +206,7 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	// host's redelivery is taken once the tenant has freed one.
 	unlock := s.lockRepo(tenant, push.Repo)
 	defer unlock()
-	req := IndexRequest{Tenant: tenant, Repo: push.Repo, Location: push.CloneURL, Commit: push.Commit, Forward: true, Before: push.Before, Branch: push.Branch}
+	req := IndexRequest{Tenant: tenant, Repo: push.Repo, Location: push.CloneURL, Commit: push.Commit, Forward: true, Branch: push.Branch}
 	run, code, err := s.signal(ctx, req, false)
 	if err != nil {
 		for _, k := range keys {

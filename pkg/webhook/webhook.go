@@ -206,6 +206,10 @@ func Decode(host string, h http.Header, body []byte, opt Options) (*Push, error)
 		return nil, &Ignored{Reason: "not a branch: " + p.Branch}
 	}
 	p.Branch = strings.TrimPrefix(p.Branch, "refs/heads/")
+	if !ValidBranch(p.Branch) {
+		// It goes into the repository's revision and is fetched by name.
+		return nil, fmt.Errorf("%w: branch %s is no branch name git sends", ErrMalformed, Quote(p.Branch))
+	}
 	if deleted || p.Commit == zeroSHA {
 		return nil, &Ignored{Reason: "branch " + p.Branch + " deleted"}
 	}
@@ -322,4 +326,19 @@ func isSHA(s string) bool {
 	}
 	_, err := hex.DecodeString(s)
 	return err == nil
+}
+
+// ValidBranch reports whether b is a branch name git could have sent (git check-ref-format,
+// roughly): nothing that reads as a revision expression or an option.
+func ValidBranch(b string) bool {
+	if b == "" || len(b) > 255 || strings.HasPrefix(b, "-") || strings.HasPrefix(b, "/") || strings.HasSuffix(b, "/") ||
+		strings.HasSuffix(b, ".lock") || strings.HasSuffix(b, ".") || strings.Contains(b, "..") || strings.Contains(b, "//") || strings.Contains(b, "@{") {
+		return false
+	}
+	for _, r := range b {
+		if r <= ' ' || r == 0x7f || strings.ContainsRune("~^:?*[\\", r) {
+			return false
+		}
+	}
+	return true
 }

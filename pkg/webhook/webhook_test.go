@@ -85,6 +85,8 @@ func TestParse(t *testing.T) {
 		{name: "not json", host: webhook.GitHub, body: `{"ref":`, err: webhook.ErrMalformed},
 		{name: "no repository", host: webhook.GitHub, body: `{"ref":"refs/heads/main","after":"` + sha2 + `"}`, err: webhook.ErrMalformed},
 		{name: "after not a sha", host: webhook.GitHub, body: githubPush("refs/heads/main", sha1, "HEAD", false), err: webhook.ErrMalformed},
+		{name: "branch no git name", host: webhook.GitHub, body: githubPush("refs/heads/a..b", sha1, sha2, false), err: webhook.ErrMalformed},
+		{name: "branch a revision", host: webhook.GitHub, body: githubPush("refs/heads/main@{1}", sha1, sha2, false), err: webhook.ErrMalformed},
 		{name: "before not a sha", host: webhook.GitHub, body: githubPush("refs/heads/main", "HEAD", sha2, false), err: webhook.ErrMalformed},
 		{name: "before too long", host: webhook.GitHub, body: githubPush("refs/heads/main", strings.Repeat("b", 100), sha2, false), err: webhook.ErrMalformed},
 		{name: "branch deleted", host: webhook.GitHub, body: githubPush("refs/heads/main", sha1, zero, true), ignored: "deleted"},
@@ -159,5 +161,17 @@ func TestQuote(t *testing.T) {
 	s := strings.Repeat("a", 63) + "\u2028" + strings.Repeat("b", 10)
 	if got, want := webhook.Quote(s), `"`+strings.Repeat("a", 63)+`"... (76 bytes)`; got != want {
 		t.Errorf("Quote cut inside a character: %s, want %s", got, want)
+	}
+}
+
+func TestValidBranch(t *testing.T) {
+	for b, want := range map[string]bool{
+		"main": true, "feature/x-1": true, "release-1.2": true,
+		"": false, "-x": false, "a..b": false, "m@{1}": false, "m~1": false, "m^": false, "a b": false,
+		"x:y": false, "/x": false, "x/": false, "x.lock": false, "a//b": false, "x.": false, "a\\b": false,
+	} {
+		if got := webhook.ValidBranch(b); got != want {
+			t.Errorf("ValidBranch(%q) = %v, want %v", b, got, want)
+		}
 	}
 }

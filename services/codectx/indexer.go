@@ -19,7 +19,7 @@ type temporalIndexer struct{ c client.Client }
 func (t temporalIndexer) Index(ctx context.Context, req api.IndexRequest) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	return workflows.SignalPush(ctx, t.c, workflows.Push{Tenant: req.Tenant, Repo: req.Repo, Location: req.Location, Commit: req.Commit, Forward: req.Forward, Before: req.Before, Branch: req.Branch})
+	return workflows.SignalPush(ctx, t.c, workflows.Push{Tenant: req.Tenant, Repo: req.Repo, Location: req.Location, Commit: req.Commit, Forward: req.Forward, Branch: req.Branch})
 }
 
 func (t temporalIndexer) Status(ctx context.Context, tenant, repo string) (api.RepoStatus, error) {

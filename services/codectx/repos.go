@@ -252,7 +252,7 @@ func formatStatus(st *api.RepoStatus) string {
 		fmt.Fprintf(&b, "  pushes    %d received, %d covered\n", st.Received, st.Covered)
 	}
 	if st.NotPublished != "" {
-		fmt.Fprintf(&b, "  not published %s: a push behind the published commit, not its branch's tip\n", line(st.NotPublished))
+		fmt.Fprintf(&b, "  not published %s: a push of a commit its branch had left\n", line(st.NotPublished))
 	}
 	if st.Current != "" {
 		fmt.Fprintf(&b, "  indexing  %s\n", line(st.Current))
