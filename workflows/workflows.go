@@ -701,13 +701,14 @@ func stageError(stage string, err error) error {
 
 // RevOf is the revision a reindex after push p indexes: the branch a
 // webhook push moved, or the revision an index request named unless it
-// is a commit hash (a repository indexed at a branch or tag stays on it;
-// one indexed at a hash or at HEAD goes to the location's HEAD).
+// reads as a commit hash, full or abbreviated (a repository indexed at a
+// branch or tag stays on it; one indexed at a hash or at HEAD goes to the
+// location's HEAD).
 func RevOf(p Push) string {
 	switch {
 	case p.Branch != "":
 		return "refs/heads/" + p.Branch
-	case isHash(p.Commit):
+	case looksLikeHash(p.Commit):
 		return ""
 	}
 	return p.Commit
@@ -715,9 +716,16 @@ func RevOf(p Push) string {
 
 // isHash reports whether s is a full commit hash (SHA-1 or SHA-256, hex).
 func isHash(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
+	return (len(s) == 40 || len(s) == 64) && isHex(s)
+}
+
+// looksLikeHash reports whether s reads as a commit hash, full or
+// abbreviated (7 hex digits or more, as git abbreviates).
+func looksLikeHash(s string) bool {
+	return len(s) >= 7 && len(s) <= 64 && isHex(s)
+}
+
+func isHex(s string) bool {
 	for _, r := range s {
 		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F') {
 			return false

@@ -727,6 +727,8 @@ func TestRevOf(t *testing.T) {
 		{Push{Commit: "refs/heads/main"}, "refs/heads/main"}, // a reindex after a webhook push
 		{Push{Commit: hash}, ""},                             // at a commit: a reindex goes to HEAD
 		{Push{Commit: strings.ToUpper(hash)}, ""},
+		{Push{Commit: "95183f3"}, ""},  // abbreviated
+		{Push{Commit: "cafe"}, "cafe"}, // too short to be one: a name
 		{Push{}, ""},
 	} {
 		if got := RevOf(c.p); got != c.want {

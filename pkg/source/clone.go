@@ -171,7 +171,8 @@ func cloneErr(url string, err error) error {
 	return fmt.Errorf("clone %s: %w", Redact(url), err)
 }
 
-// fetch updates all branches and tags from origin.
+// fetch updates all branches and tags from origin, and removes the
+// branches the origin no longer has.
 func fetch(ctx context.Context, repo *git.Repository, opt Options) error {
 	var px transport.ProxyOptions
 	if r, err := repo.Remote(git.DefaultRemoteName); err == nil && len(r.Config().URLs) > 0 {
@@ -185,7 +186,10 @@ func fetch(ctx context.Context, repo *git.Repository, opt Options) error {
 		RefSpecs:     []config.RefSpec{headsRefSpec},
 		Tags:         git.AllTags,
 		Force:        true,
-		Progress:     opt.Progress,
+		// A branch deleted at the origin goes here too: its old tip was
+		// read as the branch's (a reindex, the webhook's branch check).
+		Prune:    true,
+		Progress: opt.Progress,
 	})
 	if errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return nil

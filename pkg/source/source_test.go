@@ -449,6 +449,17 @@ func TestURLCache(t *testing.T) {
 	if s.Commit != second.String() {
 		t.Errorf("offline Commit = %s, want %s", s.Commit, second)
 	}
+	// A branch deleted at the origin is gone from the clone after the
+	// next fetch: its old tip is not read as the branch's.
+	if err := f.repo.Storer.RemoveReference(plumbing.NewBranchReferenceName("feature")); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Open(ctx, url, Options{CacheDir: cache, Rev: "refs/heads/feature"}); err == nil {
+		s.Close()
+		t.Errorf("Rev refs/heads/feature after the origin deleted it: Commit %s, want revision not found", s.Commit)
+	} else if !errors.Is(err, ErrRevisionNotFound) {
+		t.Errorf("Rev refs/heads/feature after the origin deleted it: %v, want revision not found", err)
+	}
 	if _, err := Open(ctx, url, Options{CacheDir: t.TempDir(), Offline: true}); err == nil {
 		t.Error("offline Open without a cached clone succeeded")
 	}
