@@ -335,12 +335,13 @@ func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) 
 		dn = r.ForRequest() // the query is embedded once for all repositories
 	}
 	err = forEach(len(segs), func(i int) error {
-		rk, err := (&query.Engine{Seg: segs[i], Dense: dn}).Search(ctx, req)
+		rk, err := (&query.Engine{Seg: segs[i], Dense: dn, DegradeDense: true}).Search(ctx, req)
 		parts[i] = query.Part{Seg: segs[i], Ranking: rk}
-		if err != nil && ctx.Err() == nil {
+		var arm *query.ArmError
+		if err != nil && ctx.Err() == nil && !errors.As(err, &arm) {
 			return badRequest{err}
 		}
-		return err
+		return err // an arm's failure is the server's (503)
 	})
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package dense
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -19,7 +20,16 @@ import (
 type Arm struct {
 	Embedder embed.Embedder
 	Store    vector.Store
+	// Timeout bounds the embedding of the query and the search of the
+	// store (0: QueryTimeout). An embedder's own timeouts and retries
+	// are the indexing's (a minute a request, retried), which a query
+	// must not wait for: past it the arm fails, and the engine answers
+	// with the other arms (query.Engine.DegradeDense).
+	Timeout time.Duration
 }
+
+// QueryTimeout is the default bound of the dense arm of one query.
+const QueryTimeout = 10 * time.Second
 
 // hashIndex maps the text hash of each chunk of a segment to its ids.
 func hashIndex(seg *segment.Segment) map[string][]int {
@@ -36,7 +46,17 @@ func hashIndex(seg *segment.Segment) map[string][]int {
 // Search implements query.Dense. It asks the store for more than k hits:
 // points of the previous snapshot that HEAD no longer holds are skipped.
 func (a *Arm) Search(ctx context.Context, seg *segment.Segment, q string, k int) ([]int, error) {
+	timeout := a.Timeout
+	if timeout <= 0 {
+		timeout = QueryTimeout
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	vecs, err := a.Embedder.Embed(ctx, []string{q}, embed.Query)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && parent.Err() == nil {
+		err = fmt.Errorf("no answer within %s: %w", timeout, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("embed query: %w", err)
 	}
@@ -126,14 +146,17 @@ func IndexSegment(ctx context.Context, store *blob.Bucket, vs vector.Store, e em
 // ForRequest returns an arm for one request over several repositories:
 // the query text is embedded once, however many segments it searches.
 func (a *Arm) ForRequest() query.Dense {
-	return &Arm{Embedder: &queryMemo{Embedder: a.Embedder}, Store: a.Store}
+	return &Arm{Embedder: &queryMemo{Embedder: a.Embedder}, Store: a.Store, Timeout: a.Timeout}
 }
 
-// queryMemo embeds each query text once.
+// queryMemo embeds each query text once: its failure too, so that the
+// repositories of one request do not each wait for an embedder that is
+// down.
 type queryMemo struct {
 	embed.Embedder
 	mu   sync.Mutex
 	vecs map[string][]float32
+	errs map[string]error
 }
 
 func (m *queryMemo) Embed(ctx context.Context, texts []string, kind embed.Kind) ([][]float32, error) {
@@ -145,8 +168,18 @@ func (m *queryMemo) Embed(ctx context.Context, texts []string, kind embed.Kind) 
 	if v, ok := m.vecs[texts[0]]; ok {
 		return [][]float32{v}, nil
 	}
+	if err, ok := m.errs[texts[0]]; ok {
+		return nil, err
+	}
 	vs, err := m.Embedder.Embed(ctx, texts, kind)
-	if err != nil || len(vs) != 1 {
+	if err != nil {
+		if m.errs == nil {
+			m.errs = map[string]error{}
+		}
+		m.errs[texts[0]] = err
+		return nil, err
+	}
+	if len(vs) != 1 {
 		return vs, err
 	}
 	if m.vecs == nil {

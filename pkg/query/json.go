@@ -132,6 +132,10 @@ func (r *Response) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"stale_reason":`...)
 		b = appendJSONString(b, r.StaleReason)
 	}
+	if r.Degraded != "" {
+		b = append(b, `,"degraded":`...)
+		b = appendJSONString(b, r.Degraded)
+	}
 	return append(b, '}'), nil
 }
 

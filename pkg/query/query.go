@@ -230,6 +230,13 @@ type Engine struct {
 	// ChunkModel orders the chunks inside the top files (chunkrank.go);
 	// nil keeps the fused order.
 	ChunkModel *rank.Model
+	// DegradeDense: when the dense arm fails (its embedder or vector
+	// store) for a request that names no arms, the other arms answer and
+	// Ranking.Degraded says why the dense arm is missing. Otherwise (and
+	// always for a request that names the dense arm) the search fails
+	// with an *ArmError. Servers set it; eval does not, so that a
+	// measurement never silently goes without the arm.
+	DegradeDense bool
 }
 
 var shipped = sync.OnceValues(func() (*rank.Model, error) { return rank.Shipped(FeatureNames) })
@@ -302,7 +309,21 @@ type Response struct {
 	// from the last HEAD this server knew; StaleReason says why.
 	Stale       bool   `json:"stale,omitempty"`
 	StaleReason string `json:"stale_reason,omitempty"`
+	// Degraded is set when an arm the request did not name failed (the
+	// embedder or the vector store of the dense arm) and the answer comes
+	// from the other arms; it says which arm and why.
+	Degraded string `json:"degraded,omitempty"`
 }
+
+// ArmError is the failure of one retrieval arm: a fault of the server's
+// embedder or vector store, not of the request.
+type ArmError struct {
+	Arm string
+	Err error
+}
+
+func (e *ArmError) Error() string { return "query: " + e.Arm + ": " + e.Err.Error() }
+func (e *ArmError) Unwrap() error { return e.Err }
 
 // Ranking is the fused ranking before packing: what eval measures.
 type Ranking struct {
@@ -314,6 +335,9 @@ type Ranking struct {
 	// (TEMPORAL_HISTORY queries only), most relevant first.
 	Commits []Commit
 	Timings map[string]int
+	// Degraded says which arm failed and was left out of the ranking,
+	// and why ("" when every arm asked for ran).
+	Degraded string
 	// Candidates are the files the learned ranker scored, in RRF order,
 	// with their features (only when Request.Features).
 	Candidates []Candidate
@@ -423,13 +447,25 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 	if err := stop(); err != nil {
 		return nil, err
 	}
+	var degraded string
 	if want[ArmDense] {
 		t := time.Now()
 		ids, err := e.Dense.Search(ctx, seg, q, depth)
-		if err != nil {
-			return nil, fmt.Errorf("query: dense: %w", err)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil, fmt.Errorf("query: %w", ctx.Err())
+		case err != nil && (req.Arms != nil || !e.DegradeDense):
+			// The caller asked for the dense arm by name: its failure is
+			// the answer.
+			return nil, &ArmError{Arm: ArmDense, Err: err}
+		case err != nil:
+			// The embedder or the vector store failed (a server down, a
+			// lost shard): the other arms still answer, and the answer
+			// says the dense arm is missing from it.
+			degraded = (&ArmError{Arm: ArmDense, Err: err}).Error()
+		default:
+			add(ArmDense, filterIDs(ids, keep))
 		}
-		add(ArmDense, filterIDs(ids, keep))
 		tm[ArmDense] = int(time.Since(t).Microseconds())
 	}
 	if err := stop(); err != nil {
@@ -546,7 +582,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 		tm["chunks"] = int(time.Since(t).Microseconds())
 	}
 	tm["total"] = int(time.Since(t0).Microseconds())
-	rk := &Ranking{Class: cls, Arms: used, Fused: orderByFile(seg, fused, files, shares), Files: files, Timings: tm}
+	rk := &Ranking{Class: cls, Arms: used, Fused: orderByFile(seg, fused, files, shares), Files: files, Timings: tm, Degraded: degraded}
 	if req.ChunkFeatures {
 		rk.Chunks = chunks
 	}
@@ -735,6 +771,9 @@ func PackAll(parts []Part, req Request, count func(string) int) *Response {
 	}
 	for _, p := range parts {
 		out.Repos = append(out.Repos, p.Seg.Meta.Repo)
+		if out.Degraded == "" && p.Ranking != nil {
+			out.Degraded = p.Ranking.Degraded
+		}
 	}
 	if len(parts) == 1 {
 		out.Repo, out.Commit = parts[0].Seg.Meta.Repo, parts[0].Seg.Meta.Commit

@@ -162,7 +162,7 @@ func queryLocal(ctx context.Context, store *blob.Bucket, kit *denseKit, tenant, 
 	for i, l := range q.Languages {
 		ls[i] = codectx.Language(l)
 	}
-	eng := &query.Engine{Seg: seg, Dense: kit.arm()}
+	eng := &query.Engine{Seg: seg, Dense: kit.arm(), DegradeDense: true}
 	return eng.Query(ctx, query.Request{Query: q.Query, Budget: q.Budget, Arms: q.Arms, Route: !q.NoRoute, Languages: ls})
 }
 
@@ -184,6 +184,9 @@ func writeHuman(w io.Writer, r *query.Response) {
 		fmt.Fprintf(w, "\nrepos    %s  arms: %s\n", line(strings.Join(r.Repos, ", ")), line(strings.Join(r.Arms, ",")))
 	} else {
 		fmt.Fprintf(w, "\nrepo     %s@%s  arms: %s\n", line(r.Repo), line(commit), line(strings.Join(r.Arms, ",")))
+	}
+	if r.Degraded != "" {
+		fmt.Fprintf(w, "degraded %s\n", line(r.Degraded))
 	}
 	fmt.Fprintf(w, "tokens   %d of %d, %d chunks, %d dropped\n\nfiles:\n", r.Tokens, r.Budget, len(r.Chunks), r.Dropped)
 	for i, f := range r.Files {
