@@ -182,7 +182,8 @@ func (a *Activities) FanOutEmbed(ctx context.Context, in EmbedInput) error {
 // failing every delivery) is re-published after each of the InfraRetry
 // delays, like a parse batch; after the last the snapshot fails with
 // ErrInfra and HEAD stays where it was. A batch dead-lettered as poison
-// (a panic or a timeout of the embedder on its texts) fails its missing
+// (a panic or a timeout of the embedder on its texts, or the embedder
+// refusing one of them, embed.ErrRejected) fails its missing
 // chunks, which are then left without a vector: texts are truncated, so
 // this is rare, and it does not hold up the snapshot.
 func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome, error) {
@@ -326,6 +327,11 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 					out.Retried++
 				}
 			case poison:
+				// The worker caches what the embedder took before it
+				// gives a batch up: only the rest failed.
+				if err := checkBatch(b); err != nil {
+					return out, err
+				}
 				activity.GetLogger(ctx).Warn("embed batch failed", "batch", b.n, "chunks", len(b.missing), "reason", firstLine(reason))
 				out.Failed += len(b.missing)
 				continue

@@ -145,26 +145,78 @@ func EmbedAndCache(ctx context.Context, store *blob.Bucket, e embed.Embedder, te
 			hs, ts = append(hs, hashes[i]), append(ts, texts[i])
 		}
 	}
+	done, rejected := 0, 0
+	var rejectErr error
 	for lo := 0; lo < len(ts); lo += EmbedBatch {
 		hi := min(lo+EmbedBatch, len(ts))
-		vecs, err := e.Embed(ctx, ts[lo:hi], embed.Passage)
+		vecs, rej, err := embedSplitting(ctx, e, ts[lo:hi])
 		if err != nil {
-			return lo, fmt.Errorf("dense: embed: %w", err)
+			return done, fmt.Errorf("dense: embed: %w", err)
 		}
-		if len(vecs) != hi-lo {
-			return lo, fmt.Errorf("dense: embedder returned %d vectors for %d texts", len(vecs), hi-lo)
+		if rej != nil {
+			rejected += len(ts[lo:hi]) - countVecs(vecs)
+			rejectErr = rej
 		}
 		err = parallel(ctx, len(vecs), func(j int) error {
+			if vecs[j] == nil {
+				return nil // rejected by the embedder: no vector
+			}
 			if len(vecs[j]) != c.Dim {
 				return fmt.Errorf("dense: %w: %d elements, model %s announced %d", embed.ErrDim, len(vecs[j]), c.Model, c.Dim)
 			}
 			return store.Put(ctx, CacheKey(c, tenant, hs[lo+j]), encodeVec(vecs[j]))
 		})
 		if err != nil {
-			return lo, err
+			return done, err
+		}
+		done += countVecs(vecs)
+	}
+	if rejected > 0 {
+		// The others are cached: the caller's retry would get the same answer.
+		return done, fmt.Errorf("dense: embedder rejected %d of %d texts, left without a vector: %w", rejected, len(ts), rejectErr)
+	}
+	return done, nil
+}
+
+func countVecs(vecs [][]float32) int {
+	n := 0
+	for _, v := range vecs {
+		if v != nil {
+			n++
 		}
 	}
-	return len(ts), nil
+	return n
+}
+
+// embedSplitting embeds texts; when the embedder rejects a batch
+// (embed.ErrRejected: one text too long for its server, say), it embeds
+// the halves apart, down to single texts, so that only the texts it
+// rejects alone are left without a vector (nil), and returns the
+// rejection as rej.
+func embedSplitting(ctx context.Context, e embed.Embedder, texts []string) (vecs [][]float32, rej error, err error) {
+	vecs, err = e.Embed(ctx, texts, embed.Passage)
+	if err == nil && len(vecs) != len(texts) {
+		return nil, nil, fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(texts))
+	}
+	if err == nil || !errors.Is(err, embed.ErrRejected) || ctx.Err() != nil {
+		return vecs, nil, err
+	}
+	if len(texts) == 1 {
+		return [][]float32{nil}, err, nil
+	}
+	mid := len(texts) / 2
+	a, rejA, err := embedSplitting(ctx, e, texts[:mid])
+	if err != nil {
+		return nil, nil, err
+	}
+	b, rejB, err := embedSplitting(ctx, e, texts[mid:])
+	if err != nil {
+		return nil, nil, err
+	}
+	if rej = rejA; rej == nil {
+		rej = rejB
+	}
+	return append(a, b...), rej, nil
 }
 
 // Point is a chunk of a snapshot to hold as a point: its hash and a path.

@@ -36,6 +36,12 @@ type Embedder interface {
 // length than it announced.
 var ErrDim = errors.New("embed: vector dimension mismatch")
 
+// ErrRejected is matched (errors.Is) by a driver's error when the
+// embedder refused the input itself, such as an embedding server's 400,
+// 413 or 422 answer to a text too long for its model: sending the same
+// texts again gets the same answer, whereas the embedder is up.
+var ErrRejected = errors.New("embed: input rejected")
+
 // Limiter is implemented by embedders that know their model's input limit
 // in tokens; callers may use it to size the text they send (the driver
 // truncates anyway).

@@ -3,10 +3,12 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"codectx/pkg/chunk"
 	"codectx/pkg/dense"
+	"codectx/pkg/embed"
 	"codectx/pkg/index"
 	"codectx/pkg/queue"
 )
@@ -104,7 +106,14 @@ func (w *Workers) handleEmbed(ctx context.Context, b EmbedBatch) error {
 		hashes, texts = append(hashes, it.Hash), append(texts, text)
 	}
 	if _, err := dense.EmbedAndCache(ctx, w.Store, w.Embedder, b.Tenant, hashes, texts); err != nil {
-		return fmt.Errorf("embed batch %d of %s/%s@%s: %w", b.Batch, b.Tenant, b.Repo, b.Commit, err)
+		err = fmt.Errorf("embed batch %d of %s/%s@%s: %w", b.Batch, b.Tenant, b.Repo, b.Commit, err)
+		if errors.Is(err, embed.ErrRejected) {
+			// The embedder refused some of the texts themselves (the
+			// others are cached): a poison batch, whose chunks are left
+			// without a vector, not an outage that holds up the snapshot.
+			return queue.Permanent(err)
+		}
+		return err
 	}
 	return nil
 }

@@ -257,6 +257,12 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("server answered %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
 }
 
+// Is makes an answer refusing the request's input (400, 413, 422) match
+// embed.ErrRejected.
+func (e *StatusError) Is(target error) bool {
+	return target == embed.ErrRejected && (e.Status == http.StatusBadRequest || e.Status == http.StatusRequestEntityTooLarge || e.Status == http.StatusUnprocessableEntity)
+}
+
 func retryable(status int) bool {
 	return status == http.StatusTooManyRequests || status == http.StatusRequestTimeout || status >= 500
 }

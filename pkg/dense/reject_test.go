@@ -1,0 +1,61 @@
+package dense_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"codectx/pkg/blob"
+	"codectx/pkg/codectx"
+	"codectx/pkg/dense"
+	"codectx/pkg/dense/densetest"
+	"codectx/pkg/embed"
+)
+
+// picky refuses any request holding a text with "REJECT", as an embedding
+// server answers 413 to a batch holding one text too long for its model.
+type picky struct{ densetest.Words }
+
+func (p *picky) Embed(ctx context.Context, texts []string, k embed.Kind) ([][]float32, error) {
+	for _, t := range texts {
+		if strings.Contains(t, "REJECT") {
+			return nil, fmt.Errorf("server answered 413: %w", embed.ErrRejected)
+		}
+	}
+	return p.Words.Embed(ctx, texts, k)
+}
+
+// TestEmbedAndCacheRejected: a text the embedder rejects leaves only that
+// text without a vector; the others of its batch are cached, and the
+// error says the input was rejected (no retry embeds it).
+func TestEmbedAndCacheRejected(t *testing.T) {
+	ctx := context.Background()
+	store := blob.NewMem()
+	emb := &picky{}
+	var hashes, texts []string
+	for i := range 40 {
+		text := fmt.Sprintf("func F%d() int { return %d }", i, i)
+		if i == 7 {
+			text = "REJECT " + text
+		}
+		hashes, texts = append(hashes, codectx.HashText(text)), append(texts, text)
+	}
+	n, err := dense.EmbedAndCache(ctx, store, emb, "acme", hashes, texts)
+	if !errors.Is(err, embed.ErrRejected) {
+		t.Fatalf("EmbedAndCache: err = %v, want embed.ErrRejected", err)
+	}
+	if n != 39 {
+		t.Errorf("embedded %d, want 39", n)
+	}
+	miss, err := dense.Missing(ctx, store, dense.Collection(emb), "acme", hashes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range miss {
+		if m != (i == 7) {
+			t.Errorf("text %d: missing %v, want %v", i, m, i == 7)
+		}
+	}
+}
