@@ -6,6 +6,7 @@
 //
 // Driver options go in the spec's query string, for example
 // openai:http://localhost:11434?batch=32&concurrency=2#nomic-embed-text
+// (or after the model: ...#nomic-embed-text?batch=32)
 // or onnx:.cache/models/bge-small-en-v1.5?threads=2. Query parameters the
 // driver does not know are left on the server URL.
 package embedders
@@ -85,10 +86,21 @@ func atoi(p map[string]string, k string, dst *int) error {
 
 func openOpenAI(ctx context.Context, rest string) (embed.Embedder, error) {
 	base, model, _ := strings.Cut(rest, "#")
+	// Options may also follow the model (openai:URL#MODEL?batch=32), as
+	// they follow the directory of onnx:DIR?threads=2: a model name holds
+	// no "?", and were it kept the options would be ignored and name
+	// another model (its cache keys and vector collection).
+	model, modelQuery, _ := strings.Cut(model, "?")
 	if base == "" || model == "" {
 		return nil, fmt.Errorf("embedder openai:%s: want openai:URL#MODEL", rest)
 	}
 	u, rawQuery, _ := strings.Cut(base, "?")
+	if modelQuery != "" {
+		if rawQuery != "" {
+			rawQuery += "&"
+		}
+		rawQuery += modelQuery
+	}
 	p, left, err := params(rawQuery, "dim", "dimensions", "batch", "concurrency", "retries", "timeout", "key_env", "max_chars", "query_prefix", "passage_prefix")
 	if err != nil {
 		return nil, fmt.Errorf("embedder openai:%s: %w", rest, err)

@@ -39,6 +39,28 @@ func TestOpenOpenAI(t *testing.T) {
 	}
 }
 
+// TestOpenOpenAIOptionsAfterModel: options written after the model
+// (openai:URL#MODEL?batch=2, as onnx:DIR?threads=2 writes them) are
+// options, not part of the model's name.
+func TestOpenOpenAIOptionsAfterModel(t *testing.T) {
+	s := embedtest.NewServer(32, "m1")
+	defer s.Close()
+	e, err := Open(context.Background(), "openai:"+s.URL+"#m1?batch=2&concurrency=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer embed.Close(e)
+	if e.Model() != "m1" {
+		t.Fatalf("Model %q, want m1", e.Model())
+	}
+	if _, err := e.Embed(context.Background(), []string{"a", "b", "c"}, embed.Passage); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.MaxBatch != 2 {
+		t.Errorf("batch option after the model not applied: max batch %d", st.MaxBatch)
+	}
+}
+
 func TestFromEnv(t *testing.T) {
 	s := embedtest.NewServer(16, "m2")
 	defer s.Close()
