@@ -315,6 +315,10 @@ type Response struct {
 	Degraded string `json:"degraded,omitempty"`
 }
 
+// denseDeeper is how much deeper the dense arm searches again when a
+// request's languages or paths filter out most of its hits.
+const denseDeeper = 8
+
 // ArmError is the failure of one retrieval arm: a fault of the server's
 // embedder or vector store, not of the request.
 type ArmError struct {
@@ -451,6 +455,15 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Ranking, error) {
 	if want[ArmDense] {
 		t := time.Now()
 		ids, err := e.Dense.Search(ctx, seg, q, depth)
+		if err == nil && keep != nil && len(ids) >= depth && len(filterIDs(ids, keep)) < depth {
+			// The store ranks the whole repository; the languages or
+			// paths asked for left fewer than depth of its hits (a
+			// Python function below 300 Go ones was never seen): once
+			// more, deeper.
+			if more, merr := e.Dense.Search(ctx, seg, q, depth*denseDeeper); merr == nil {
+				ids = more
+			}
+		}
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return nil, fmt.Errorf("query: %w", ctx.Err())
