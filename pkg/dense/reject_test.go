@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 
 	"codectx/pkg/blob"
@@ -14,26 +13,13 @@ import (
 	"codectx/pkg/embed"
 )
 
-// picky refuses any request holding a text with "REJECT", as an embedding
-// server answers 413 to a batch holding one text too long for its model.
-type picky struct{ densetest.Words }
-
-func (p *picky) Embed(ctx context.Context, texts []string, k embed.Kind) ([][]float32, error) {
-	for _, t := range texts {
-		if strings.Contains(t, "REJECT") {
-			return nil, fmt.Errorf("server answered 413: %w", embed.ErrRejected)
-		}
-	}
-	return p.Words.Embed(ctx, texts, k)
-}
-
 // TestEmbedAndCacheRejected: a text the embedder rejects leaves only that
 // text without a vector; the others of its batch are cached, and the
 // error says the input was rejected (no retry embeds it).
 func TestEmbedAndCacheRejected(t *testing.T) {
 	ctx := context.Background()
 	store := blob.NewMem()
-	emb := &picky{}
+	emb := &densetest.Picky{}
 	var hashes, texts []string
 	for i := range 40 {
 		text := fmt.Sprintf("func F%d() int { return %d }", i, i)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 
 	"codectx/pkg/blob"
@@ -12,23 +11,9 @@ import (
 	"codectx/pkg/codectx"
 	"codectx/pkg/dense"
 	"codectx/pkg/dense/densetest"
-	"codectx/pkg/embed"
 	"codectx/pkg/pipeline"
 	"codectx/pkg/queue"
 )
-
-// rejecting refuses any request holding a text with "REJECT", as an
-// embedding server answers 413 to a batch holding a text too long for it.
-type rejecting struct{ densetest.Words }
-
-func (r *rejecting) Embed(ctx context.Context, texts []string, k embed.Kind) ([][]float32, error) {
-	for _, t := range texts {
-		if strings.Contains(t, "REJECT") {
-			return nil, fmt.Errorf("server answered 413: %w", embed.ErrRejected)
-		}
-	}
-	return r.Words.Embed(ctx, texts, k)
-}
 
 // TestHandleEmbedRejected: an embed batch holding a chunk the embedder
 // rejects is a poison batch (queue.Permanent: dead-lettered at once, its
@@ -37,7 +22,7 @@ func (r *rejecting) Embed(ctx context.Context, texts []string, k embed.Kind) ([]
 func TestHandleEmbedRejected(t *testing.T) {
 	ctx := context.Background()
 	store := blob.NewMem()
-	emb := &rejecting{}
+	emb := &densetest.Picky{}
 	var res chunk.Result
 	for i := range 5 {
 		body := fmt.Sprintf("func F%d() int { return %d }", i, i)

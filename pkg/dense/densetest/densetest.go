@@ -5,6 +5,7 @@ package densetest
 
 import (
 	"context"
+	"fmt"
 	"hash/fnv"
 	"strings"
 	"sync/atomic"
@@ -58,3 +59,17 @@ func (w *Words) Model() string {
 }
 
 var _ embed.Embedder = (*Words)(nil)
+
+// Picky is Words refusing (embed.ErrRejected) any request that holds a
+// text with "REJECT", as an embedding server answers 413 to a batch
+// holding one text too long for its model.
+type Picky struct{ Words }
+
+func (p *Picky) Embed(ctx context.Context, texts []string, k embed.Kind) ([][]float32, error) {
+	for _, t := range texts {
+		if strings.Contains(t, "REJECT") {
+			return nil, fmt.Errorf("server answered 413: %w", embed.ErrRejected)
+		}
+	}
+	return p.Words.Embed(ctx, texts, k)
+}
