@@ -212,30 +212,9 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (p Snapshot
 		}
 	}
 	if err == nil && in.Forward && h.Commit != "" && h.Commit != snap.Commit {
-		// A push never moves HEAD back: a replayed or late delivery of an
-		// older commit leaves the published one in place.
-		behind, aerr := snap.IsAncestor(h.Commit)
-		if aerr != nil {
-			return p, fmt.Errorf("check %s against the published %s: %w", snap.Commit, h.Commit, aerr)
-		}
-		publish := !behind
-		if in.Branch != "" {
-			// A push naming its branch is published only while its commit
-			// is on the branch in the repository: ahead of HEAD when the
-			// branch's tip is it or descends from it (a busy branch moved
-			// on), behind or beside HEAD only as the tip itself (a reset,
-			// an amend or a rebase, force-pushed). A late or replayed
-			// delivery of a commit the branch left is not published, in
-			// whatever order the deliveries came.
-			ahead, derr := snap.Descends(h.Commit)
-			if derr != nil {
-				return p, fmt.Errorf("check %s against the published %s: %w", snap.Commit, h.Commit, derr)
-			}
-			tip, on, terr := a.onBranch(ctx, in, snap.Commit)
-			if terr != nil {
-				return p, classify(fmt.Errorf("check %s against the tip of branch %s: %w", snap.Commit, in.Branch, terr))
-			}
-			publish = tip == snap.Commit || ahead && on
+		publish, perr := a.forward(ctx, in, snap, h.Commit)
+		if perr != nil {
+			return p, perr
 		}
 		if !publish {
 			p.Skipped, p.Segment, p.Behind, p.Commit = true, h.Segment, snap.Commit, h.Commit
@@ -1180,4 +1159,37 @@ func (a *Activities) onBranch(ctx context.Context, in SnapshotInput, commit stri
 	}
 	on, err = s.Descends(commit)
 	return s.Commit, on, err
+}
+
+// forward says whether a Forward push of snap's commit may be published
+// over the published commit head. A push never moves HEAD back: a
+// replayed or late delivery of an older commit leaves the published one
+// in place. A push naming its branch is published only while its commit
+// is on the branch in the repository: ahead of HEAD when the branch's tip
+// is it or descends from it (a busy branch moved on), behind or beside
+// HEAD only as the tip itself (a reset, an amend or a rebase,
+// force-pushed). A late or replayed delivery of a commit the branch left
+// is not published, in whatever order the deliveries came. Only a push
+// without a branch (a signal of an older version) walks HEAD's history
+// for the ancestor check, which the branch's answer makes moot.
+func (a *Activities) forward(ctx context.Context, in SnapshotInput, snap *source.Snapshot, head string) (bool, error) {
+	if in.Branch == "" {
+		behind, err := snap.IsAncestor(head)
+		if err != nil {
+			return false, fmt.Errorf("check %s against the published %s: %w", snap.Commit, head, err)
+		}
+		return !behind, nil
+	}
+	tip, on, err := a.onBranch(ctx, in, snap.Commit)
+	if err != nil {
+		return false, classify(fmt.Errorf("check %s against the tip of branch %s: %w", snap.Commit, in.Branch, err))
+	}
+	if tip == snap.Commit || !on {
+		return tip == snap.Commit, nil
+	}
+	ahead, err := snap.Descends(head)
+	if err != nil {
+		return false, fmt.Errorf("check %s against the published %s: %w", snap.Commit, head, err)
+	}
+	return ahead, nil
 }
