@@ -28,6 +28,7 @@ import (
 	"strconv"
 
 	"codectx/pkg/index"
+	"codectx/pkg/segment"
 )
 
 // QueryRequest is the body of POST /v1/query.
@@ -161,6 +162,12 @@ type RepoStatus struct {
 	Indexed  int            `json:"indexed,omitempty"`
 	Skipped  map[string]int `json:"skipped,omitempty"`
 	Degraded map[string]int `json:"degraded,omitempty"`
+	// SkippedFiles and DegradedFiles name those files with their
+	// reasons, in path order, at most maxStatusFiles of each: fewer than
+	// the counts when there are more, or when the index was built before
+	// files were named.
+	SkippedFiles  []segment.FileReason `json:"skipped_files,omitempty"`
+	DegradedFiles []segment.FileReason `json:"degraded_files,omitempty"`
 	// Progress is how far the running snapshot is (nil when idle, or when
 	// the orchestrator cannot say yet).
 	Progress *Progress `json:"progress,omitempty"`

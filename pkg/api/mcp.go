@@ -1418,20 +1418,23 @@ func (s *Server) toolRead(ctx context.Context, p Principal, in ReadInput) (ReadO
 	return ReadOutput{Provenance: provenance(seg, clean, start, end), Text: text, StartLine: start, EndLine: end, TotalLines: len(lines)}, nil
 }
 
-// noFile is read's error for a path the index does not hold. The index
-// keeps how many files it skipped and why, not their paths, so a skipped
-// file (generated, minified, too large) is named as possibly one of them:
-// "no file" alone told an agent that net/http's h2_bundle.go does not
-// exist.
+// noFile is read's error for a path the index does not hold. A file the
+// index left out (generated, minified, too large) is named with its
+// reason: "no file" alone told an agent that net/http's h2_bundle.go does
+// not exist. An index that does not name all it left out (built before
+// they were named, or past segment.MaxListed) says the path may be one.
 func noFile(seg *segment.Segment, path string) error {
+	if reason, skipped, ok := seg.Meta.Why(path); ok && skipped {
+		return fmt.Errorf("%s was left out of the index of %s at %.12s: %s (its text is not kept)", quoteArg(path), seg.Meta.Repo, seg.Meta.Commit, reason)
+	}
 	n := 0
 	for _, c := range seg.Meta.Skipped {
 		n += c
 	}
-	if n == 0 {
+	if n == len(seg.Meta.SkippedFiles) {
 		return fmt.Errorf("no file %s in %s at %.12s (a path relative to the repository root)", quoteArg(path), seg.Meta.Repo, seg.Meta.Commit)
 	}
-	return fmt.Errorf("no file %s in the index of %s at %.12s: no such file, or one of the %d files left out when indexed (%s), whose text is not kept", quoteArg(path), seg.Meta.Repo, seg.Meta.Commit, n, index.FormatCounts(seg.Meta.Skipped))
+	return fmt.Errorf("no file %s in the index of %s at %.12s: no such file, or one of the %d files left out when indexed (%s), whose text is not kept", quoteArg(path), seg.Meta.Repo, seg.Meta.Commit, n-len(seg.Meta.SkippedFiles), index.FormatCounts(seg.Meta.Skipped))
 }
 
 // ReposInput is the argument of the repos tool.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"codectx/pkg/blob"
+	"codectx/pkg/segment"
 )
 
 // The read tool returns at most maxReadBytes of text (whole lines), and
@@ -32,10 +33,10 @@ func TestReadCapsBytes(t *testing.T) {
 	}
 }
 
-// TestReadSkippedFile: read of a file the index left out says it may be
-// one of the files skipped, and why they were; it said "no file", and an
-// agent took net/http's generated h2_bundle.go for one that does not
-// exist.
+// TestReadSkippedFile: read of a file the index left out says so, and
+// why; it said "no file", and an agent took net/http's generated
+// h2_bundle.go for one that does not exist. Then it said the path might
+// be one of the files skipped; the index now names them.
 func TestReadSkippedFile(t *testing.T) {
 	s := serveRepo(t, "gen", map[string]string{
 		"main.go":     "package main\n\nfunc main() {}\n",
@@ -44,11 +45,21 @@ func TestReadSkippedFile(t *testing.T) {
 		"notes/x.txt": "plain\n",
 	})
 	p := Principal{Tenant: "acme"}
-	for _, path := range []string{"bundle.go", "app.min.js", "gone.go"} {
+	for path, want := range map[string]string{
+		"bundle.go":  `"bundle.go" was left out of the index of gen at `,
+		"app.min.js": `"app.min.js" was left out of the index of gen at `,
+		"gone.go":    `no file "gone.go" in gen at `,
+	} {
 		_, err := s.toolRead(context.Background(), p, ReadInput{Repo: "gen", Path: path})
-		if err == nil || !strings.Contains(err.Error(), "no such file, or one of the 2 files left out when indexed (generated 2)") {
-			t.Errorf("read %s: %v; want it named as maybe skipped, with the reasons", path, err)
+		if err == nil || !strings.Contains(err.Error(), want) || (path != "gone.go") != strings.HasSuffix(err.Error(), ": generated (its text is not kept)") {
+			t.Errorf("read %s: %v; want %q and the reason", path, err, want)
 		}
+	}
+	// An index that does not name what it skipped (built before it did)
+	// says a missing path may be one of those files.
+	old := &segment.Segment{Meta: segment.Meta{Repo: "gen", Commit: "abc", Skipped: map[string]int{"generated": 2}}}
+	if err := noFile(old, "bundle.go"); !strings.Contains(err.Error(), "no such file, or one of the 2 files left out when indexed (generated 2)") {
+		t.Errorf("read on an index that names no skipped file: %v", err)
 	}
 	// The repos tool says what was left out, as GET /v1/repos does.
 	repos, err := s.toolRepos(context.Background(), p, ReposInput{})

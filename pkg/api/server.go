@@ -663,12 +663,18 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		// for the listing).
 		if seg, err := s.segs.get(ctx, st.Head.Segment); err == nil {
 			st.Indexed, st.Skipped, st.Degraded = len(seg.Files), maps.Clone(seg.Meta.Skipped), maps.Clone(seg.Meta.Degraded)
+			st.SkippedFiles = seg.Meta.SkippedFiles[:min(len(seg.Meta.SkippedFiles), maxStatusFiles)]
+			st.DegradedFiles = seg.Meta.DegradedFiles[:min(len(seg.Meta.DegradedFiles), maxStatusFiles)]
 		} else {
 			s.Log.Warn("status: published segment unreadable", "tenant", tenant, "repo", repo, "error", err)
 		}
 	}
 	writeJSON(w, http.StatusOK, st)
 }
+
+// maxStatusFiles bounds the skipped files, and the degraded ones, a status
+// reply names.
+const maxStatusFiles = 1000
 
 func validRepo(tenant, repo string) error {
 	if repo == "" {

@@ -651,8 +651,10 @@ func Assemble(m *Manifest, results []Parsed) (*segment.Segment, *Summary) {
 		FilesByLanguage: map[string]int{}, ChunksByKind: map[string]int{},
 		Edges: map[string]int{}, Skipped: map[string]int{}, Degraded: map[string]int{},
 	}
+	skipped, degraded := map[string]string{}, map[string]string{}
 	for _, s := range m.Skipped {
 		st.Skipped[s.Reason]++
+		skipped[s.Path] = s.Reason
 	}
 	n := 0
 	for _, p := range results {
@@ -673,10 +675,12 @@ func Assemble(m *Manifest, results []Parsed) (*segment.Segment, *Summary) {
 		}
 		if p.Result.Skip != "" {
 			st.Skipped[p.Result.Skip]++
+			skipped[file.Path] = p.Result.Skip
 			continue
 		}
 		if p.Result.Degraded != "" {
 			st.Degraded[p.Result.Degraded]++
+			degraded[file.Path] = p.Result.Degraded
 		}
 		st.Files++
 		st.FilesByLanguage[string(p.Result.Language)]++
@@ -714,7 +718,8 @@ func Assemble(m *Manifest, results []Parsed) (*segment.Segment, *Summary) {
 	st.Edges["import"] = gs.ImportEdges
 	st.Edges["call"] = gs.CallEdges
 	st.Edges["type"] = gs.TypeEdges
-	meta := segment.Meta{Tenant: m.Tenant, Repo: m.Repo, Commit: m.Commit, Built: time.Now().UTC().Format(time.RFC3339), Skipped: st.Skipped, Degraded: st.Degraded}
+	meta := segment.Meta{Tenant: m.Tenant, Repo: m.Repo, Commit: m.Commit, Built: time.Now().UTC().Format(time.RFC3339), Skipped: st.Skipped, Degraded: st.Degraded,
+		SkippedFiles: segment.Listed(skipped), DegradedFiles: segment.Listed(degraded)}
 	return segment.New(meta, files, chunks, bs.b.Build(), bs.fb.Build(), g, m.History), st
 }
 

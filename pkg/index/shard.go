@@ -34,7 +34,7 @@ const DefaultShardBytes = 4 << 20
 
 // shardVersion changes when a shard's content for the same files would;
 // it is part of every shard's digest (and so of its key).
-const shardVersion = "2" // 2: the in-place format (CTXSHD2)
+const shardVersion = "3" // 2: the in-place format (CTXSHD2); 3: skipped and degraded files named
 
 // collectShardBytes is the encoded size from which a build collects
 // garbage after writing a shard.
@@ -144,6 +144,7 @@ func shardDigest(files []source.File) string {
 func assembleShard(files []source.File, results []Parsed) *segment.Shard {
 	sh := &segment.Shard{Stats: segment.ShardStats{
 		FilesByLanguage: map[string]int{}, ChunksByKind: map[string]int{}, Skipped: map[string]int{}, Degraded: map[string]int{},
+		SkippedFiles: map[string]string{}, DegradedFiles: map[string]string{},
 	}}
 	n := 0
 	for _, p := range results {
@@ -154,7 +155,7 @@ func assembleShard(files []source.File, results []Parsed) *segment.Shard {
 	sh.Chunks = make([]codectx.Chunk, 0, n)
 	bs := newBuilders()
 	for i, p := range results {
-		countFile(&sh.Stats, files[i].Size, p.Result, 1)
+		countFile(&sh.Stats, files[i].Path, files[i].Size, p.Result, 1)
 		addParsed(sh, bs, files[i], p.Result)
 	}
 	sh.Stats.Files = len(sh.Files)
@@ -163,22 +164,40 @@ func assembleShard(files []source.File, results []Parsed) *segment.Shard {
 	return sh
 }
 
-// countFile adds (sign 1) or takes off (sign -1) the counts of one file of
-// size bytes parsed as r, as a shard's statistics hold them (Files and
-// Chunks are set from the shard's lists).
-func countFile(st *segment.ShardStats, size int64, r chunk.Result, sign int) {
+// countFile adds (sign 1) or takes off (sign -1) the counts of the file at
+// path, of size bytes, parsed as r, as a shard's statistics hold them
+// (Files and Chunks are set from the shard's lists).
+func countFile(st *segment.ShardStats, path string, size int64, r chunk.Result, sign int) {
 	st.Bytes += int64(sign) * size
+	mark := func(m map[string]string, reason string) {
+		if sign > 0 {
+			m[path] = reason
+		} else {
+			delete(m, path)
+		}
+	}
 	if r.Skip != "" {
 		st.Skipped[r.Skip] += sign
+		mark(st.SkippedFiles, r.Skip)
 		return
 	}
 	if r.Degraded != "" {
 		st.Degraded[r.Degraded] += sign
+		mark(st.DegradedFiles, r.Degraded)
 	}
 	st.FilesByLanguage[string(r.Language)] += sign
 	for _, c := range r.Chunks {
 		st.ChunksByKind[string(c.Kind)] += sign
 	}
+}
+
+// total is the sum of a count map's values.
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 // builders are a shard's chunk and whole-file BM25 builders, sharing one
@@ -303,16 +322,27 @@ func spliceShard(ctx context.Context, old *segment.Shard, oldFiles, files []sour
 	}
 	st := old.Stats
 	st.FilesByLanguage, st.ChunksByKind, st.Skipped, st.Degraded = maps.Clone(st.FilesByLanguage), maps.Clone(st.ChunksByKind), maps.Clone(st.Skipped), maps.Clone(st.Degraded)
+	st.SkippedFiles, st.DegradedFiles = maps.Clone(st.SkippedFiles), maps.Clone(st.DegradedFiles)
 	for _, m := range []*map[string]int{&st.FilesByLanguage, &st.ChunksByKind, &st.Skipped, &st.Degraded} {
 		if *m == nil {
 			*m = map[string]int{}
 		}
 	}
+	for _, m := range []*map[string]string{&st.SkippedFiles, &st.DegradedFiles} {
+		if *m == nil {
+			*m = map[string]string{}
+		}
+	}
 	for i, f := range dropped {
-		countFile(&st, f.Size, oldRes[i].Result, -1)
+		countFile(&st, f.Path, f.Size, oldRes[i].Result, -1)
 	}
 	for i, f := range changed {
-		countFile(&st, f.Size, results[i].Result, 1)
+		countFile(&st, f.Path, f.Size, results[i].Result, 1)
+	}
+	// A shard built before the files were named (or whose names do not
+	// match its counts) is built again: a splice would keep it unnamed.
+	if total(st.Skipped) != len(st.SkippedFiles) || total(st.Degraded) != len(st.DegradedFiles) {
+		return nil, nil, fmt.Errorf("%w: the stored shard does not name its skipped and degraded files", errNoSplice)
 	}
 	for _, m := range []map[string]int{st.FilesByLanguage, st.ChunksByKind, st.Skipped, st.Degraded} {
 		for k, v := range m {
@@ -649,8 +679,10 @@ func BuildShardsFrom(ctx context.Context, store *blob.Bucket, m *Manifest, prevI
 		FilesByLanguage: map[string]int{}, ChunksByKind: map[string]int{},
 		Edges: map[string]int{}, Skipped: map[string]int{}, Degraded: map[string]int{},
 	}
+	skipped, degraded := map[string]string{}, map[string]string{}
 	for _, s := range m.Skipped {
 		st.Skipped[s.Reason]++
+		skipped[s.Path] = s.Reason
 	}
 	list := &segment.ShardList{History: m.History}
 	gin := graph.Input{GoModule: m.GoModule, GoModules: m.GoModules}
@@ -678,6 +710,8 @@ func BuildShardsFrom(ctx context.Context, store *blob.Bucket, m *Manifest, prevI
 				mm.to[k] += v
 			}
 		}
+		maps.Copy(skipped, s.SkippedFiles)
+		maps.Copy(degraded, s.DegradedFiles)
 	}
 	var collected <-chan struct{} // closed when the last shard written is collected
 	for _, g := range planShards(m.Files, prev, target) {
@@ -786,7 +820,8 @@ func BuildShardsFrom(ctx context.Context, store *blob.Bucket, m *Manifest, prevI
 	st.Edges["import"] = gs.ImportEdges
 	st.Edges["call"] = gs.CallEdges
 	st.Edges["type"] = gs.TypeEdges
-	list.Meta = segment.Meta{Tenant: m.Tenant, Repo: m.Repo, Commit: m.Commit, Built: time.Now().UTC().Format(time.RFC3339), Skipped: st.Skipped, Degraded: st.Degraded}
+	list.Meta = segment.Meta{Tenant: m.Tenant, Repo: m.Repo, Commit: m.Commit, Built: time.Now().UTC().Format(time.RFC3339), Skipped: st.Skipped, Degraded: st.Degraded,
+		SkippedFiles: segment.Listed(skipped), DegradedFiles: segment.Listed(degraded)}
 	return list, st, ss, nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"codectx/pkg/blob"
 	"codectx/pkg/blob/local"
+	"codectx/pkg/codectx"
 	"codectx/pkg/index"
 	"codectx/pkg/mapfile"
 	"codectx/pkg/queue"
@@ -232,8 +233,19 @@ func spliceEqualsRebuild(t *testing.T, mapped bool) {
 		if !bytes.Equal(gotGraph, wantGraph) {
 			t.Fatalf("%s: the graph differs from the rebuilt one", name)
 		}
-		if got.Meta.Tenant != want.Meta.Tenant || !reflect.DeepEqual(got.Meta.Skipped, want.Meta.Skipped) || !reflect.DeepEqual(got.Meta.Degraded, want.Meta.Degraded) {
+		if got.Meta.Tenant != want.Meta.Tenant || !reflect.DeepEqual(got.Meta.Skipped, want.Meta.Skipped) || !reflect.DeepEqual(got.Meta.Degraded, want.Meta.Degraded) ||
+			!reflect.DeepEqual(got.Meta.SkippedFiles, want.Meta.SkippedFiles) || !reflect.DeepEqual(got.Meta.DegradedFiles, want.Meta.DegradedFiles) {
 			t.Fatalf("%s: meta %+v, want %+v", name, got.Meta, want.Meta)
+		}
+		// The skipped files are named, each with its reason, as the
+		// splice adds and drops them.
+		n := 0
+		for _, c := range got.Meta.Skipped {
+			n += c
+		}
+		reason, skipped, ok := got.Meta.Why("encoding/hex/gen.go")
+		if gen := name == "generated"; n != len(got.Meta.SkippedFiles) || gen != (ok && skipped && reason == codectx.SkipGenerated) {
+			t.Fatalf("%s: skipped files %+v (counts %v); gen.go named: %q %v %v, want %v", name, got.Meta.SkippedFiles, got.Meta.Skipped, reason, skipped, ok, gen)
 		}
 		for _, ref := range got.Shards {
 			a, err := splicedStore.Get(ctx, ref.Key)

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -60,6 +61,53 @@ type Meta struct {
 	Built    string         `json:"built"` // RFC 3339
 	Skipped  map[string]int `json:"skipped,omitempty"`
 	Degraded map[string]int `json:"degraded,omitempty"`
+	// SkippedFiles and DegradedFiles name the files Skipped and Degraded
+	// count, in path order, at most MaxListed of each (an index built
+	// before they were kept has none).
+	SkippedFiles  []FileReason `json:"skipped_files,omitempty"`
+	DegradedFiles []FileReason `json:"degraded_files,omitempty"`
+}
+
+// FileReason is a file the index left out, or cut into line windows, and
+// why (a codectx.Skip* or degrade reason).
+type FileReason struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// MaxListed bounds the files a snapshot's meta names as skipped, and as
+// degraded: the counts stay whole past it.
+const MaxListed = 10000
+
+// Listed gives the files of byPath (path to reason) in path order, at
+// most MaxListed.
+func Listed(byPath map[string]string) []FileReason {
+	if len(byPath) == 0 {
+		return nil
+	}
+	out := make([]FileReason, 0, min(len(byPath), MaxListed))
+	for _, p := range slices.Sorted(maps.Keys(byPath)) {
+		if len(out) == MaxListed {
+			break
+		}
+		out = append(out, FileReason{Path: p, Reason: byPath[p]})
+	}
+	return out
+}
+
+// Why gives the reason a file of the meta's lists was left out (skipped)
+// or cut into line windows; ok is false when neither list names it.
+func (m *Meta) Why(path string) (reason string, skipped, ok bool) {
+	for _, l := range []struct {
+		files   []FileReason
+		skipped bool
+	}{{m.SkippedFiles, true}, {m.DegradedFiles, false}} {
+		i, found := slices.BinarySearchFunc(l.files, path, func(f FileReason, p string) int { return strings.Compare(f.Path, p) })
+		if found {
+			return l.files[i].Reason, l.skipped, true
+		}
+	}
+	return "", false, false
 }
 
 // File is one indexed file of the snapshot.

@@ -44,6 +44,11 @@ type ShardStats struct {
 	ChunksByKind    map[string]int `json:"chunks_by_kind,omitempty"`
 	Skipped         map[string]int `json:"skipped,omitempty"` // files its parse skipped, by reason
 	Degraded        map[string]int `json:"degraded,omitempty"`
+	// SkippedFiles and DegradedFiles give the reason of each file Skipped
+	// and Degraded count, by path (a shard built before they were kept
+	// has none).
+	SkippedFiles  map[string]string `json:"skipped_files,omitempty"`
+	DegradedFiles map[string]string `json:"degraded_files,omitempty"`
 }
 
 // Shard is one immutable part of a sharded index: the files of a range of

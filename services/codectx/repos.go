@@ -14,6 +14,7 @@ import (
 
 	"codectx/pkg/api"
 	"codectx/pkg/index"
+	"codectx/pkg/segment"
 )
 
 const reposUsage = `usage: codectx repos [list] [--server URL | --data DIR] [--tenant T] [--json]
@@ -241,9 +242,11 @@ func formatStatus(st *api.RepoStatus) string {
 	}
 	if len(st.Skipped) > 0 {
 		fmt.Fprintf(&b, "  skipped   %s\n", line(index.FormatCounts(st.Skipped)))
+		listFiles(&b, st.SkippedFiles, st.Skipped)
 	}
 	if len(st.Degraded) > 0 {
 		fmt.Fprintf(&b, "  degraded  %s\n", line(index.FormatCounts(st.Degraded)))
+		listFiles(&b, st.DegradedFiles, st.Degraded)
 	}
 	if st.Rev != "" {
 		fmt.Fprintf(&b, "  follows   %s\n", line(st.Rev))
@@ -267,6 +270,25 @@ func formatStatus(st *api.RepoStatus) string {
 		fmt.Fprintf(&b, "  left out %s: %s\n", line(f.Path), line(f.Reason))
 	}
 	return b.String()
+}
+
+// statusFiles is how many skipped (and degraded) files repos status
+// names; --json gives the status reply's whole list.
+const statusFiles = 20
+
+// listFiles writes the first statusFiles of files, with their reasons,
+// and how many of the counted files it did not name.
+func listFiles(b *strings.Builder, files []segment.FileReason, counts map[string]int) {
+	for _, f := range files[:min(len(files), statusFiles)] {
+		fmt.Fprintf(b, "            %s (%s)\n", termSafe(f.Path, false), termSafe(f.Reason, false))
+	}
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	if more := n - min(len(files), statusFiles); more > 0 {
+		fmt.Fprintf(b, "            and %d more (--json names up to 1000)\n", more)
+	}
 }
 
 // oneLine keeps a table row on one line, escaped for a terminal (an
