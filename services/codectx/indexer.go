@@ -71,8 +71,13 @@ func convertStatus(st workflows.RepoStatus) api.RepoStatus {
 	}
 	if l := st.Last; l != nil {
 		out.Files, out.Parsed, out.Reused, out.Failed, out.Embed = l.Files, l.Parsed, l.Reused, l.Failed, l.Embed
-		out.Already = l.Skipped && l.Behind == ""
-		out.NotPublished = l.Behind
+		// What the last snapshot found is said only while it is the
+		// last: a failed snapshot after it keeps Last (the published
+		// index's figures) but not its finding.
+		if st.LastError == "" {
+			out.Already = l.Skipped && l.Behind == ""
+			out.NotPublished = l.Behind
+		}
 		for _, f := range l.LeftOut {
 			out.LeftOut = append(out.LeftOut, api.LeftOut{Path: f.Path, Reason: f.Reason})
 		}
