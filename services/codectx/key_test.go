@@ -193,6 +193,22 @@ func TestKeysRestart(t *testing.T) {
 	if note, err := keysRestart(file, admin, data); note != "" || err != nil {
 		t.Errorf("the first start's keys: %q, %v; want nothing to say", note, err)
 	}
+	if line := keysOnLine(file, admin); !strings.Contains(line, "admin key of the first start was written to "+admin) {
+		t.Errorf("restart line %q; want where the admin key is", line)
+	}
+	// Keys made by key create before the first start: up wrote no admin
+	// key, and said it had.
+	other := t.TempDir()
+	if _, err := runCLI(t, "key", "create", "--data", other, "--tenant", "acme"); err != nil {
+		t.Fatal(err)
+	}
+	otherFile, otherAdmin := filepath.Join(other, "keys.json"), filepath.Join(other, "admin.key")
+	if made, err := keys.Bootstrap(otherFile, otherAdmin); made || err != nil {
+		t.Fatalf("bootstrap over a key file: made %v, %v", made, err)
+	}
+	if line := keysOnLine(otherFile, otherAdmin); !strings.Contains(line, "no admin key was written to "+otherAdmin) {
+		t.Errorf("restart line %q; want it to say no admin key was written", line)
+	}
 	if _, err := runCLI(t, "key", "create", "--data", data, "--tenant", "acme"); err != nil {
 		t.Fatal(err)
 	}

@@ -170,7 +170,7 @@ Stop with SIGINT or SIGTERM.`)
 		} else {
 			// A restart: say so too, or nothing tells that requests need a
 			// key and where the keys are.
-			fmt.Fprintf(stdout, "codectx up: keys on (%s); the admin key of the first start was written to %s\n", *keysFile, filepath.Join(c.data, "admin.key"))
+			fmt.Fprintln(stdout, "codectx up: "+keysOnLine(*keysFile, filepath.Join(c.data, "admin.key")))
 			note, err := keysRestart(*keysFile, filepath.Join(c.data, "admin.key"), c.data)
 			if err != nil {
 				return fmt.Errorf("up: %w", err)
@@ -503,6 +503,16 @@ func formatIndexed(st *api.RepoStatus) string {
 		s += fmt.Sprintf("\n  left out %s: %s", line(f.Path), line(f.Reason))
 	}
 	return s
+}
+
+// keysOnLine is what a restart with --keys says of its keys: where the
+// admin key of the first start is, or, when that start found a key file
+// made before it (by key create) and wrote none, that there is none.
+func keysOnLine(keysFile, adminFile string) string {
+	if _, err := os.Stat(adminFile); err != nil {
+		return fmt.Sprintf("keys on (%s); no admin key was written to %s (the key file was made before the first start, by key create): use a key of that file", keysFile, adminFile)
+	}
+	return fmt.Sprintf("keys on (%s); the admin key of the first start was written to %s", keysFile, adminFile)
 }
 
 // keysRestart checks the key file of a restart with --keys, whose
