@@ -179,7 +179,7 @@ func (a *Activities) Snapshot(ctx context.Context, in SnapshotInput) (p Snapshot
 	}
 	snap, oerr := pipeline.OpenSnapshotFrom(netguard.With(ctx, a.Net.For(in.Tenant)), in.Tenant, in.Location, in.Commit, a.CacheDir, prev.Listing())
 	if oerr != nil {
-		if in.Forward && err == nil && h.Commit != "" && isHash(in.Commit) && errors.Is(oerr, source.ErrRevisionNotFound) {
+		if in.Forward && err == nil && h.Commit != "" && source.IsHash(in.Commit) && errors.Is(oerr, source.ErrRevisionNotFound) {
 			// A push of a commit the location has no more (force-pushed
 			// away before this snapshot ran, and never fetched): no
 			// branch is at it, so it is not published, as a late

@@ -16,6 +16,7 @@ import (
 
 	"codectx/pkg/index"
 	"codectx/pkg/pipeline"
+	"codectx/pkg/source"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
@@ -699,37 +700,5 @@ func stageError(stage string, err error) error {
 	return fmt.Errorf("%s: %s", stage, Cause(err))
 }
 
-// RevOf is the revision a reindex after push p indexes: the branch a
-// webhook push moved, or the revision an index request named unless it
-// reads as a commit hash, full or abbreviated (a repository indexed at a
-// branch or tag stays on it; one indexed at a hash or at HEAD goes to the
-// location's HEAD).
-func RevOf(p Push) string {
-	switch {
-	case p.Branch != "":
-		return "refs/heads/" + p.Branch
-	case looksLikeHash(p.Commit):
-		return ""
-	}
-	return p.Commit
-}
-
-// isHash reports whether s is a full commit hash (SHA-1 or SHA-256, hex).
-func isHash(s string) bool {
-	return (len(s) == 40 || len(s) == 64) && isHex(s)
-}
-
-// looksLikeHash reports whether s reads as a commit hash, full or
-// abbreviated (7 hex digits or more, as git abbreviates).
-func looksLikeHash(s string) bool {
-	return len(s) >= 7 && len(s) <= 64 && isHex(s)
-}
-
-func isHex(s string) bool {
-	for _, r := range s {
-		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F') {
-			return false
-		}
-	}
-	return true
-}
+// RevOf is the revision a reindex after push p indexes (source.Follows).
+func RevOf(p Push) string { return source.Follows(p.Branch, p.Commit) }

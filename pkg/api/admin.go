@@ -206,7 +206,12 @@ func (s *Server) repoAction(w http.ResponseWriter, r *http.Request) {
 				writeError(w, code, fmt.Errorf("recorded %w", cerr))
 				return
 			}
-			st.Location = loc
+			rev, rerr := s.storedRevision(ctx, tenant, repo)
+			if rerr != nil {
+				writeError(w, http.StatusServiceUnavailable, rerr)
+				return
+			}
+			st.Location, st.Rev = loc, rev
 			break
 		}
 		if err == nil {

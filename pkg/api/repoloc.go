@@ -9,6 +9,7 @@ import (
 
 	"codectx/pkg/blob"
 	"codectx/pkg/index"
+	"codectx/pkg/source"
 )
 
 // The location of a repository (its clone URL, or an operator's path on
@@ -33,9 +34,19 @@ import (
 // registryRoot/<tenant>/<repo>/@/LOCATION.
 const locationFile = "LOCATION"
 
+// revisionFile is the revision the repository follows on reindex
+// (source.Follows of its last signalled push), beside its location;
+// absent when it follows the location's HEAD.
+const revisionFile = "REVISION"
+
 // locationKey is the recorded location of tenant/repo.
 func locationKey(tenant, repo string) string {
 	return index.RepoPrefix(registryRoot, tenant, repo) + locationFile
+}
+
+// revisionKey is the recorded revision of tenant/repo.
+func revisionKey(tenant, repo string) string {
+	return index.RepoPrefix(registryRoot, tenant, repo) + revisionFile
 }
 
 // recordLocation records req's location for its repository, unless it is
@@ -47,36 +58,60 @@ func (s *Server) recordLocation(ctx context.Context, req IndexRequest) {
 		// reindex falling back to the store would refuse anyway.
 		return
 	}
-	key := locationKey(req.Tenant, req.Repo)
+	s.record(ctx, req.Tenant, req.Repo, locationKey(req.Tenant, req.Repo), req.Location)
+	s.record(ctx, req.Tenant, req.Repo, revisionKey(req.Tenant, req.Repo), source.Follows(req.Branch, req.Commit))
+}
+
+// record sets the object at key of tenant/repo's records to value ("":
+// none), unless it holds it already. A failure is logged.
+func (s *Server) record(ctx context.Context, tenant, repo, key, value string) {
 	old, err := s.Store.Get(ctx, key)
-	if err == nil && string(old) == req.Location {
+	switch {
+	case err == nil && string(old) == value, errors.Is(err, blob.ErrNotFound) && value == "":
 		return
+	case err != nil && !errors.Is(err, blob.ErrNotFound):
+		s.Log.Warn("record of the repository not read", "tenant", tenant, "repo", repo, "key", key, "error", err)
+	}
+	if value == "" {
+		err = s.Store.Delete(ctx, key)
+	} else {
+		err = s.Store.Put(ctx, key, []byte(value))
 	}
 	if err != nil && !errors.Is(err, blob.ErrNotFound) {
-		s.Log.Warn("location of the repository not read", "tenant", req.Tenant, "repo", req.Repo, "error", err)
-	}
-	if err := s.Store.Put(ctx, key, []byte(req.Location)); err != nil {
-		s.Log.Warn("location of the repository not recorded", "tenant", req.Tenant, "repo", req.Repo, "error", err)
+		s.Log.Warn("record of the repository not written", "tenant", tenant, "repo", repo, "key", key, "error", err)
 	}
 }
 
 // forgetLocation removes the recorded location of tenant/repo (a push
 // refused after its signal: the repository was deleted meanwhile).
 func (s *Server) forgetLocation(ctx context.Context, tenant, repo string) {
-	if err := s.Store.Delete(ctx, locationKey(tenant, repo)); err != nil && !errors.Is(err, blob.ErrNotFound) {
-		s.Log.Warn("location of a deleted repository left", "tenant", tenant, "repo", repo, "error", err)
+	for _, key := range []string{locationKey(tenant, repo), revisionKey(tenant, repo)} {
+		if err := s.Store.Delete(ctx, key); err != nil && !errors.Is(err, blob.ErrNotFound) {
+			s.Log.Warn("location of a deleted repository left", "tenant", tenant, "repo", repo, "key", key, "error", err)
+		}
 	}
 }
 
 // storedLocation answers the recorded location of tenant/repo, "" when
 // none is (an empty object counts as none).
 func (s *Server) storedLocation(ctx context.Context, tenant, repo string) (string, error) {
-	b, err := s.Store.Get(ctx, locationKey(tenant, repo))
+	return s.stored(ctx, tenant, repo, locationKey(tenant, repo), "location")
+}
+
+// storedRevision answers the recorded revision of tenant/repo, "" when it
+// follows its location's HEAD (or was recorded by a version that did not
+// record revisions).
+func (s *Server) storedRevision(ctx context.Context, tenant, repo string) (string, error) {
+	return s.stored(ctx, tenant, repo, revisionKey(tenant, repo), "revision")
+}
+
+func (s *Server) stored(ctx context.Context, tenant, repo, key, what string) (string, error) {
+	b, err := s.Store.Get(ctx, key)
 	switch {
 	case errors.Is(err, blob.ErrNotFound):
 		return "", nil
 	case err != nil:
-		return "", fmt.Errorf("location of %s/%s: %w", tenant, repo, err)
+		return "", fmt.Errorf("%s of %s/%s: %w", what, tenant, repo, err)
 	}
 	return string(b), nil
 }
@@ -172,6 +207,11 @@ func (s *Server) recordFromWorkflow(ctx context.Context, tenant, repo string) (d
 	}
 	if err := s.Store.Put(ctx, key, []byte(st.Location)); err != nil {
 		return false, err
+	}
+	if st.Rev != "" {
+		if err := s.Store.Put(ctx, revisionKey(tenant, repo), []byte(st.Rev)); err != nil {
+			return false, err
+		}
 	}
 	if ok, err := s.hasHead(ctx, tenant, repo); err != nil || !ok {
 		// Deleted while the record was written: a DELETE removes the HEAD

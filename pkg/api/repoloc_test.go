@@ -80,6 +80,25 @@ func testReindexRecordedLocation(t *testing.T, bound int) {
 	if r := signalled(); len(r) != 1 || r[0].Tenant != "acme" || r[0].Repo != "shop" || r[0].Location != shopURL {
 		t.Fatalf("reindex signalled %+v, want acme/shop at %s", r, shopURL)
 	}
+	// The revision it follows is recorded too: a repository indexed at a
+	// branch or tag is reindexed there, one indexed at a hash at HEAD
+	// (it went to HEAD).
+	for _, tc := range []struct{ commit, want string }{{"release-2", "release-2"}, {"0123456789abcdef", ""}, {"v1.2.0", "v1.2.0"}, {"", ""}} {
+		if code := post(acme, srv.URL+"/v1/index", `{"tenant":"acme","repo":"shop","location":"`+shopURL+`","commit":"`+tc.commit+`"}`); code != 202 {
+			t.Fatalf("index acme/shop at %q: HTTP %d", tc.commit, code)
+		}
+		forget()
+		if code := post(acme, srv.URL+"/v1/repos/acme/shop/reindex", ""); code != 202 {
+			t.Fatalf("reindex of acme/shop indexed at %q: HTTP %d", tc.commit, code)
+		}
+		if r := signalled(); len(r) != 1 || r[0].Location != shopURL || r[0].Commit != tc.want {
+			t.Fatalf("reindex of acme/shop indexed at %q signalled %+v, want revision %q", tc.commit, r, tc.want)
+		}
+		forget()
+	}
+	if err := store.Put(ctx, "repos/acme/shop/@/REVISION", []byte("release-2")); err != nil {
+		t.Fatal(err)
+	}
 
 	// Another tenant's recorded location is never used: other has a
 	// repository named shop with its own location, acme has no lib.
