@@ -25,6 +25,10 @@ type GCStats struct {
 type GCOptions struct {
 	DryRun       bool // count what would be deleted, delete nothing
 	AllowNoRoots bool // empty a cache that no manifest or segment references
+	// Collection, when set, is the one vector collection whose cached
+	// embeddings CollectEmbeddingCache keeps (those of other models go,
+	// referenced or not): the model the servers embed with.
+	Collection string
 }
 
 // ErrNoRoots is returned by CollectParseCache for a store with cached
@@ -209,7 +213,8 @@ func CollectEmbeddingCache(ctx context.Context, store *blob.Bucket, opt GCOption
 	err = sweep(ctx, store, cached, func(k string) bool {
 		// embeddings/COLLECTION/@TENANT/HH/HASH
 		parts := strings.Split(k, "/")
-		return len(parts) == 5 && strings.HasPrefix(parts[2], "@") && live[parts[2][1:]+"/"+parts[4]]
+		return len(parts) == 5 && strings.HasPrefix(parts[2], "@") && live[parts[2][1:]+"/"+parts[4]] &&
+			(opt.Collection == "" || parts[1] == opt.Collection)
 	}, opt.DryRun, &st)
 	return st, err
 }

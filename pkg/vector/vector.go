@@ -137,8 +137,30 @@ type Store interface {
 	// of the store (all models): the repository is gone. Both names are
 	// required (ErrFilter).
 	DeleteRepo(ctx context.Context, tenant, repo string) error
+	// Collections names the collections of codectx in the store (each a
+	// Collection.Name()), sorted.
+	Collections(ctx context.Context) ([]string, error)
+	// Drop removes the collection named name with every point in it, of
+	// every tenant: the vectors of a model no longer used (codectx gc).
+	// A collection that does not exist is no error; a name that is not
+	// a collection of codectx is (ErrCollection).
+	Drop(ctx context.Context, name string) error
 	// Close releases the store's connections.
 	Close() error
+}
+
+// ErrCollection is returned (wrapped) by Drop for a name that is not a
+// collection of codectx.
+var ErrCollection = errors.New("vector: not a collection of codectx")
+
+// CheckName returns ErrCollection unless name is one Collection.Name can
+// give.
+func CheckName(name string) error {
+	rest, ok := strings.CutPrefix(name, CollectionPrefix)
+	if !ok || rest == "" || len(name) > 100 || strings.Trim(rest, "abcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
+		return fmt.Errorf("%w: %q", ErrCollection, name)
+	}
+	return nil
 }
 
 // CheckPoints validates points against c before an upsert.

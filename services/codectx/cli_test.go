@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -197,6 +198,76 @@ func TestGC(t *testing.T) {
 	}
 	if out, err := runCLI(t, "gc", "--data", empty, "--all"); err != nil || !strings.Contains(out, "deleted 1") {
 		t.Errorf("gc --all = %q, %v; want 1 deleted", out, err)
+	}
+}
+
+// TestGCVectors: after a model switch, gc --vectors drops the vector
+// collection and the cached embeddings of the old model and keeps the
+// embedder's; without an embedder named it refuses, and a dry run only
+// lists. Before, the old model's vectors stayed for good.
+func TestGCVectors(t *testing.T) {
+	ctx := context.Background()
+	r := testrepo.New(t)
+	r.Commit("initial", testrepo.Small)
+	data := t.TempDir()
+	oldSrv, newSrv := embedtest.NewServer(64, "gc-old"), embedtest.NewServer(32, "gc-new")
+	t.Cleanup(oldSrv.Close)
+	t.Cleanup(newSrv.Close)
+	oldSpec, newSpec := "openai:"+oldSrv.URL+"#gc-old", "openai:"+newSrv.URL+"#gc-new"
+	for _, spec := range []string{oldSpec, newSpec} {
+		if _, err := runCLI(t, "index", "--data", data, "--name", "shop", "--embedder", spec, r.Bare()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bs, err := openStore(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldC, newC := vector.Collection{Model: "gc-old", Dim: 64}, vector.Collection{Model: "gc-new", Dim: 32}
+	count := func(prefix, suffix string) int {
+		keys, err := bs.List(ctx, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, k := range keys {
+			if strings.HasSuffix(k, suffix) {
+				n++
+			}
+		}
+		return n
+	}
+	oldCache, newCache := "embeddings/"+oldC.Name()+"/", "embeddings/"+newC.Name()+"/"
+	if count("vectors/", oldC.Name()+".vec") != 1 || count("vectors/", newC.Name()+".vec") != 1 || count(oldCache, "") == 0 || count(newCache, "") == 0 {
+		t.Fatalf("fixture: vectors %d/%d, cached %d/%d; want both models' vectors and caches", count("vectors/", oldC.Name()+".vec"), count("vectors/", newC.Name()+".vec"), count(oldCache, ""), count(newCache, ""))
+	}
+	t.Setenv("CODECTX_EMBEDDER", "")
+	if _, err := runCLI(t, "gc", "--data", data, "--vectors"); err == nil || !strings.Contains(err.Error(), "name the embedder the servers use") {
+		t.Errorf("gc --vectors without an embedder: %v", err)
+	}
+	var rep struct {
+		Embeddings struct{ Kept, Deleted int }
+		Vectors    struct {
+			Kept    string
+			Dropped []string
+		}
+	}
+	out, err := runCLI(t, "gc", "--data", data, "--vectors", "--embedder", newSpec, "--dry-run", "--json")
+	if err != nil || json.Unmarshal([]byte(out), &rep) != nil || !slices.Equal(rep.Vectors.Dropped, []string{oldC.Name()}) || count("vectors/", oldC.Name()+".vec") != 1 {
+		t.Fatalf("gc --vectors --dry-run = %s (%v); want the old collection listed and kept", out, err)
+	}
+	out, err = runCLI(t, "gc", "--data", data, "--vectors", "--embedder", newSpec, "--json")
+	if err != nil || json.Unmarshal([]byte(out), &rep) != nil || rep.Vectors.Kept != newC.Name() || !slices.Equal(rep.Vectors.Dropped, []string{oldC.Name()}) {
+		t.Fatalf("gc --vectors = %s (%v)", out, err)
+	}
+	if n := count("vectors/", oldC.Name()+".vec") + count(oldCache, ""); n != 0 {
+		t.Errorf("the old model's vectors and cache: %d objects left", n)
+	}
+	if count("vectors/", newC.Name()+".vec") != 1 || count(newCache, "") == 0 || rep.Embeddings.Kept == 0 {
+		t.Errorf("the embedder's vectors or cache went: %s", out)
+	}
+	if out, err := runCLI(t, "query", "--data", data, "--repo", "shop", "--embedder", newSpec, "--arms", "dense", "cart total"); err != nil || !strings.Contains(out, "cart") {
+		t.Errorf("dense query after gc --vectors: %v\n%s", err, out)
 	}
 }
 

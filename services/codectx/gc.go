@@ -6,9 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"codectx/pkg/blob/minio"
+	"codectx/pkg/dense"
+	"codectx/pkg/embed/embedders"
 	"codectx/pkg/pipeline"
+	"codectx/pkg/vector"
 )
 
 // runGC collects the parse and embedding caches of a blob store: the
@@ -26,12 +30,18 @@ func runGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	dry := fs.Bool("dry-run", false, "count what would be deleted, delete nothing")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	all := fs.Bool("all", false, "also when no manifest or segment exists (empties the cache, e.g. codectx eval's)")
+	vectors := fs.Bool("vectors", false, "also drop the vector collections and cached embeddings of every model but --embedder's (after a model switch, once no server uses the old one)")
+	var d denseFlags
+	d.register(fs, true)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: codectx gc [flags]\n\nDeletes parse-cache entries that no stored manifest or segment references\n(files no snapshot contains any more, results of older parser versions), and\nembedding-cache entries that no segment, vector set or embed plan of their\ntenant needs. Safe to run beside indexing.")
+		fmt.Fprintln(fs.Output(), "usage: codectx gc [flags]\n\nDeletes parse-cache entries that no stored manifest or segment references\n(files no snapshot contains any more, results of older parser versions), and\nembedding-cache entries that no segment, vector set or embed plan of their\ntenant needs. Safe to run beside indexing. With --vectors it also drops the\nvector collections and cached embeddings of every model but --embedder's.")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *vectors && d.spec == "" {
+		return fmt.Errorf("gc --vectors: name the embedder the servers use (--embedder or $%s): the vectors of every other model are dropped", embedders.Env)
 	}
 	if c.s3.Endpoint == "" {
 		if _, err := openData(c.data); err != nil {
@@ -52,7 +62,22 @@ func runGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	emb, err := pipeline.CollectEmbeddingCache(ctx, store, pipeline.GCOptions{DryRun: *dry, AllowNoRoots: *all})
+	var vec vectorGC
+	eopt := pipeline.GCOptions{DryRun: *dry, AllowNoRoots: *all}
+	if *vectors {
+		kit, err := d.open(ctx, store)
+		if err != nil {
+			return fmt.Errorf("gc: %w", err)
+		}
+		defer kit.close()
+		keep := dense.Collection(kit.emb)
+		eopt.Collection = keep.Name()
+		if vec, err = dropCollections(ctx, kit.store, keep, *dry); err != nil {
+			return fmt.Errorf("gc: %w", err)
+		}
+		vec.Store = kit.where
+	}
+	emb, err := pipeline.CollectEmbeddingCache(ctx, store, eopt)
 	if errors.Is(err, pipeline.ErrNoRoots) {
 		return fmt.Errorf("gc: %s holds %d cached embeddings and no segment, vector set or embed plan, so all would go; pass --all to empty it", where, emb.Cached)
 	}
@@ -60,7 +85,11 @@ func runGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *asJSON {
-		return writeIndented(stdout, gcReport{GCStats: st, Embeddings: emb})
+		r := gcReport{GCStats: st, Embeddings: emb}
+		if *vectors {
+			r.Vectors = &vec
+		}
+		return writeIndented(stdout, r)
 	}
 	verb := "deleted"
 	if *dry {
@@ -72,7 +101,48 @@ func runGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "embedding cache: %d vectors, %d needed by %d segments, vector sets and embed plans of their tenant, %s %d\n",
 			emb.Cached, emb.Kept, emb.Roots, verb, emb.Deleted)
 	}
+	if *vectors {
+		fmt.Fprintf(stdout, "vector collections (%s): kept %s, %s %d%s\n", vec.Store, vec.Kept, verb, len(vec.Dropped), listed(vec.Dropped))
+	}
 	return nil
+}
+
+// vectorGC is what gc --vectors did: the collection kept (the
+// embedder's) and those of other models dropped.
+type vectorGC struct {
+	Store   string   `json:"store"`
+	Kept    string   `json:"kept"`
+	Dropped []string `json:"dropped"`
+}
+
+// dropCollections drops every collection of vs but keep's (only lists
+// them on a dry run).
+func dropCollections(ctx context.Context, vs vector.Store, keep vector.Collection, dry bool) (vectorGC, error) {
+	r := vectorGC{Kept: keep.Name(), Dropped: []string{}}
+	names, err := vs.Collections(ctx)
+	if err != nil {
+		return r, err
+	}
+	for _, name := range names {
+		if name == r.Kept {
+			continue
+		}
+		if !dry {
+			if err := vs.Drop(ctx, name); err != nil {
+				return r, err
+			}
+		}
+		r.Dropped = append(r.Dropped, name)
+	}
+	return r, nil
+}
+
+// listed is ": a, b" for names, "" for none.
+func listed(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(names, ", ")
 }
 
 // gcReport is what gc --json prints: the parse cache's counts, and the
@@ -80,4 +150,5 @@ func runGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 type gcReport struct {
 	pipeline.GCStats
 	Embeddings pipeline.GCStats `json:"embeddings"`
+	Vectors    *vectorGC        `json:"vectors,omitempty"` // with --vectors
 }

@@ -493,6 +493,62 @@ func (s *Store) DeleteRepo(ctx context.Context, tenant, repo string) error {
 	return nil
 }
 
+// Collections implements vector.Store: the collections of the stored
+// shards (a collection is in the store while one repository has a shard
+// of it).
+func (s *Store) Collections(ctx context.Context) ([]string, error) {
+	keys, err := s.b.List(ctx, "vectors/")
+	if err != nil {
+		return nil, fmt.Errorf("vector/local: list vectors/: %w", err)
+	}
+	var names []string
+	for _, k := range keys {
+		if name, ok := collectionOf(k); ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// collectionOf is the collection of the shard stored at key (Key).
+func collectionOf(key string) (string, bool) {
+	file := key[strings.LastIndexByte(key, '/')+1:]
+	name, ok := strings.CutSuffix(file, ".vec")
+	return name, ok && strings.Contains(key, "/@/") && vector.CheckName(name) == nil
+}
+
+// Drop implements vector.Store: it drops the shards of every repository
+// in the collection, loaded or stored.
+func (s *Store) Drop(ctx context.Context, name string) error {
+	if err := vector.CheckName(name); err != nil {
+		return err
+	}
+	keys, err := s.b.List(ctx, "vectors/")
+	if err != nil {
+		return fmt.Errorf("vector/local: list vectors/: %w", err)
+	}
+	s.mu.Lock()
+	for k, sh := range s.shards {
+		if c, ok := collectionOf(k); ok && c == name {
+			sh.mu.Lock()
+			sh.reset()
+			sh.mu.Unlock()
+			delete(s.shards, k)
+		}
+	}
+	s.mu.Unlock()
+	for _, k := range keys {
+		if c, ok := collectionOf(k); !ok || c != name {
+			continue
+		}
+		if err := s.b.Delete(ctx, k); err != nil && !errors.Is(err, blob.ErrNotFound) {
+			return fmt.Errorf("vector/local: delete %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
 func (sh *shard) reset() {
 	sh.ids, sh.payloads, sh.vecs, sh.codes, sh.scales = nil, nil, nil, nil, nil
 	sh.bits = nil

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -290,6 +291,44 @@ func (s *Store) DeleteRepo(ctx context.Context, tenant, repo string) error {
 		if _, err := s.c.Delete(ctx, &qc.DeletePoints{CollectionName: name, Wait: &wait, Points: qc.NewPointsSelectorFilter(flt)}); err != nil {
 			return fmt.Errorf("vector/qdrant: delete %s/%s from %s: %w", tenant, repo, name, err)
 		}
+	}
+	return nil
+}
+
+// Collections implements vector.Store: the server's collections of
+// codectx.
+func (s *Store) Collections(ctx context.Context) ([]string, error) {
+	names, err := s.c.ListCollections(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("vector/qdrant: list collections: %w", err)
+	}
+	var out []string
+	for _, name := range names {
+		if vector.CheckName(name) == nil {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// Drop implements vector.Store: it deletes the collection on the server.
+func (s *Store) Drop(ctx context.Context, name string) error {
+	if err := vector.CheckName(name); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	delete(s.ready, name)
+	s.mu.Unlock()
+	exists, err := s.c.CollectionExists(ctx, name)
+	if err != nil {
+		return fmt.Errorf("vector/qdrant: collection %s: %w", name, err)
+	}
+	if !exists {
+		return nil
+	}
+	if err := s.c.DeleteCollection(ctx, name); err != nil {
+		return fmt.Errorf("vector/qdrant: drop collection %s: %w", name, err)
 	}
 	return nil
 }

@@ -29,6 +29,7 @@ func Run(t *testing.T, open func(t *testing.T) vector.Store) {
 		{"DeleteRepo", testDeleteRepo},
 		{"List", testList},
 		{"Collections", testCollections},
+		{"Drop", testDrop},
 		{"Errors", testErrors},
 	}
 	for _, tc := range tests {
@@ -212,6 +213,44 @@ func testCollections(t *testing.T, s vector.Store, c vector.Collection) {
 	}
 	if got := hashes(search(t, s, other, axis(4, 0, 1, 0), 10, f)); !slices.Equal(got, []string{"b"}) {
 		t.Errorf("collection %s: %v, want [b]", other.Name(), got)
+	}
+}
+
+// testDrop: Collections names the collections of codectx the store holds,
+// and Drop removes one with the points of every tenant in it, leaving the
+// others; a collection already gone is no error, a name not of codectx is.
+func testDrop(t *testing.T, s vector.Store, c vector.Collection) {
+	ctx := context.Background()
+	other := vector.Collection{Model: c.Model + "-old", Dim: 4}
+	upsert(t, s, c, point("t", "r", "a", axis(8, 0, 1, 0)))
+	upsert(t, s, other, point("t", "r", "b", axis(4, 0, 1, 0)), point("u", "q", "c", axis(4, 1, 0, 0)))
+	names, err := s.Collections(ctx)
+	if err != nil || !slices.Contains(names, c.Name()) || !slices.Contains(names, other.Name()) || !slices.IsSorted(names) {
+		t.Fatalf("Collections = %v, %v; want %s and %s, sorted", names, err, c.Name(), other.Name())
+	}
+	if err := s.Drop(ctx, other.Name()); err != nil {
+		t.Fatalf("Drop: %v", err)
+	}
+	names, err = s.Collections(ctx)
+	if err != nil || !slices.Contains(names, c.Name()) || slices.Contains(names, other.Name()) {
+		t.Fatalf("Collections after Drop = %v, %v; want %s without %s", names, err, c.Name(), other.Name())
+	}
+	if err := s.Drop(ctx, other.Name()); err != nil {
+		t.Errorf("Drop of a collection gone: %v", err)
+	}
+	for _, name := range []string{"", "other_collection", vector.CollectionPrefix, vector.CollectionPrefix + "../x"} {
+		if err := s.Drop(ctx, name); !errors.Is(err, vector.ErrCollection) {
+			t.Errorf("Drop(%q) = %v, want ErrCollection", name, err)
+		}
+	}
+	f := vector.Filter{Tenant: "t", Repos: []string{"r"}}
+	if got := hashes(search(t, s, c, axis(8, 0, 1, 0), 10, f)); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("the kept collection: %v, want [a]", got)
+	}
+	for _, f := range []vector.Filter{f, {Tenant: "u", Repos: []string{"q"}}} {
+		if pts, err := s.List(ctx, other, f); err != nil || len(pts) != 0 {
+			t.Errorf("the dropped collection holds %d points of %s (%v)", len(pts), f.Tenant, err)
+		}
 	}
 }
 
