@@ -468,13 +468,23 @@ func (s *Store) DeleteRepo(ctx context.Context, tenant, repo string) error {
 		return vector.ErrFilter
 	}
 	prefix := index.RepoPrefix("vectors/", tenant, repo)
+	// Its own shards, not those of a repository nested under its name.
+	return s.dropShards(ctx, prefix, func(k string) bool {
+		rest := k[len(prefix):]
+		return !strings.Contains(rest, "/") && strings.HasSuffix(rest, ".vec")
+	})
+}
+
+// dropShards drops the shards stored under prefix whose keys match,
+// loaded or stored.
+func (s *Store) dropShards(ctx context.Context, prefix string, match func(key string) bool) error {
 	keys, err := s.b.List(ctx, prefix)
 	if err != nil {
 		return fmt.Errorf("vector/local: list %s: %w", prefix, err)
 	}
 	s.mu.Lock()
 	for k, sh := range s.shards {
-		if strings.HasPrefix(k, prefix) && !strings.Contains(k[len(prefix):], "/") {
+		if strings.HasPrefix(k, prefix) && match(k) {
 			sh.mu.Lock()
 			sh.reset()
 			sh.mu.Unlock()
@@ -483,8 +493,8 @@ func (s *Store) DeleteRepo(ctx context.Context, tenant, repo string) error {
 	}
 	s.mu.Unlock()
 	for _, k := range keys {
-		if rest := k[len(prefix):]; strings.Contains(rest, "/") || !strings.HasSuffix(rest, ".vec") {
-			continue // a repository nested under this name
+		if !match(k) {
+			continue
 		}
 		if err := s.b.Delete(ctx, k); err != nil && !errors.Is(err, blob.ErrNotFound) {
 			return fmt.Errorf("vector/local: delete %s: %w", k, err)
@@ -524,29 +534,10 @@ func (s *Store) Drop(ctx context.Context, name string) error {
 	if err := vector.CheckName(name); err != nil {
 		return err
 	}
-	keys, err := s.b.List(ctx, "vectors/")
-	if err != nil {
-		return fmt.Errorf("vector/local: list vectors/: %w", err)
-	}
-	s.mu.Lock()
-	for k, sh := range s.shards {
-		if c, ok := collectionOf(k); ok && c == name {
-			sh.mu.Lock()
-			sh.reset()
-			sh.mu.Unlock()
-			delete(s.shards, k)
-		}
-	}
-	s.mu.Unlock()
-	for _, k := range keys {
-		if c, ok := collectionOf(k); !ok || c != name {
-			continue
-		}
-		if err := s.b.Delete(ctx, k); err != nil && !errors.Is(err, blob.ErrNotFound) {
-			return fmt.Errorf("vector/local: delete %s: %w", k, err)
-		}
-	}
-	return nil
+	return s.dropShards(ctx, "vectors/", func(k string) bool {
+		c, ok := collectionOf(k)
+		return ok && c == name
+	})
 }
 
 func (sh *shard) reset() {
