@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"codectx/pkg/blob/local"
 	"codectx/pkg/codectx"
 	"codectx/pkg/index"
+	"codectx/pkg/segment"
 	"codectx/pkg/source"
 	"codectx/pkg/testrepo"
 )
@@ -120,6 +122,23 @@ func TestBadInput(t *testing.T) {
 	}
 	r := testrepo.New(t)
 	r.Commit("initial", files)
+	// Each is named with its reason, sharded or as one segment.
+	for _, shardBytes := range []int64{0, -1} {
+		store := blob.NewMem()
+		build(t, store, r.Dir, index.Options{Name: "bad", Chunk: chunkOptions(64 << 10), ShardBytes: shardBytes})
+		seg, err := index.LoadHead(context.Background(), store, index.DefaultTenant, "bad")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []segment.FileReason{{Path: "app.js", Reason: codectx.SkipMinified}, {Path: "big.py", Reason: codectx.SkipTooLarge},
+			{Path: "empty.txt", Reason: codectx.SkipEmpty}, {Path: "gen.pb.go", Reason: codectx.SkipGenerated}, {Path: "image.png", Reason: codectx.SkipBinary}}
+		if !reflect.DeepEqual(seg.Meta.SkippedFiles, want) {
+			t.Errorf("shard bytes %d: skipped files %+v, want %+v", shardBytes, seg.Meta.SkippedFiles, want)
+		}
+		if want := []segment.FileReason{{Path: "bad_utf8.py", Reason: codectx.DegradedInvalidUTF8}}; !reflect.DeepEqual(seg.Meta.DegradedFiles, want) {
+			t.Errorf("shard bytes %d: degraded files %+v, want %+v", shardBytes, seg.Meta.DegradedFiles, want)
+		}
+	}
 	sum := build(t, blob.NewMem(), r.Dir, index.Options{Name: "bad", Chunk: chunkOptions(64 << 10)})
 	for reason, want := range map[string]int{
 		codectx.SkipBinary: 1, codectx.SkipTooLarge: 1, codectx.SkipMinified: 1,
