@@ -1313,9 +1313,19 @@ func targetPath(repo, p string) (string, string, error) {
 		}
 		repo, p = r, rest
 	}
-	p, _, _ = strings.Cut(p, "#L")
+	p, _ = cutLines(p)
 	clean, err := cleanPath(p)
 	return repo, clean, err
+}
+
+// cutLines cuts the lines a provenance appends to a path, "#Lstart-Lend",
+// at its last "#L": a path may hold "#L" itself (a file "x#L1.go" is
+// given as "x#L1.go#L1-2", and was read as the file "x").
+func cutLines(p string) (path, lines string) {
+	if i := strings.LastIndex(p, "#L"); i >= 0 {
+		return p[:i], p[i+2:]
+	}
+	return p, ""
 }
 
 // provenanceParts reads the parts of a provenance an agent copies into
@@ -1340,7 +1350,7 @@ func provenanceParts(in ReadInput) (ReadInput, string, error) {
 		return in, "", badRequest{fmt.Errorf("repo %s: want repo or repo@commit", quoteArg(in.Repo))}
 	}
 	in.Repo = repo
-	if path, lines, ok := strings.Cut(in.Path, "#L"); ok {
+	if path, lines := cutLines(in.Path); path != in.Path {
 		in.Path = path
 		from, to, _ := strings.Cut(lines, "-")
 		to = strings.TrimPrefix(to, "L")

@@ -61,6 +61,7 @@ const (
 	fbConstr   = "construct"       // expression or type whose tree-sitter parse is not modelled
 	fbNewline  = "newline_join"    // a line tree-sitter may join to the one before
 	fbPanic    = "panic"           // the walk panicked (a bug here): tree-sitter decides
+	fbDeep     = "deep"            // nested deeper than maxTreeDepth: tree-sitter decides
 )
 
 // GoFallback reports why Parse's go/parser path would hand the Go file p to
@@ -105,6 +106,13 @@ func parseGoAST(ctx context.Context, p, src string, opt Options) (out parsed, de
 	if hasNonASCIIIdent(src, f) {
 		return out, "", fbUnicode
 	}
+	if len(src) > maxTreeDepth && astDeeper(f, maxTreeDepth) {
+		// go/ast finds a node's position by descending to its first
+		// leaf, so the walk's time grows with the square of the nesting:
+		// 160 KB of x.m().m()... took 45 s of CPU, which the parse
+		// timeout does not reach. Tree-sitter's path degrades such a file.
+		return out, "", fbDeep
+	}
 	g := &goWalk{
 		x:    &ex{sp: goSpec, path: p, src: src, ln: newLines(src), hdrStart: -1, window: opt.WindowLines},
 		base: fset.File(f.Pos()).Base(),
@@ -123,6 +131,27 @@ func parseGoAST(ctx context.Context, p, src string, opt Options) (out parsed, de
 	}
 	x := g.x
 	return parsed{pkg: x.pkg, imports: x.imports.list, chunks: x.build()}, "", ""
+}
+
+// astDeeper reports whether the syntax tree of f is more than limit
+// levels deep.
+func astDeeper(f *ast.File, limit int) bool {
+	depth, deep := 0, false
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch {
+		case deep:
+			return false
+		case n == nil:
+			depth--
+			return false
+		}
+		if depth++; depth > limit {
+			deep = true
+			return false
+		}
+		return true
+	})
+	return deep
 }
 
 // hasNonASCIIIdent reports an identifier of f that is not ASCII.
@@ -964,7 +993,7 @@ func (g *goWalk) call(c *ast.CallExpr) {
 
 // callee is ex.callee on the go/ast node fn, a call_expression's function.
 func (g *goWalk) callee(fn ast.Expr, depth int) string {
-	if s := compact(g.text(fn)); isPlainName(s) {
+	if s := plainName(g.text(fn)); s != "" {
 		return s
 	}
 	if depth >= 3 {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 
 	"codectx/pkg/codectx"
@@ -75,6 +76,11 @@ func (w *dirWalker) walk(dir string, parts []string, patterns []gitignore.Patter
 	for _, e := range entries {
 		name := e.Name()
 		if name == ".git" {
+			continue
+		}
+		if !validName(name) {
+			// Not UTF-8: as in a git tree, listed quoted, not a path.
+			w.skip(path.Join(dir, strconv.Quote(name)), SkipBadName)
 			continue
 		}
 		p := path.Join(dir, name)

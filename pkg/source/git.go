@@ -264,8 +264,10 @@ type treeWalker struct {
 	snap  *Snapshot
 	n     int
 	// entries counts the entries walked or taken from base, against
-	// MaxEntries.
+	// MaxEntries, and bytes the length of their paths, against
+	// MaxListingBytes.
 	entries int
+	bytes   int
 	base    *Listing // the listing of the base tree, when walking beside one
 }
 
@@ -281,6 +283,10 @@ func (w *treeWalker) walk(t *object.Tree, prefix string, base *object.Tree) erro
 		}
 		if w.entries++; w.entries > maxEntries {
 			return fmt.Errorf("%w (%d)", ErrTooManyEntries, maxEntries)
+		}
+		// Charged before the path is made: a name may be megabytes long.
+		if w.bytes += len(prefix) + 1 + len(e.Name); w.bytes > maxListingBytes {
+			return fmt.Errorf("%w (paths of %d bytes)", ErrTooManyEntries, maxListingBytes)
 		}
 		if !validName(e.Name) || seen[e.Name] {
 			// Listed quoted: the name is not a path to open.
@@ -346,7 +352,25 @@ func (w *treeWalker) reuse(dir string) bool {
 			return false
 		}
 	}
+	// A listing stored before names had to be UTF-8 holds such a name
+	// as U+FFFD (a manifest is JSON), several files under one path: the
+	// subtree is walked again, and lists them as bad names.
+	for _, f := range w.base.Files[lo:hi] {
+		if strings.ContainsRune(f.Path, utf8.RuneError) {
+			return false
+		}
+	}
 	if w.entries += (hi - lo) + (shi - slo); w.entries > maxEntries {
+		return false // walked, to fail there
+	}
+	n := 0
+	for _, f := range w.base.Files[lo:hi] {
+		n += len(f.Path) + 1
+	}
+	for _, s := range w.base.Skipped[slo:shi] {
+		n += len(s.Path) + 1
+	}
+	if w.bytes += n; w.bytes > maxListingBytes {
 		return false // walked, to fail there
 	}
 	w.snap.Files = append(w.snap.Files, w.base.Files[lo:hi]...)
@@ -504,7 +528,7 @@ func (g *gitReader) history(ctx context.Context, limit int, base *HistoryBase) (
 		base = nil
 	}
 	var out []Commit
-	left := MaxHistoryPaths
+	left := historyBudget{paths: MaxHistoryPaths, bytes: maxHistoryBytes}
 	for c := g.commit; c != nil && (limit <= 0 || len(out) < limit); {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -591,6 +615,30 @@ func (b *HistoryBase) take(limit, n int) ([]Commit, bool) {
 // history change every file of a large tree.
 const MaxHistoryPaths = 1 << 20
 
+// MaxListingBytes bounds the length of the paths a listing walks, all
+// entries counted (files, skipped entries and directories), and
+// MaxHistoryBytes that of the paths a history's diffs walk. MaxEntries
+// and MaxHistoryPaths count paths, but a path is up to MaxPathBytes long
+// and a tree entry's name of any length: a 208 KB repository whose tree
+// names one subtree 64 times, holding a file of a 4 MiB name, grew up's
+// heap by 900 MB and wrote a manifest of 268 MB, and 2^21 such paths
+// are terabytes.
+const (
+	MaxListingBytes = 1 << 27
+	MaxHistoryBytes = 1 << 27
+)
+
+// maxListingBytes and maxHistoryBytes are MaxListingBytes and
+// MaxHistoryBytes; tests lower them.
+var (
+	maxListingBytes = MaxListingBytes
+	maxHistoryBytes = MaxHistoryBytes
+)
+
+// historyBudget is what the diffs of a history may still walk: changed
+// paths listed, and bytes of the paths walked.
+type historyBudget struct{ paths, bytes int }
+
 // MaxMessageBytes bounds a commit message kept in the history, and
 // MaxAuthorBytes its author's name and its e-mail address each: the
 // repository writes them, of any length, into every manifest and segment.
@@ -602,14 +650,18 @@ const (
 // maxEntries is MaxEntries; tests lower it.
 var maxEntries = MaxEntries
 
-var errHistoryFull = errors.New("history: changed paths past MaxHistoryPaths")
+var errHistoryFull = errors.New("history: changed paths past MaxHistoryPaths or MaxHistoryBytes")
 
 // capHistory cuts cs before the commit whose files take the sum of files
-// past MaxHistoryPaths, as the history walk does.
+// past MaxHistoryPaths, or of their paths' bytes past MaxHistoryBytes, as
+// the history walk does.
 func capHistory(cs []Commit) []Commit {
-	n := 0
+	n, b := 0, 0
 	for i, c := range cs {
-		if n += len(c.Files); n > MaxHistoryPaths {
+		for _, f := range c.Files {
+			b += len(f) + 1
+		}
+		if n += len(c.Files); n > MaxHistoryPaths || b > maxHistoryBytes {
 			return cs[:i]
 		}
 	}
@@ -632,9 +684,10 @@ func capBytes(m string, n int) string {
 }
 
 // changed lists the paths c changed against parent (nil: all its files),
-// taking them from *left (errHistoryFull when it runs out). Paths longer
-// than MaxPathBytes are not listed, as in the snapshot's listing.
-func (g *gitReader) changed(ctx context.Context, c, parent *object.Commit, left *int) ([]string, error) {
+// taking them, and the bytes of every path walked, from *left
+// (errHistoryFull when it runs out). Paths longer than MaxPathBytes are
+// not listed, as in the snapshot's listing.
+func (g *gitReader) changed(ctx context.Context, c, parent *object.Commit, left *historyBudget) ([]string, error) {
 	to, err := g.tree(c)
 	if err != nil {
 		return nil, err
@@ -663,7 +716,7 @@ type differ struct {
 	ctx  context.Context
 	g    *gitReader
 	out  []string
-	left int
+	left historyBudget
 	n    int
 }
 
@@ -717,6 +770,9 @@ func (d *differ) entry(prefix string, a, b *object.TreeEntry) error {
 	if name == nil {
 		name = a
 	}
+	if d.left.bytes -= len(prefix) + 1 + len(name.Name); d.left.bytes < 0 {
+		return errHistoryFull
+	}
 	p := name.Name
 	if prefix != "" {
 		p = prefix + "/" + p
@@ -745,7 +801,7 @@ func (d *differ) entry(prefix string, a, b *object.TreeEntry) error {
 		}
 	}
 	if file {
-		if d.left--; d.left < 0 {
+		if d.left.paths--; d.left.paths < 0 {
 			return errHistoryFull
 		}
 		d.out = append(d.out, path.Clean(p))
@@ -792,11 +848,46 @@ func (g *gitReader) close() error {
 // check out: not empty, ".", "..", ".git" in any case, and without a
 // slash, backslash or NUL. A repository writes its trees with any tool,
 // and an answer's path is opened by its reader relative to a checkout:
-// "..", or "a\..\x" on Windows, would lead it outside.
+// "..", or "a\..\x" on Windows, would lead it outside. The name must
+// also be UTF-8: a path reaches every answer as a JSON string, and in
+// the pipeline's messages, where a byte that is not UTF-8 becomes U+FFFD,
+// so "a\xe9.go" and "a\xe8.go" were indexed as one path "a\ufffd.go",
+// each file's chunks under it and read answering another's text.
 func validName(name string) bool {
 	switch {
-	case name == "", name == ".", name == "..", strings.EqualFold(name, ".git"):
+	case name == "", name == ".", name == "..", isDotGit(name):
 		return false
 	}
-	return !strings.ContainsAny(name, "/\\\x00")
+	return !strings.ContainsAny(name, "/\\\x00") && utf8.ValidString(name)
+}
+
+// isDotGit reports a name that a checkout on some file system opens as
+// ".git", as git's own checks (core.protectNTFS, core.protectHFS) find
+// them: in any case, NTFS ignoring trailing dots and spaces and a stream
+// after ':' (".git.", ".git ::$DATA") and taking the short name "git~1";
+// HFS+ ignoring some invisible code points (".g\u200cit").
+func isDotGit(name string) bool {
+	if i := strings.IndexByte(name, ':'); i >= 0 {
+		name = name[:i]
+	}
+	name = strings.TrimRight(name, ". ")
+	if strings.EqualFold(name, ".git") || strings.EqualFold(name, "git~1") {
+		return true
+	}
+	return strings.EqualFold(strings.Map(func(r rune) rune {
+		if hfsIgnored(r) {
+			return -1
+		}
+		return r
+	}, name), ".git")
+}
+
+// hfsIgnored reports a code point HFS+ leaves out of a name when it
+// compares names (the list of git's is_hfs_dotgit).
+func hfsIgnored(r rune) bool {
+	switch {
+	case r >= 0x200c && r <= 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x206a && r <= 0x206f, r == 0xfeff:
+		return true
+	}
+	return false
 }

@@ -67,7 +67,8 @@ const MaxPathBytes = 4096
 const MaxEntries = 1 << 21
 
 // ErrTooManyEntries is returned (wrapped) by Open when the tree of the
-// revision has more than MaxEntries entries.
+// revision has more than MaxEntries entries, or paths longer in all than
+// MaxListingBytes.
 var ErrTooManyEntries = errors.New("the tree has more entries than the server lists")
 
 // Options tune Open.

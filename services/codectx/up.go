@@ -422,7 +422,7 @@ func indexOne(ctx context.Context, cl *api.Client, tenant, arg string, out io.Wr
 		if errors.As(err, &e) {
 			err = errors.New(e.Message)
 		}
-		fmt.Fprintf(out, "index %s failed: %v\n", termSafe(loc, false), err)
+		fmt.Fprintf(out, "index %s failed: %s\n", termSafe(loc, false), termSafe(err.Error(), false))
 	}
 }
 
