@@ -210,6 +210,14 @@ func resolve(repo *git.Repository, rev string) (*object.Commit, error) {
 		rev = "HEAD"
 	}
 	h, err := repo.ResolveRevision(plumbing.Revision(rev))
+	if err != nil {
+		// go-git peels one tag: a tag of a tag is not resolved.
+		if ref, rerr := repo.Tag(rev); rerr == nil {
+			if c, perr := peelTags(repo, ref.Hash()); perr == nil {
+				return c, nil
+			}
+		}
+	}
 	if err != nil && !strings.HasPrefix(rev, "HEAD") {
 		// A branch known only as a remote-tracking ref.
 		if h2, err2 := repo.ResolveRevision(plumbing.Revision("origin/" + rev)); err2 == nil {
@@ -230,6 +238,22 @@ func resolve(repo *git.Repository, rev string) (*object.Commit, error) {
 		return nil, fmt.Errorf("commit %s of %q: %w", h, rev, err)
 	}
 	return c, nil
+}
+
+// maxTagDepth bounds the tags of tags peelTags follows: a chain of
+// crafted tag objects cannot keep it walking.
+const maxTagDepth = 16
+
+// peelTags follows annotated tags from h to the commit they name.
+func peelTags(repo *git.Repository, h plumbing.Hash) (*object.Commit, error) {
+	for range maxTagDepth {
+		t, err := repo.TagObject(h)
+		if err != nil {
+			return repo.CommitObject(h)
+		}
+		h = t.Target
+	}
+	return nil, fmt.Errorf("more than %d tags of tags", maxTagDepth)
 }
 
 // isEmpty reports whether repo has no reference to any object.

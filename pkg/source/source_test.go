@@ -118,7 +118,12 @@ func TestRevisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := f.commit("second", map[string]string{"b.go": "b"})
-	if _, err := f.repo.CreateTag("v2", second, &git.CreateTagOptions{Tagger: sig(9), Message: "annotated"}); err != nil {
+	v2, err := f.repo.CreateTag("v2", second, &git.CreateTagOptions{Tagger: sig(9), Message: "annotated"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A tag of a tag (git tag -a v2-signed v2): go-git peels one level.
+	if _, err := f.repo.CreateTag("v2-again", v2.Hash(), &git.CreateTagOptions{Tagger: sig(9), Message: "a tag of v2"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.wt.Checkout(&git.CheckoutOptions{Branch: plumbing.NewBranchReferenceName("feature"), Create: true}); err != nil {
@@ -142,6 +147,7 @@ func TestRevisions(t *testing.T) {
 		{"HEAD~2", first, []string{"a.go"}},
 		{"v1", first, []string{"a.go"}},
 		{"v2", second, []string{"a.go", "b.go"}},
+		{"v2-again", second, []string{"a.go", "b.go"}},
 		{"feature", feature, []string{"a.go", "b.go", "c.go"}},
 		{"refs/heads/feature", feature, []string{"a.go", "b.go", "c.go"}},
 		{first.String(), first, []string{"a.go"}},
