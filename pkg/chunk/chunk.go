@@ -61,7 +61,7 @@ const Version = "1"
 // Options tune Parse. The zero value gives the defaults.
 type Options struct {
 	MaxFileSize  int64         // default 1 MiB (1<<20) when 0
-	ParseTimeout time.Duration // per-file parse timeout, default 2s when 0
+	ParseTimeout time.Duration // per-file CPU budget of the parse and every pass after it, default 2s when 0 (budget.go)
 	WindowLines  int           // line-window size for non-code files, default 40 when 0; windows do not overlap
 	GoParser     GoParser      // how Go files are chunked (GoDefault, GoAST, GoTreeSitter); the chunks are the same either way
 }
@@ -131,8 +131,10 @@ func Detect(p string, content []byte) codectx.Language {
 }
 
 // Parse chunks one file. It never panics; see the package documentation for
-// the rules. A done ctx makes Parse return line windows with
-// Degraded=parse_timeout, so callers should check ctx.Err() before caching.
+// the rules. A code file whose chunking, parse and passes after it, takes
+// more than Options.ParseTimeout of CPU gets line windows with
+// Degraded=parse_timeout (see budget). So does a done ctx, so callers
+// should check ctx.Err() before caching.
 func Parse(ctx context.Context, p string, content []byte, opt Options) Result {
 	opt = opt.withDefaults()
 	res := Result{Language: Detect(p, content)}
@@ -156,11 +158,13 @@ func Parse(ctx context.Context, p string, content []byte, opt Options) Result {
 	}
 	var parsed parsed
 	degraded, fallback := "", "tree-sitter"
+	b := startBudget(ctx, opt.ParseTimeout)
+	defer b.stop()
 	if res.Language == codectx.Go && opt.goAST() {
-		parsed, degraded, fallback = parseGoAST(ctx, p, src, opt)
+		parsed, degraded, fallback = parseGoAST(ctx, p, src, opt, b)
 	}
 	if fallback != "" {
-		parsed, degraded = parseCode(ctx, spec, p, src, opt)
+		parsed, degraded = parseCode(ctx, spec, p, src, opt, b)
 	}
 	if degraded != "" {
 		res.Degraded = degraded

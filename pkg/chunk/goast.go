@@ -7,7 +7,6 @@ import (
 	"go/token"
 	"sort"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"codectx/pkg/codectx"
@@ -62,12 +61,13 @@ const (
 	fbNewline  = "newline_join"    // a line tree-sitter may join to the one before
 	fbPanic    = "panic"           // the walk panicked (a bug here): tree-sitter decides
 	fbDeep     = "deep"            // nested deeper than maxTreeDepth: tree-sitter decides
+	fbBudget   = "budget"          // the budget is spent: not a fallback, the file degrades
 )
 
 // GoFallback reports why Parse's go/parser path would hand the Go file p to
 // tree-sitter, or "" when it chunks the file itself (also for files that
-// are not Go, are screened out, or that no parser would chunk). It is for
-// comparisons such as `codectx bench-parse`.
+// are not Go, are screened out, that no parser would chunk, or over the
+// budget). It is for comparisons such as `codectx bench-parse`.
 func GoFallback(p string, content []byte, opt Options) string {
 	opt = opt.withDefaults()
 	if Detect(p, content) != codectx.Go || screen(p, content, opt) != "" {
@@ -76,18 +76,18 @@ func GoFallback(p string, content []byte, opt Options) string {
 	if !utf8.Valid(content) {
 		content = []byte(strings.ToValidUTF8(string(content), "\uFFFD"))
 	}
-	_, _, fb := parseGoAST(context.Background(), p, string(content), opt)
+	b := startBudget(context.Background(), opt.ParseTimeout)
+	defer b.stop()
+	_, _, fb := parseGoAST(context.Background(), p, string(content), opt, b)
 	return fb
 }
 
-// parseGoAST chunks the Go source src with go/parser. A non-empty fallback
-// means the caller must chunk the file with tree-sitter; a non-empty
-// degraded reason means line windows, as parseCode's.
-func parseGoAST(ctx context.Context, p, src string, opt Options) (out parsed, degraded, fallback string) {
-	if ctx.Err() != nil {
-		return out, codectx.DegradedParseTimeout, ""
-	}
-	if dl, ok := ctx.Deadline(); ok && min(opt.ParseTimeout, time.Until(dl)) <= 0 {
+// parseGoAST chunks the Go source src with go/parser within the budget b.
+// A non-empty fallback means the caller must chunk the file with
+// tree-sitter (within what is left of b); a non-empty degraded reason
+// means line windows, as parseCode's: parse_timeout once b is spent.
+func parseGoAST(ctx context.Context, p, src string, opt Options, b *budget) (out parsed, degraded, fallback string) {
+	if ctx.Err() != nil || b.spent() {
 		return out, codectx.DegradedParseTimeout, ""
 	}
 	defer func() {
@@ -109,12 +109,13 @@ func parseGoAST(ctx context.Context, p, src string, opt Options) (out parsed, de
 	if len(src) > maxTreeDepth && astDeeper(f, maxTreeDepth) {
 		// go/ast finds a node's position by descending to its first
 		// leaf, so the walk's time grows with the square of the nesting:
-		// 160 KB of x.m().m()... took 45 s of CPU, which the parse
-		// timeout does not reach. Tree-sitter's path degrades such a file.
+		// 160 KB of x.m().m()... took 45 s of CPU. Tree-sitter's path
+		// degrades such a file; one just under the bound is the
+		// budget's.
 		return out, "", fbDeep
 	}
 	g := &goWalk{
-		x:    &ex{sp: goSpec, path: p, src: src, ln: newLines(src), hdrStart: -1, window: opt.WindowLines},
+		x:    &ex{sp: goSpec, path: p, src: src, ln: newLines(src), hdrStart: -1, window: opt.WindowLines, b: b},
 		base: fset.File(f.Pos()).Base(),
 	}
 	g.top(f)
@@ -126,11 +127,18 @@ func parseGoAST(ctx context.Context, p, src string, opt Options) (out parsed, de
 	for _, d := range f.Decls {
 		g.decl(d)
 	}
-	if g.bad != "" {
+	switch {
+	case g.bad == fbBudget:
+		return out, codectx.DegradedParseTimeout, ""
+	case g.bad != "":
 		return out, "", g.bad
 	}
 	x := g.x
-	return parsed{pkg: x.pkg, imports: x.imports.list, chunks: x.build()}, "", ""
+	chunks := x.build()
+	if b.spent() {
+		return out, codectx.DegradedParseTimeout, ""
+	}
+	return parsed{pkg: x.pkg, imports: x.imports.list, chunks: chunks}, "", ""
 }
 
 // astDeeper reports whether the syntax tree of f is more than limit
@@ -673,8 +681,20 @@ func (g *goWalk) exprs(l []ast.Expr) {
 	}
 }
 
+// stop reports whether the walk is over: a fallback reason is known (the
+// first is the one given), or the budget is spent.
+func (g *goWalk) stop() bool {
+	if g.x.b.spend(1) {
+		g.fail(fbBudget)
+	}
+	return g.bad != ""
+}
+
 // expr walks e in an expression position (tree-sitter's _expression).
 func (g *goWalk) expr(e ast.Expr) {
+	if g.stop() {
+		return
+	}
 	switch e := e.(type) {
 	case nil, *ast.Ident, *ast.BasicLit:
 	case *ast.CompositeLit:
@@ -1070,6 +1090,9 @@ func isIdentByte(c byte) bool {
 }
 
 func (g *goWalk) stmt(s ast.Stmt) {
+	if g.stop() {
+		return
+	}
 	if s != nil && g.joinsPrevious(g.off(s.Pos())) {
 		g.fail(fbNewline)
 		return

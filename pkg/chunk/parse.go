@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"sync"
-	"time"
 	"unicode"
 
 	sitter "github.com/smacker/go-tree-sitter"
@@ -100,9 +98,10 @@ type parsed struct {
 	chunks  []codectx.Chunk
 }
 
-// parseCode parses src with tree-sitter and extracts symbol chunks. A
-// non-empty degraded reason means the caller should fall back to windows.
-func parseCode(ctx context.Context, sp *spec, p string, src string, opt Options) (out parsed, degraded string) {
+// parseCode parses src with tree-sitter and extracts symbol chunks within
+// what is left of the budget b. A non-empty degraded reason means the
+// caller should fall back to windows.
+func parseCode(ctx context.Context, sp *spec, p string, src string, opt Options, b *budget) (out parsed, degraded string) {
 	if ctx.Err() != nil {
 		return out, codectx.DegradedParseTimeout
 	}
@@ -123,17 +122,14 @@ func parseCode(ctx context.Context, sp *spec, p string, src string, opt Options)
 			w.close()
 		}
 	}()
-	left := time.Duration(math.MaxInt64) // what ctx's deadline leaves
-	if dl, ok := ctx.Deadline(); ok {
-		left = time.Until(dl)
-	}
-	if min(opt.ParseTimeout, left) <= 0 {
+	cpu, clock := b.left() // a Go file's budget is shared with go/parser
+	if b.spent() || min(cpu, clock) <= 0 {
 		healthy = true
 		return out, codectx.DegradedParseTimeout
 	}
-	// The timeout, not a cancellable context, bounds the parse: the
+	// The budget, not a cancellable context, bounds the parse: the
 	// binding's context watcher can leave a pooled parser's cancel flag set.
-	tree, err := parseBounded(w.p, []byte(src), opt.ParseTimeout, left)
+	tree, err := parseBounded(w.p, []byte(src), cpu, clock)
 	if err != nil {
 		w.p.Reset() // a halted parse would otherwise resume on the next call
 		healthy = true
@@ -149,7 +145,7 @@ func parseCode(ctx context.Context, sp *spec, p string, src string, opt Options)
 	root := tree.RootNode()
 	cur := sitter.NewTreeCursor(root)
 	defer cur.Close()
-	x := &ex{sp: sp, path: p, src: src, ln: newLines(src), cur: cur, hdrStart: -1, window: opt.WindowLines}
+	x := &ex{sp: sp, path: p, src: src, ln: newLines(src), cur: cur, hdrStart: -1, window: opt.WindowLines, b: b}
 	if root.IsError() {
 		healthy = true
 		return out, codectx.DegradedParseError
@@ -159,17 +155,25 @@ func parseCode(ctx context.Context, sp *spec, p string, src string, opt Options)
 		healthy = true
 		return out, codectx.DegradedParseError
 	}
-	if len(src) > maxTreeDepth && tooDeep(root, maxTreeDepth) {
-		// The query below would take minutes, past the parse timeout,
-		// which bounds only the parse.
+	if len(src) > maxTreeDepth && tooDeep(root, maxTreeDepth, b) {
+		// The query below would take minutes in one call the budget
+		// cannot interrupt.
 		healthy = true
 		return out, codectx.DegradedParseTimeout
 	}
-	sp.walk(x, root)
-	x.layout()
-	x.capture(w.qc, q, kinds, root)
 	healthy = true
-	return parsed{pkg: x.pkg, imports: x.imports.list, chunks: x.build()}, ""
+	if sp.walk(x, root); b.spent() {
+		return out, codectx.DegradedParseTimeout
+	}
+	x.layout()
+	if x.capture(w.qc, q, kinds, root); b.spent() {
+		return out, codectx.DegradedParseTimeout
+	}
+	chunks := x.build()
+	if b.spent() {
+		return out, codectx.DegradedParseTimeout
+	}
+	return parsed{pkg: x.pkg, imports: x.imports.list, chunks: chunks}, ""
 }
 
 // maxTreeDepth bounds the nesting of a syntax tree the chunker queries.
@@ -183,15 +187,16 @@ func parseCode(ctx context.Context, sp *spec, p string, src string, opt Options)
 const maxTreeDepth = 4096
 
 // tooDeep reports whether the tree under root is more than limit levels
-// deep. A node nests about as many levels as it spans bytes (a unit chain
-// repeats a span a few times), so only nodes spanning at least an eighth
-// of the levels still allowed are entered: in code, the top few levels.
-func tooDeep(root *sitter.Node, limit int) bool {
+// deep, or the budget b was spent looking. A node nests about as many
+// levels as it spans bytes (a unit chain repeats a span a few times), so
+// only nodes spanning at least an eighth of the levels still allowed are
+// entered: in code, the top few levels (but every node of a long chain).
+func tooDeep(root *sitter.Node, limit int, b *budget) bool {
 	c := sitter.NewTreeCursor(root)
 	defer c.Close()
 	depth := 0
 	for {
-		if depth > limit {
+		if depth > limit || b.spend(1) {
 			return true
 		}
 		n := c.CurrentNode()
@@ -269,6 +274,7 @@ type ex struct {
 	hdrEnd   int
 	covered  [][2]int // spans owned by no chunk but not loose code (Go "type (" groups)
 	imports  strset
+	b        *budget // of the whole file's chunking
 }
 
 func (x *ex) text(n *sitter.Node) string {
@@ -279,7 +285,8 @@ func (x *ex) text(n *sitter.Node) string {
 }
 
 // kids lists the named children of n, walking with the shared cursor
-// (indexing children one by one would be quadratic).
+// (indexing children one by one would be quadratic); only some of them
+// where the budget is spent.
 func (x *ex) kids(n *sitter.Node) []kid {
 	if n == nil {
 		return nil
@@ -290,6 +297,9 @@ func (x *ex) kids(n *sitter.Node) []kid {
 	}
 	var out []kid
 	for {
+		if x.b.spend(1) {
+			return out // the budget is spent: the caller's result is dropped
+		}
 		c := x.cur.CurrentNode()
 		if c.IsNamed() {
 			out = append(out, kid{n: c, typ: c.Type(), field: x.cur.CurrentFieldName(), start: int(c.StartByte()), end: int(c.EndByte())})
@@ -496,12 +506,16 @@ func hasCode(text string) bool {
 }
 
 // capture runs the language query once over the tree and files every
-// call, type and import under the innermost symbol holding it.
+// call, type and import under the innermost symbol holding it. It stops
+// where the budget is spent.
 func (x *ex) capture(qc *sitter.QueryCursor, q *sitter.Query, kinds []int, root *sitter.Node) {
 	qc.Exec(q, root)
 	var f filer
 	f.reset()
 	for {
+		if x.b.spend(1) {
+			return
+		}
 		m, ci, ok := qc.NextCapture()
 		if !ok {
 			return
@@ -623,7 +637,7 @@ func (x *ex) requireImport(fn *sitter.Node) {
 // func() { func() { ... }() }(), each call's callee holds all the calls
 // inside it, so compacting every callee whole took time quadratic in the
 // nesting: 160 KB of a Go chain 40,000 calls long took 45 s of CPU, past
-// the parse timeout, which bounds only the parse. A plain name is at most
+// the parse timeout, which then bounded only the parse. A plain name is at most
 // 120 bytes; longer text than this would have to be mostly whitespace.
 const maxNameText = 512
 
@@ -664,7 +678,8 @@ func unquote(s string) string {
 	return strings.Trim(s, "\"'`")
 }
 
-// build turns the symbols into chunks, the module chunk first.
+// build turns the symbols into chunks, the module chunk first; nil
+// where the budget is spent.
 func (x *ex) build() []codectx.Chunk {
 	kidsOf := map[int][]int{}
 	for i, s := range x.syms {
@@ -683,6 +698,9 @@ func (x *ex) build() []codectx.Chunk {
 	out = append(out, m)
 	for i := range x.syms {
 		s := &x.syms[i]
+		if x.b.spend(1 + (s.end-s.start)>>10) {
+			return nil
+		}
 		c := x.ln.chunk(x.path, x.sp.lang, s.kind, s.name, s.start, s.end)
 		if kids := kidsOf[i]; len(kids) > 0 {
 			c.Body = x.outline(s, kids)
