@@ -1319,14 +1319,19 @@ func targetPath(repo, p string) (string, string, error) {
 }
 
 // cutLines cuts the lines a provenance appends to a path, "#Lstart-Lend",
-// at its last "#L": a path may hold "#L" itself (a file "x#L1.go" is
-// given as "x#L1.go#L1-2", and was read as the file "x").
+// at its last "#L", when what follows reads as lines: a path may hold
+// "#L" itself (a file "x#L1.go" is given as "x#L1.go#L1-2", and was read
+// as the file "x"; given alone, as "x" with lines "1.go").
 func cutLines(p string) (path, lines string) {
-	if i := strings.LastIndex(p, "#L"); i >= 0 {
+	if i := strings.LastIndex(p, "#L"); i >= 0 && linesRE.MatchString(p[i+2:]) {
 		return p[:i], p[i+2:]
 	}
 	return p, ""
 }
+
+// linesRE is the lines of a provenance after its "#L": "3", "3-5" or
+// "3-L5".
+var linesRE = regexp.MustCompile(`^[0-9]+(-L?[0-9]+)?$`)
 
 // provenanceParts reads the parts of a provenance an agent copies into
 // read's arguments: repo@commit as the repository (returning the commit)
@@ -1437,12 +1442,26 @@ func noFile(seg *segment.Segment, path string) error {
 	if reason, skipped, ok := seg.Meta.Why(path); ok && skipped {
 		return fmt.Errorf("%s was left out of the index of %s at %.12s: %s (its text is not kept)", quoteArg(path), seg.Meta.Repo, seg.Meta.Commit, reason)
 	}
+	// A file under a directory left out (a submodule, a symlink, a bad
+	// name) is not named itself: it was "no file".
+	for dir := path; strings.Contains(dir, "/"); {
+		dir = dir[:strings.LastIndexByte(dir, '/')]
+		if reason, skipped, ok := seg.Meta.Why(dir); ok && skipped {
+			return fmt.Errorf("%s is under %s, which was left out of the index of %s at %.12s: %s (its text is not kept)", quoteArg(path), quoteArg(dir), seg.Meta.Repo, seg.Meta.Commit, reason)
+		}
+	}
 	n := 0
 	for _, c := range seg.Meta.Skipped {
 		n += c
 	}
 	if n == len(seg.Meta.SkippedFiles) {
-		return fmt.Errorf("no file %s in %s at %.12s (a path relative to the repository root)", quoteArg(path), seg.Meta.Repo, seg.Meta.Commit)
+		hint := "a path relative to the repository root"
+		if strings.Contains(path, "#L") {
+			// Lines that do not read as lines stay in the path (a name
+			// may hold "#L"): "a.go#Lx" is no file.
+			hint += "; path#Lstart-Lend reads lines"
+		}
+		return fmt.Errorf("no file %s in %s at %.12s (%s)", quoteArg(path), seg.Meta.Repo, seg.Meta.Commit, hint)
 	}
 	return fmt.Errorf("no file %s in the index of %s at %.12s: no such file, or one of the %d files left out when indexed (%s), whose text is not kept", quoteArg(path), seg.Meta.Repo, seg.Meta.Commit, n-len(seg.Meta.SkippedFiles), index.FormatCounts(seg.Meta.Skipped))
 }

@@ -61,6 +61,22 @@ func TestReadSkippedFile(t *testing.T) {
 	if err := noFile(old, "bundle.go"); !strings.Contains(err.Error(), "no such file, or one of the 2 files left out when indexed (generated 2)") {
 		t.Errorf("read on an index that names no skipped file: %v", err)
 	}
+	// A file under a directory left out (a submodule, a symlink) is
+	// named with the directory's reason: it was "no file".
+	sub := &segment.Segment{Meta: segment.Meta{Repo: "gen", Commit: "abc", Skipped: map[string]int{"submodule": 1, "symlink": 1},
+		SkippedFiles: []segment.FileReason{{Path: "lib", Reason: "symlink"}, {Path: "third_party/zlib", Reason: "submodule"}}}}
+	for _, tc := range []struct{ path, want string }{
+		{"third_party/zlib/inflate.c", `"third_party/zlib/inflate.c" is under "third_party/zlib", which was left out of the index of gen at abc: submodule`},
+		{"third_party/zlib/contrib/a/b.c", `is under "third_party/zlib", which was left out`},
+		{"lib/x.go", `is under "lib", which was left out of the index of gen at abc: symlink`},
+		{"third_party/zlib", `"third_party/zlib" was left out of the index of gen at abc: submodule`},
+		{"third_party/other.c", `no file "third_party/other.c" in gen at abc`},
+		{"libx/y.go", `no file "libx/y.go" in gen at abc`},
+	} {
+		if err := noFile(sub, tc.path); !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("read %s: %v; want %q", tc.path, err, tc.want)
+		}
+	}
 	// The repos tool says what was left out, as GET /v1/repos does.
 	repos, err := s.toolRepos(context.Background(), p, ReposInput{})
 	if err != nil || len(repos.Repos) != 1 || repos.Repos[0].Skipped["generated"] != 2 {

@@ -46,7 +46,13 @@ func TestReadPathHoldingLines(t *testing.T) {
 			t.Errorf("read %s %s = %+v, %v; want line 3 of x#L1.go", in.Repo, in.Path, out, err)
 		}
 	}
-	for _, path := range []string{prov, "x#L1.go#L3-3"} {
+	// The path alone, as a file list gives it, is the file: it was cut
+	// at its "#L", read refused it ("want path#Lstart-Lend") and
+	// references and impact looked for a file "x".
+	if out, err := s.toolRead(ctx, p, ReadInput{Repo: "r00", Path: "x#L1.go"}); err != nil || !strings.Contains(out.Text, "func HashL() {}") {
+		t.Errorf("read x#L1.go = %+v, %v; want the file", out, err)
+	}
+	for _, path := range []string{prov, "x#L1.go#L3-3", "x#L1.go"} {
 		if refs, err := s.toolReferences(ctx, p, ReferencesInput{Repo: "r00", Path: path}); err != nil || !refs.found {
 			t.Errorf("references of %s: %+v, %v", path, refs, err)
 		}

@@ -193,7 +193,8 @@ func TestReadProvenance(t *testing.T) {
 	for _, c := range []struct{ repo, path, want string }{
 		{name + "@0123abcd", "a.go", "is indexed at"},
 		{name, "a.go#L4-3", "want path#Lstart-Lend"},
-		{name, "a.go#Lx", "want path#Lstart-Lend"},
+		{name, "a.go#Lx", `no file "a.go#Lx" in r00 at worktree-`}, // a name may hold "#L"
+		{name, "a.go#Lx", "path#Lstart-Lend reads lines"},
 	} {
 		if _, err := s.toolRead(ctx, p, ReadInput{Repo: c.repo, Path: c.path}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("read %s %s: %v, want an error with %q", c.repo, c.path, err, c.want)

@@ -111,11 +111,14 @@ func TestWebhook(t *testing.T) {
 	if req.Tenant != "acme" || req.Repo != "acme/shop" || req.Location != "https://git.example/acme/shop.git" || req.Commit != after {
 		t.Errorf("index request = %+v", req)
 	}
-	// The verified push recorded its clone URL with the repository, for a
-	// reindex after the orchestrator's state is lost; the refused ones
-	// recorded nothing.
-	if keys, err := store.List(context.Background(), "repos/"); err != nil || !slices.Equal(keys, []string{"repos/acme/acme/shop/@/LOCATION"}) {
-		t.Errorf("records after the pushes: %v, %v; want acme/shop's location only", keys, err)
+	// The verified push recorded its clone URL and branch with the
+	// repository, for a reindex after the orchestrator's state is lost;
+	// the refused ones recorded nothing.
+	if keys, err := store.List(context.Background(), "repos/"); err != nil || !slices.Equal(keys, []string{"repos/acme/acme/shop/@/LOCATION", "repos/acme/acme/shop/@/REVISION"}) {
+		t.Errorf("records after the pushes: %v, %v; want acme/shop's location and revision only", keys, err)
+	}
+	if rev, err := store.Get(context.Background(), "repos/acme/acme/shop/@/REVISION"); err != nil || string(rev) != "refs/heads/main" {
+		t.Errorf("recorded revision of acme/shop = %q, %v; want the pushed branch", rev, err)
 	}
 	if loc, err := store.Get(context.Background(), "repos/acme/acme/shop/@/LOCATION"); err != nil || string(loc) != "https://git.example/acme/shop.git" {
 		t.Errorf("recorded location of acme/shop = %q, %v", loc, err)

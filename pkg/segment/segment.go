@@ -76,18 +76,31 @@ type FileReason struct {
 }
 
 // MaxListed bounds the files a snapshot's meta names as skipped, and as
-// degraded: the counts stay whole past it.
-const MaxListed = 10000
+// degraded, and MaxListedBytes the bytes of their paths: the counts stay
+// whole past them. A path longer than MaxListedPath (a file's longest,
+// source.MaxPathBytes) is not named: a listing skips a tree entry of a
+// name of megabytes as path_too_long, or quoted as bad_name, and 10,000
+// of them made a meta, and every status reply, of hundreds of megabytes.
+const (
+	MaxListed      = 10000
+	MaxListedPath  = 4096
+	MaxListedBytes = 4 << 20
+)
 
 // Listed gives the files of byPath (path to reason) in path order, at
-// most MaxListed.
+// most MaxListed of paths MaxListedBytes long in all, none longer than
+// MaxListedPath.
 func Listed(byPath map[string]string) []FileReason {
 	if len(byPath) == 0 {
 		return nil
 	}
 	out := make([]FileReason, 0, min(len(byPath), MaxListed))
+	n := 0
 	for _, p := range slices.Sorted(maps.Keys(byPath)) {
-		if len(out) == MaxListed {
+		if len(p) > MaxListedPath {
+			continue
+		}
+		if n += len(p); len(out) == MaxListed || n > MaxListedBytes {
 			break
 		}
 		out = append(out, FileReason{Path: p, Reason: byPath[p]})
@@ -364,6 +377,9 @@ func (s *Segment) baseHeap() int64 {
 	}
 	for _, c := range s.History {
 		n += int64(unsafe.Sizeof(Commit{})) + int64(len(c.Hash)+len(c.Author)+len(c.When)+len(c.Message)) + strs(c.Files)
+	}
+	for _, f := range slices.Concat(s.Meta.SkippedFiles, s.Meta.DegradedFiles) {
+		n += int64(unsafe.Sizeof(FileReason{})) + int64(len(f.Path)+len(f.Reason))
 	}
 	for _, ix := range []*bm25.Index{s.BM25, s.FileBM25} {
 		if ix != nil {

@@ -313,8 +313,13 @@ func (w *treeWalker) walk(t *object.Tree, prefix string, base *object.Tree) erro
 			return fmt.Errorf("%w (paths of %d bytes)", ErrTooManyEntries, maxListingBytes)
 		}
 		if !validName(e.Name) || seen[e.Name] {
-			// Listed quoted: the name is not a path to open.
+			// Listed quoted: the name is not a path to open. A quoted
+			// name is up to four times as long (a byte not UTF-8 is
+			// \xff): the difference is charged too.
 			q := strconv.Quote(e.Name)
+			if w.bytes += len(q) - len(e.Name); w.bytes > maxListingBytes {
+				return fmt.Errorf("%w (paths of %d bytes)", ErrTooManyEntries, maxListingBytes)
+			}
 			if prefix != "" {
 				q = prefix + "/" + q
 			}

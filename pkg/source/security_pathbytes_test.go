@@ -100,3 +100,47 @@ func TestSecurityHistoryBytes(t *testing.T) {
 		t.Errorf("small history: %d commits, %v; want 5", len(hist), err)
 	}
 }
+
+// TestSecurityListingBytesQuoted: a name that is not UTF-8 is listed
+// quoted, each such byte as \xff, four times its length: the bound was
+// charged the name's bytes, so 1 MiB of them listed 4 MiB of paths (and
+// 5 MiB in a manifest's JSON, and in the snapshot's named skipped files).
+func TestSecurityListingBytesQuoted(t *testing.T) {
+	defer func(n int) { maxListingBytes = n }(maxListingBytes)
+	maxListingBytes = 1 << 20
+	for _, tc := range []struct {
+		name string
+		n    int // names of 64 KiB
+		ok   bool
+	}{
+		{"within", 2, true},       // 128 KiB of names, 512 KiB quoted
+		{"past quoted", 8, false}, // 512 KiB of names, 2 MiB quoted
+	} {
+		dir, repo := hostileRepo(t)
+		b := store(t, repo.Storer, &object.Blob{}, "package p\n")
+		es := []object.TreeEntry{{Name: "f.go", Mode: filemode.Regular, Hash: b}}
+		for i := range tc.n {
+			es = append(es, object.TreeEntry{Name: strings.Repeat("\xff", 64<<10) + fmt.Sprint(i), Mode: filemode.Regular, Hash: b})
+		}
+		commitOn(t, repo, store(t, repo.Storer, &object.Tree{Entries: es}), "bad names\n")
+		s, err := Open(context.Background(), dir, Options{})
+		if tc.ok {
+			if err != nil || len(s.Skipped) != tc.n {
+				t.Fatalf("%s: Open = %v; want %d names skipped", tc.name, err, tc.n)
+			}
+			s.Close()
+			continue
+		}
+		if err == nil {
+			n := 0
+			for _, sk := range s.Skipped {
+				n += len(sk.Path)
+			}
+			s.Close()
+			t.Fatalf("%s: listed %d skipped paths of %d bytes under a bound of %d", tc.name, len(s.Skipped), n, maxListingBytes)
+		}
+		if !errors.Is(err, ErrTooManyEntries) {
+			t.Fatalf("%s: Open = %v, want ErrTooManyEntries", tc.name, err)
+		}
+	}
+}

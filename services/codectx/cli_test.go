@@ -245,6 +245,17 @@ func TestGCVectors(t *testing.T) {
 	if _, err := runCLI(t, "gc", "--data", data, "--vectors"); err == nil || !strings.Contains(err.Error(), "name the embedder the servers use") {
 		t.Errorf("gc --vectors without an embedder: %v", err)
 	}
+	// An embedder whose collection the store does not hold (another
+	// dim=, model directory or name) is likely not the servers': it is
+	// refused, and nothing goes; --all drops the others anyway. It kept
+	// a collection that did not exist and dropped the one in use.
+	wrong := newSpec + "?dim=16"
+	if _, err := runCLI(t, "gc", "--data", data, "--vectors", "--embedder", wrong); err == nil || !strings.Contains(err.Error(), "holds no collection") {
+		t.Errorf("gc --vectors with an embedder of no collection: %v", err)
+	}
+	if count("vectors/", oldC.Name()+".vec") != 1 || count("vectors/", newC.Name()+".vec") != 1 || count(oldCache, "") == 0 || count(newCache, "") == 0 {
+		t.Fatalf("gc --vectors refused dropped vectors or cached embeddings")
+	}
 	var rep struct {
 		Embeddings struct{ Kept, Deleted int }
 		Vectors    struct {
@@ -252,7 +263,11 @@ func TestGCVectors(t *testing.T) {
 			Dropped []string
 		}
 	}
-	out, err := runCLI(t, "gc", "--data", data, "--vectors", "--embedder", newSpec, "--dry-run", "--json")
+	out, err := runCLI(t, "gc", "--data", data, "--vectors", "--embedder", wrong, "--all", "--dry-run", "--json")
+	if err != nil || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Vectors.Dropped) != 2 {
+		t.Fatalf("gc --vectors --all --dry-run with an embedder of no collection = %s (%v); want both listed", out, err)
+	}
+	out, err = runCLI(t, "gc", "--data", data, "--vectors", "--embedder", newSpec, "--dry-run", "--json")
 	if err != nil || json.Unmarshal([]byte(out), &rep) != nil || !slices.Equal(rep.Vectors.Dropped, []string{oldC.Name()}) || count("vectors/", oldC.Name()+".vec") != 1 {
 		t.Fatalf("gc --vectors --dry-run = %s (%v); want the old collection listed and kept", out, err)
 	}

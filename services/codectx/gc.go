@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"codectx/pkg/blob/minio"
@@ -29,7 +30,7 @@ func runGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c.s3.MustExist = true
 	dry := fs.Bool("dry-run", false, "count what would be deleted, delete nothing")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	all := fs.Bool("all", false, "also when no manifest or segment exists (empties the cache, e.g. codectx eval's)")
+	all := fs.Bool("all", false, "also when no manifest or segment exists (empties the cache, e.g. codectx eval's); with --vectors, also when the store holds no vectors of --embedder's model")
 	vectors := fs.Bool("vectors", false, "also drop the vector collections and cached embeddings of every model but --embedder's (after a model switch, once no server uses the old one)")
 	var d denseFlags
 	d.register(fs, true)
@@ -72,7 +73,7 @@ func runGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer kit.close()
 		keep := dense.Collection(kit.emb)
 		eopt.Collection = keep.Name()
-		if vec, err = dropCollections(ctx, kit.store, keep, *dry); err != nil {
+		if vec, err = dropCollections(ctx, kit.store, keep, *dry, *all); err != nil {
 			return fmt.Errorf("gc: %w", err)
 		}
 		vec.Store = kit.where
@@ -116,12 +117,18 @@ type vectorGC struct {
 }
 
 // dropCollections drops every collection of vs but keep's (only lists
-// them on a dry run).
-func dropCollections(ctx context.Context, vs vector.Store, keep vector.Collection, dry bool) (vectorGC, error) {
+// them on a dry run). A store that holds no vectors of keep's is refused
+// unless all: the embedder named is then likely not the servers' (another
+// dim= or model directory names another collection), and the one they
+// use would go.
+func dropCollections(ctx context.Context, vs vector.Store, keep vector.Collection, dry, all bool) (vectorGC, error) {
 	r := vectorGC{Kept: keep.Name(), Dropped: []string{}}
 	names, err := vs.Collections(ctx)
 	if err != nil {
 		return r, err
+	}
+	if len(names) > 0 && !slices.Contains(names, r.Kept) && !all {
+		return r, fmt.Errorf("the vector store holds no collection %s, the embedder's, but %s: is it the embedder the servers use? Pass --all to drop them anyway", r.Kept, strings.Join(names, ", "))
 	}
 	for _, name := range names {
 		if name == r.Kept {
