@@ -56,6 +56,24 @@ func runGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("gc: %w", err)
 	}
+	// --vectors is checked before anything is deleted (dropCollections,
+	// dry): a refusal deletes nothing.
+	var vec vectorGC
+	eopt := pipeline.GCOptions{DryRun: *dry, AllowNoRoots: *all}
+	var kit *denseKit
+	var keep vector.Collection
+	if *vectors {
+		if kit, err = d.open(ctx, store); err != nil {
+			return fmt.Errorf("gc: %w", err)
+		}
+		defer kit.close()
+		keep = dense.Collection(kit.emb)
+		eopt.Collection = keep.Name()
+		if vec, err = dropCollections(ctx, kit.store, keep, true, *all); err != nil {
+			return fmt.Errorf("gc: %w", err)
+		}
+		vec.Store = kit.where
+	}
 	st, err := pipeline.CollectParseCache(ctx, store, pipeline.GCOptions{DryRun: *dry, AllowNoRoots: *all})
 	if errors.Is(err, pipeline.ErrNoRoots) {
 		return fmt.Errorf("gc: %s holds %d cached parse results and no manifest or segment, so all would go (codectx eval keeps only a cache); pass --all to empty it", where, st.Cached)
@@ -63,27 +81,19 @@ func runGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var vec vectorGC
-	eopt := pipeline.GCOptions{DryRun: *dry, AllowNoRoots: *all}
-	if *vectors {
-		kit, err := d.open(ctx, store)
-		if err != nil {
-			return fmt.Errorf("gc: %w", err)
-		}
-		defer kit.close()
-		keep := dense.Collection(kit.emb)
-		eopt.Collection = keep.Name()
-		if vec, err = dropCollections(ctx, kit.store, keep, *dry, *all); err != nil {
-			return fmt.Errorf("gc: %w", err)
-		}
-		vec.Store = kit.where
-	}
 	emb, err := pipeline.CollectEmbeddingCache(ctx, store, eopt)
 	if errors.Is(err, pipeline.ErrNoRoots) {
 		return fmt.Errorf("gc: %s holds %d cached embeddings and no segment, vector set or embed plan, so all would go; pass --all to empty it", where, emb.Cached)
 	}
 	if err != nil {
 		return err
+	}
+	if *vectors && !*dry {
+		// Last: a refusal above leaves the vectors as they were.
+		if vec, err = dropCollections(ctx, kit.store, keep, false, *all); err != nil {
+			return fmt.Errorf("gc: %w", err)
+		}
+		vec.Store = kit.where
 	}
 	if *asJSON {
 		r := gcReport{GCStats: st, Embeddings: emb}
