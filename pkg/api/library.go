@@ -143,6 +143,13 @@ func (s *Server) resolveRepos(ctx context.Context, tenant string, repos []string
 // for the repository: past it the known HEAD answers, marked stale.
 const headTimeout = 1500 * time.Millisecond
 
+// headReadTimeout bounds the read of a HEAD the server has no other answer
+// for (status, a repository not read yet): a store that takes connections
+// but never answers (a hung or stopped server) makes a 503 within it, not
+// a request held for as long as the store client retries (minutes). A
+// variable for tests.
+var headReadTimeout = 10 * time.Second
+
 // staleKey carries a request's *staleNote in its context.
 type staleKey struct{}
 
@@ -174,12 +181,12 @@ func (s *Server) load(ctx context.Context, tenant, repo string) (*segment.Segmen
 	if haveKnown && s.HeadsHeard != nil && !s.HeadsHeard() {
 		haveKnown = false // it may be of a repository deleted on another server meanwhile
 	}
-	hctx := ctx
+	wait := headReadTimeout
 	if haveKnown {
-		var cancel context.CancelFunc
-		hctx, cancel = context.WithTimeout(ctx, headTimeout)
-		defer cancel()
+		wait = headTimeout
 	}
+	hctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
 	head, err := index.ReadHead(hctx, s.Store, tenant, repo)
 	if errors.Is(err, blob.ErrNotFound) {
 		s.heads.Delete(key)
@@ -203,7 +210,7 @@ func (s *Server) load(ctx context.Context, tenant, repo string) (*segment.Segmen
 				return seg, nil
 			}
 		}
-		return nil, fmt.Errorf("store unavailable: read HEAD of %s/%s: %w", tenant, repo, err)
+		return nil, fmt.Errorf("store unavailable: %w", err)
 	}
 	if err != nil {
 		return nil, err

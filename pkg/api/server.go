@@ -632,13 +632,15 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	head, err := index.ReadHead(ctx, s.Store, tenant, repo)
+	hctx, cancel := context.WithTimeout(ctx, headReadTimeout)
+	head, err := index.ReadHead(hctx, s.Store, tenant, repo)
+	cancel()
 	switch {
 	case err == nil:
 		st.Head, known = &head, true
 	case errors.Is(err, blob.ErrNotFound):
 	default:
-		writeError(w, http.StatusServiceUnavailable, err)
+		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("store unavailable: %w", err))
 		return
 	}
 	if !known && st.Closed {

@@ -218,3 +218,72 @@ func TestNoLastHeadWhileDeletesUnheard(t *testing.T) {
 		t.Errorf("after ForgetHeads, store down: answered from the last HEAD (stale %v, commit %s); want 503", r.Stale, r.Commit)
 	}
 }
+
+// With the store down, status and a query of a repository the server has
+// not read say the store is unavailable, never that the repository has no
+// published index: it may well have one, and an operator reading "no
+// published index" looks for a lost index instead of a store outage.
+func TestStoreDownIsNotNoIndex(t *testing.T) {
+	mem := blob.NewMem()
+	fixture(t, mem, "")
+	ds := &downStore{Bucket: mem}
+	ds.down.Store(true)
+	ts, _ := newServer(t, &Server{Store: blob.NewBucket(ds), Routes: AllRoutes})
+	resp, err := http.Get(ts.URL + "/v1/repos/default/demo/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]any
+	json.NewDecoder(resp.Body).Decode(&body)
+	resp.Body.Close()
+	msg, _ := body["error"].(string)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(msg, "store unavailable") || strings.Contains(msg, "no published index") {
+		t.Errorf("status with the store down = %d %q, want 503 saying the store is unavailable", resp.StatusCode, msg)
+	}
+	code, qbody := post(t, ts.URL+"/v1/query", `{"repo":"demo","query":"x"}`)
+	if msg, _ := qbody["error"].(string); code != http.StatusServiceUnavailable || !strings.Contains(msg, "store unavailable") || strings.Contains(msg, "no published index") {
+		t.Errorf("query with the store down = %d %q, want 503 saying the store is unavailable", code, msg)
+	}
+}
+
+// hungGets never answers a Get: a store server that takes connections but
+// is stopped (SIGSTOP) or wedged.
+type hungGets struct{ *blob.Bucket }
+
+func (h *hungGets) Get(ctx context.Context, key string) ([]byte, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A store that never answers makes status, and a query of a repository
+// the server has not read, a 503 within headReadTimeout: not a request
+// held for as long as the store client retries.
+func TestHungStoreAnswers503(t *testing.T) {
+	old := headReadTimeout
+	headReadTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { headReadTimeout = old })
+	mem := blob.NewMem()
+	fixture(t, mem, "")
+	ts, _ := newServer(t, &Server{Store: blob.NewBucket(&hungGets{Bucket: mem}), Routes: AllRoutes})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, r := range []struct{ method, path, body string }{
+		{"GET", "/v1/repos/default/demo/status", ""},
+		{"POST", "/v1/query", `{"repo":"demo","query":"where is ParseToken defined"}`},
+	} {
+		req, _ := http.NewRequestWithContext(ctx, r.method, ts.URL+r.path, strings.NewReader(r.body))
+		req.Header.Set("Content-Type", "application/json")
+		start := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Errorf("%s %s with a hung store: no answer after %v: %v", r.method, r.path, time.Since(start).Round(time.Millisecond), err)
+			continue
+		}
+		var body map[string]any
+		json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if msg, _ := body["error"].(string); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(msg, "store unavailable") {
+			t.Errorf("%s %s with a hung store = %d %q, want 503 store unavailable", r.method, r.path, resp.StatusCode, msg)
+		}
+	}
+}

@@ -342,8 +342,13 @@ func ReadHead(ctx context.Context, store *blob.Bucket, tenant, repo string) (Hea
 	if errors.Is(err, blob.ErrNotFound) {
 		data, err = store.Get(ctx, legacyHeadKey(tenant, repo))
 	}
-	if err != nil {
+	if errors.Is(err, blob.ErrNotFound) {
 		return h, fmt.Errorf("index: repository %s/%s has no published index: %w", tenant, repo, err)
+	}
+	if err != nil {
+		// Not "no published index": the store did not say (it is down,
+		// slow or refusing), and the repository may well have one.
+		return h, fmt.Errorf("index: read HEAD of %s/%s: %w", tenant, repo, err)
 	}
 	if err := json.Unmarshal(data, &h); err != nil {
 		return h, fmt.Errorf("index: head of %s: %w", repo, err)

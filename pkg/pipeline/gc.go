@@ -252,11 +252,21 @@ func CollectShards(ctx context.Context, store *blob.Bucket, tenant, repo string)
 // which shards it would delete, before it deletes any: a GC whose
 // snapshot's repository was deleted since stops there.
 func CollectShardsUnless(ctx context.Context, store *blob.Bucket, tenant, repo string, stop func() bool) (int, error) {
-	prefix := index.ShardPrefix(tenant, repo)
-	shards, err := store.List(ctx, prefix)
-	if err != nil || len(shards) == 0 {
+	shards, err := store.List(ctx, index.ShardPrefix(tenant, repo))
+	if err != nil {
 		return 0, err
 	}
+	return collectShards(ctx, store, tenant, repo, shards, stop)
+}
+
+// collectShards deletes those of the shards of tenant/repo named (keys
+// from the shard prefix) that no stored shard list of the repository
+// names, asking stop as CollectShardsUnless does.
+func collectShards(ctx context.Context, store *blob.Bucket, tenant, repo string, shards []string, stop func() bool) (int, error) {
+	if len(shards) == 0 {
+		return 0, nil
+	}
+	prefix := index.ShardPrefix(tenant, repo)
 	segPrefix := index.RepoPrefix("segments/", tenant, repo)
 	segs, err := store.List(ctx, segPrefix)
 	if err != nil {

@@ -339,8 +339,11 @@ func buildSegment(ctx context.Context, store *blob.Bucket, job GraphJob, maxChun
 }
 
 // stillThere checks that job's manifest still exists after its segment was
-// written at key; if not, it removes the segment and the repository's
-// shards that no stored list names, and returns ErrSnapshotGone.
+// written at key; if not, it removes the segment and those of its shards
+// that no other stored list names, and returns ErrSnapshotGone. Only its
+// own: the job may be a stale delivery (of a worker that hung past its ack
+// wait) running beside the repository's current build, whose shards no
+// list names until that build ends.
 func stillThere(ctx context.Context, store *blob.Bucket, job GraphJob, key string) error {
 	ok, err := store.Exists(ctx, job.ManifestKey)
 	if err != nil || ok {
@@ -352,10 +355,14 @@ func stillThere(ctx context.Context, store *blob.Bucket, job GraphJob, key strin
 	case err != nil && !errors.Is(err, blob.ErrNotFound):
 		return err
 	}
+	own, err := index.ShardKeys(ctx, store, key)
+	if err != nil && !errors.Is(err, blob.ErrNotFound) {
+		return fmt.Errorf("read the shards of a deleted snapshot: %w", err)
+	}
 	if err := store.Delete(ctx, key); err != nil && !errors.Is(err, blob.ErrNotFound) {
 		return fmt.Errorf("remove the segment of a deleted snapshot: %w", err)
 	}
-	if _, err := CollectShards(ctx, store, job.Tenant, job.Repo); err != nil {
+	if _, err := collectShards(ctx, store, job.Tenant, job.Repo, own, nil); err != nil {
 		return fmt.Errorf("remove the shards of a deleted snapshot: %w", err)
 	}
 	return ErrSnapshotGone

@@ -184,3 +184,55 @@ func TestGraphJobOfADeletedSnapshot(t *testing.T) {
 		t.Errorf("redelivery of a published job: %d objects, want %d kept (at least a segment and 2 shards)", got, n)
 	}
 }
+
+// TestStaleGraphJobKeepsOtherBuilds: a graph job delivered again while its
+// first worker hung (SIGSTOP, a pause past the ack wait) is built by
+// another worker and published; the hung worker, resumed after GC removed
+// the snapshot's manifest, finds its snapshot gone. It removes what it
+// wrote, and only that: the shards the repository's current build has
+// written, which no list names until that build ends, stay.
+func TestStaleGraphJobKeepsOtherBuilds(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for i := range 40 {
+		p := filepath.Join(dir, "p", "f"+string(rune('a'+i%26))+strings.Repeat("x", i/26)+".go")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("package p\n\n// F does a thing.\nfunc F"+string(rune('A'+i%26))+"() {}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store, commit, mk := parsed(t, dir, "t", "r")
+	// The current build's first shard, written before its list.
+	current := index.ShardKey("t", "r", "0123456789abcdef0123456789abcdef")
+	job := GraphJob{Tenant: "t", Repo: "r", Commit: commit, ManifestKey: mk, ShardBytes: 256}
+	_, err := buildSegment(ctx, store, job, 0, func(GraphJob) {
+		// While the stale worker was stopped: the snapshot was published
+		// and left behind by later ones (GC removed its manifest), and
+		// the next build has started.
+		if err := store.Delete(ctx, mk); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.Put(ctx, current, []byte("shard of the build in progress")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if !errors.Is(err, ErrSnapshotGone) {
+		t.Fatalf("stale job: %v, want ErrSnapshotGone", err)
+	}
+	if ok, err := store.Exists(ctx, current); err != nil || !ok {
+		t.Errorf("the stale job removed the current build's shard %s (exists %v, %v)", current, ok, err)
+	}
+	left, err := store.List(ctx, index.ShardPrefix("t", "r"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 {
+		t.Errorf("after the stale job: shards %v, want only the current build's", left)
+	}
+	segs, err := store.List(ctx, index.RepoPrefix("segments/", "t", "r"))
+	if err != nil || len(segs) != 0 {
+		t.Errorf("after the stale job: segments %v (%v), want none", segs, err)
+	}
+}

@@ -74,6 +74,16 @@ func cached(ctx context.Context, dir, url string, opt Options) (*git.Repository,
 		if r, rerr := repo.Remote(git.DefaultRemoteName); rerr != nil || len(r.Config().URLs) == 0 || r.Config().URLs[0] != url {
 			return nil, fmt.Errorf("clone cache: %s holds the clone of another location than %s", filepath.Base(dir), Redact(url))
 		}
+		if !complete(repo) {
+			// A clone interrupted before its fetch ended (its process
+			// killed), or one an older version left so: its HEAD may name
+			// a branch the origin does not have, or another than the
+			// origin's default. Fetched, it would fail at HEAD on every
+			// snapshot, or read that other branch.
+			err = errInterrupted
+		}
+	}
+	if err == nil {
 		if opt.Offline || hasCommit(repo, opt.Rev) {
 			return repo, nil
 		}
@@ -150,13 +160,16 @@ func clone(ctx context.Context, dir, url string, opt Options) (*git.Repository, 
 	if len(refs) == 0 {
 		return nil, ErrEmptyRepo
 	}
-	if err := fetch(ctx, repo, opt); err != nil {
-		return nil, cloneErr(url, err)
-	}
+	// HEAD first: a clone cut short after its fetch (branches there, HEAD
+	// not yet set) would otherwise name the branch a new repository's
+	// HEAD does.
 	if head != nil {
 		if err := repo.Storer.SetReference(head); err != nil {
 			return nil, fmt.Errorf("set HEAD: %w", err)
 		}
+	}
+	if err := fetch(ctx, repo, opt); err != nil {
+		return nil, cloneErr(url, err)
 	}
 	if limit > 0 {
 		return git.PlainOpen(dir)
@@ -195,6 +208,25 @@ func fetch(ctx context.Context, repo *git.Repository, opt Options) error {
 		return nil
 	}
 	return err
+}
+
+// errInterrupted marks a cached clone whose first fetch never ended.
+var errInterrupted = errors.New("clone interrupted before its fetch ended")
+
+// complete reports whether repo is a finished clone: it has a branch (a
+// clone's fetch writes them last) and its HEAD resolves (a clone sets it
+// to the origin's).
+func complete(repo *git.Repository) bool {
+	it, err := repo.Branches()
+	if err != nil {
+		return false
+	}
+	defer it.Close()
+	if _, err := it.Next(); err != nil {
+		return false
+	}
+	_, err = repo.Head()
+	return err == nil
 }
 
 // hasCommit reports whether rev is a full commit hash present in repo.

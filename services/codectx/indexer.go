@@ -32,6 +32,10 @@ func (t temporalIndexer) Status(ctx context.Context, tenant, repo string) (api.R
 	if errors.As(err, &nf) {
 		return api.RepoStatus{}, fmt.Errorf("%w: %v", api.ErrUnknownRepo, err)
 	}
+	if timedOut(err) {
+		// Not a bare "context deadline exceeded": say who did not answer.
+		return api.RepoStatus{}, fmt.Errorf("no orchestrator answered in time (is one running on task queue %s, and Temporal reachable?): %w", workflows.TaskQueue, err)
+	}
 	if err != nil {
 		return api.RepoStatus{}, err
 	}
@@ -45,6 +49,13 @@ func (t temporalIndexer) Status(ctx context.Context, tenant, repo string) (api.R
 		}
 	}
 	return out, nil
+}
+
+// timedOut reports whether err is a deadline that ran out: this call's, or
+// one the Temporal client or server gave the query.
+func timedOut(err error) bool {
+	var de *serviceerror.DeadlineExceeded
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &de)
 }
 
 // CloseRepo terminates the repository's workflow (DELETE of the

@@ -1,9 +1,15 @@
 package main
 
 import (
+	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"codectx/workflows"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
 )
 
 // TestConvertStatusLastFinding: what the last snapshot found (a push not
@@ -26,6 +32,35 @@ func TestConvertStatusLastFinding(t *testing.T) {
 		out := convertStatus(workflows.RepoStatus{Last: &last, LastError: tc.lastErr})
 		if out.NotPublished != tc.notPublished || out.Already != tc.already || out.LastError != tc.lastErr {
 			t.Errorf("%s: not published %q, already %v, error %q; want %q, %v", tc.name, out.NotPublished, out.Already, out.LastError, tc.notPublished, tc.already)
+		}
+	}
+}
+
+// silentClient is a Temporal client whose workflow queries no worker
+// answers (the orchestrator was killed, or Temporal is unreachable): the
+// query ends with the deadline the client gives it, or the caller's.
+type silentClient struct {
+	client.Client
+	err error // nil: wait for the caller's deadline
+}
+
+func (c silentClient) QueryWorkflowWithOptions(ctx context.Context, _ *client.QueryWorkflowWithOptionsRequest) (*client.QueryWorkflowWithOptionsResponse, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A status nobody answers says who did not answer, not a bare "context
+// deadline exceeded" an operator cannot act on.
+func TestStatusNamesTheSilentOrchestrator(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	for _, c := range []silentClient{{err: serviceerror.NewDeadlineExceeded("context deadline exceeded")}, {}} {
+		_, err := temporalIndexer{c}.Status(ctx, "default", "shop")
+		if err == nil || !strings.Contains(err.Error(), "orchestrator") || !strings.Contains(err.Error(), workflows.TaskQueue) {
+			t.Errorf("status with no orchestrator answering: %v, want an error naming the orchestrator and its task queue", err)
 		}
 	}
 }

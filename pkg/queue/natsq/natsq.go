@@ -200,6 +200,16 @@ func (q *Queue) ensure(ctx context.Context, cfg jetstream.StreamConfig) error {
 	return nil
 }
 
+// forgetStream drops what this client knows of the stream name: the next
+// ensure or exist asks the server again.
+func (q *Queue) forgetStream(name string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.streams, name)
+	delete(q.streams, name+"+")
+	delete(q.lowering, name)
+}
+
 // lowerRetry is how often a client whose share limit is below its
 // stream's checks whether the shares are down to it.
 const lowerRetry = time.Second
@@ -369,6 +379,20 @@ func (q *Queue) Publish(ctx context.Context, stage, subject string, data []byte,
 	q.pub.RLock()
 	_, err := q.js.PublishMsg(ctx, msg, opts...)
 	q.pub.RUnlock()
+	if errors.Is(err, jetstream.ErrNoStreamResponse) {
+		// No stream took the subject: the server lost it (restarted
+		// without its JetStream state, or an operator deleted it) since
+		// this client made it. Made once per client, it would never be
+		// made again, and every publish of the stage fail until a
+		// restart: make it again, and publish once more.
+		q.forgetStream(streamName(stage))
+		if err = q.ensureStage(ctx, stage); err != nil {
+			return fmt.Errorf("publish %s: %w", stage, err)
+		}
+		q.pub.RLock()
+		_, err = q.js.PublishMsg(ctx, msg, opts...)
+		q.pub.RUnlock()
+	}
 	if err != nil {
 		if shareFull(err) {
 			return fmt.Errorf("publish %s %s: %w", stage, subject, queue.ErrShareFull)
@@ -591,7 +615,16 @@ func (q *Queue) deadLetter(ctx context.Context, stage string, m queue.Message, s
 	dl.Header.Set(hdrCause, cause)
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if _, err := q.js.PublishMsg(pctx, dl, jetstream.WithMsgID(fmt.Sprintf("dlq-%s-%d", stage, seq))); err != nil {
+	id := jetstream.WithMsgID(fmt.Sprintf("dlq-%s-%d", stage, seq))
+	_, err := q.js.PublishMsg(pctx, dl, id)
+	if errors.Is(err, jetstream.ErrNoStreamResponse) {
+		// The DLQ was lost since Connect made it (see Publish).
+		q.forgetStream(dlqStream)
+		if err = q.ensureDLQ(pctx); err == nil {
+			_, err = q.js.PublishMsg(pctx, dl, id)
+		}
+	}
+	if err != nil {
 		return
 	}
 	if msg.Ack() == nil {
@@ -700,6 +733,25 @@ func (q *Queue) DeadLettersOf(ctx context.Context, stage, subject string) ([]que
 // poll creates no consumer, so waiting on dead letters costs the server
 // nothing to clean up.
 func (q *Queue) deadLetters(ctx context.Context, stage string, filters ...string) ([]queue.DeadLetter, error) {
+	out, err := q.readDeadLetters(ctx, stage, filters...)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		// The DLQ was lost since Connect made it (see Publish): it holds
+		// none. Its handle is dropped and the stream made again, so that
+		// the waiters of a stage do not fail on it until this process
+		// restarts, and the next dead letter has a place.
+		q.mu.Lock()
+		q.dlq = nil
+		q.mu.Unlock()
+		q.forgetStream(dlqStream)
+		if err := q.ensureDLQ(ctx); err != nil {
+			return nil, fmt.Errorf("dead letters %s: %w", stage, err)
+		}
+		return nil, nil
+	}
+	return out, err
+}
+
+func (q *Queue) readDeadLetters(ctx context.Context, stage string, filters ...string) ([]queue.DeadLetter, error) {
 	st, err := q.dlqStream(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("dead letters %s: %w", stage, err)
