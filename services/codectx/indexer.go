@@ -17,9 +17,21 @@ import (
 type temporalIndexer struct{ c client.Client }
 
 func (t temporalIndexer) Index(ctx context.Context, req api.IndexRequest) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	return workflows.SignalPush(ctx, t.c, workflows.Push{Tenant: req.Tenant, Repo: req.Repo, Location: req.Location, Commit: req.Commit, Forward: req.Forward, Branch: req.Branch})
+	run, err := workflows.SignalPush(sctx, t.c, workflows.Push{Tenant: req.Tenant, Repo: req.Repo, Location: req.Location, Commit: req.Commit, Forward: req.Forward, Branch: req.Branch})
+	if err != nil && ctx.Err() == nil && (timedOut(err) || errors.Is(err, context.Canceled) || unavailable(err)) {
+		// Not a bare "context canceled": say who did not take it.
+		return "", fmt.Errorf("the Temporal server did not take the push in time (is it running and reachable?): %w", err)
+	}
+	return run, err
+}
+
+// unavailable reports whether err is Temporal's server refusing or
+// unreachable.
+func unavailable(err error) bool {
+	var ue *serviceerror.Unavailable
+	return errors.As(err, &ue)
 }
 
 func (t temporalIndexer) Status(ctx context.Context, tenant, repo string) (api.RepoStatus, error) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"codectx/pkg/api"
 	"codectx/workflows"
 
 	"go.temporal.io/api/serviceerror"
@@ -62,5 +63,26 @@ func TestStatusNamesTheSilentOrchestrator(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "orchestrator") || !strings.Contains(err.Error(), workflows.TaskQueue) {
 			t.Errorf("status with no orchestrator answering: %v, want an error naming the orchestrator and its task queue", err)
 		}
+	}
+}
+
+func (c silentClient) SignalWithStartWorkflow(ctx context.Context, _, _ string, _ any, _ client.StartWorkflowOptions, _ any, _ ...any) (client.WorkflowRun, error) {
+	return nil, c.err
+}
+
+// A push Temporal does not take says who did not take it: a webhook
+// while Temporal was down answered "context canceled".
+func TestIndexNamesTemporal(t *testing.T) {
+	for _, err := range []error{context.Canceled, serviceerror.NewUnavailable("connection refused"), serviceerror.NewDeadlineExceeded("deadline")} {
+		_, got := temporalIndexer{silentClient{err: err}}.Index(context.Background(), api.IndexRequest{Tenant: "acme", Repo: "shop", Location: "https://example.com/acme/shop.git"})
+		if got == nil || !strings.Contains(got.Error(), "Temporal server did not take the push") {
+			t.Errorf("push refused with %v: %v, want an error naming Temporal", err, got)
+		}
+	}
+	// A caller that went away is no fault of Temporal's.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, got := (temporalIndexer{silentClient{err: context.Canceled}}).Index(ctx, api.IndexRequest{Tenant: "acme", Repo: "shop", Location: "https://example.com/acme/shop.git"}); got == nil || strings.Contains(got.Error(), "Temporal server") {
+		t.Errorf("push of a caller gone: %v", got)
 	}
 }
