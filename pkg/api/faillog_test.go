@@ -51,3 +51,23 @@ func TestQueryFailureLogBounded(t *testing.T) {
 		t.Errorf("20 failing queries with distinct repos lists logged %d lines, %d bytes; want 1 line of a few hundred bytes", lines, logs.Len())
 	}
 }
+
+// awaySessions is a session store that cannot be reached.
+type awaySessions struct{ failingSessions }
+
+func (awaySessions) Load(context.Context, string) (*session.Session, error) {
+	return nil, context.DeadlineExceeded
+}
+
+// A query whose session store cannot be read says it is the session
+// store (503), not a bare "context deadline exceeded": an agent can then
+// search without a session.
+func TestQuerySessionStoreAway(t *testing.T) {
+	store := blob.NewMem()
+	fixture(t, store, "")
+	ts, _ := newServer(t, &Server{Store: store, Routes: AllRoutes, Sessions: awaySessions{}})
+	code, _, b := do(t, "POST", ts.URL+"/v1/query", "application/json", `{"repo":"demo","query":"hello","session":"s"}`, nil)
+	if code != http.StatusServiceUnavailable || !strings.Contains(string(b), "session store unavailable") {
+		t.Errorf("query with the session store away = %d %.300s, want 503 naming the session store", code, b)
+	}
+}

@@ -323,7 +323,7 @@ func (s *Server) search(ctx context.Context, q Search) (*query.Response, error) 
 		}
 		defer unlock()
 		if sess, err = s.Sessions.Load(ctx, skey); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("session store unavailable (a search without a session works): %w", err)
 		}
 		paid = s.chargeSession(payer, sess.Bytes(), 0)
 	}
