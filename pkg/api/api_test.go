@@ -265,6 +265,13 @@ func TestHealthAndReady(t *testing.T) {
 	if !strings.Contains(b.String(), `codectx_http_requests_total{code="503",route="readyz"} 1`) {
 		t.Errorf("/metrics does not count the 503 of /readyz:\n%s", b.String())
 	}
+	// A soft dependency (the query service's NATS: sessions, DELETE
+	// notices) is shown degraded and leaves the server ready.
+	soft := &Server{Store: store, Checks: []Check{{Name: "nats", Soft: true, Fn: func(context.Context) error { return errors.New("connection refused") }}}}
+	ts, _ = newServer(t, soft)
+	if code, r = get("/readyz"); code != 200 || !r.Ready || r.Checks["nats"] != "degraded: connection refused" {
+		t.Errorf("/readyz with a soft dependency down = %d %+v, want 200, ready, nats degraded", code, r)
+	}
 }
 
 func TestIndexAndStatus(t *testing.T) {

@@ -52,6 +52,9 @@ type Check struct {
 	// its own): it runs for every request, outside the shared round of
 	// the dependency checks, so that it is seen at once.
 	Local bool
+	// Soft says the server answers without the dependency, worse: its
+	// failure is shown ("degraded: ...") and leaves the server ready.
+	Soft bool
 }
 
 // RepoVectors removes a repository's vectors (vector.Store does).
@@ -380,11 +383,16 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	for i, c := range checks {
 		if errs[i] != nil {
-			res.Ready = false
-			res.Checks[c.Name] = "failing (an operator's key sees why)"
+			why := "failing (an operator's key sees why)"
 			if detail {
-				res.Checks[c.Name] = errs[i].Error()
+				why = errs[i].Error()
 			}
+			if c.Soft {
+				why = "degraded: " + why
+			} else {
+				res.Ready = false
+			}
+			res.Checks[c.Name] = why
 			continue
 		}
 		res.Checks[c.Name] = "ok"

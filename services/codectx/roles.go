@@ -241,7 +241,7 @@ func (r role) run(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		cacheBytes, onMapped = budget(log, memBytes, cacheBytes)
 	}
 	m := metrics.New()
-	srv := &api.Server{Store: store, Metrics: m, Routes: r.routes, Checks: d.checks(use), Notes: notes, Log: log, Dense: kit.arm(), CacheSize: cacheBytes, OnMapped: onMapped, Net: c.netPolicy()}
+	srv := &api.Server{Store: store, Metrics: m, Routes: r.routes, Checks: d.checks(use, r.soft), Notes: notes, Log: log, Dense: kit.arm(), CacheSize: cacheBytes, OnMapped: onMapped, Net: c.netPolicy()}
 	if srv.ShardCache, err = shardCache.open(); err != nil {
 		hs.shutdown(time.Second)
 		return err

@@ -42,8 +42,10 @@ func (d *deps) client() client.Client {
 	return c
 }
 
-// checks returns the readiness probes of the dependencies in use.
-func (d *deps) checks(use int) []api.Check {
+// checks returns the readiness probes of the dependencies in use, and of
+// those connected but not needed (soft: the query service's sessions and
+// notices of other servers' DELETEs), whose failure shows as degraded.
+func (d *deps) checks(use, soft int) []api.Check {
 	cs := []api.Check{{Name: "process", Local: true, Fn: func(context.Context) error {
 		if d.stopping.Load() {
 			return errors.New("shutting down")
@@ -67,8 +69,8 @@ func (d *deps) checks(use int) []api.Check {
 			return namespaceUsable(ctx, c.WorkflowService(), d.namespace)
 		}})
 	}
-	if use&useNATS != 0 {
-		cs = append(cs, api.Check{Name: "nats", Fn: func(ctx context.Context) error {
+	if (use|soft)&useNATS != 0 {
+		cs = append(cs, api.Check{Name: "nats", Soft: use&useNATS == 0, Fn: func(ctx context.Context) error {
 			q := d.queue.Load()
 			if q == nil {
 				return errors.New("connecting")

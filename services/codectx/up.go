@@ -249,7 +249,7 @@ Stop with SIGINT or SIGTERM.`)
 	srv := &api.Server{
 		Deliveries: deliveries,
 		Store:      store, Indexer: temporalIndexer{tc}, LocalPaths: true, Metrics: m, Routes: api.AllRoutes,
-		Checks: d.checks(useTemporal | useNATS), Notes: map[string]string{"embed": kit.note()}, Log: log, Dense: kit.arm(),
+		Checks: d.checks(useTemporal|useNATS, 0), Notes: map[string]string{"embed": kit.note()}, Log: log, Dense: kit.arm(),
 		Webhooks: webhooks, Keys: selfKeys, Sessions: sessions, CacheSize: cacheBytes, OnMapped: onMapped, Net: c.netPolicy(),
 		ShardCache: shards, CloneDir: filepath.Join(data, "clones"),
 	}
