@@ -543,6 +543,7 @@ func (a *Activities) WaitParse(ctx context.Context, in ParseInput) (ParseOutcome
 // and published again.
 func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned int) (ParseOutcome, error) {
 	var out ParseOutcome
+	var still quiet
 	plan, err := a.readPlan(ctx, in.Plan.PlanKey)
 	if err != nil {
 		return out, err
@@ -711,7 +712,7 @@ func (a *Activities) waitParse(ctx context.Context, in ParseInput, fanned int) (
 		for _, t := range open {
 			left += len(t.missing)
 		}
-		activity.RecordHeartbeat(ctx, ParseHeartbeat{Planned: in.Plan.Changed, Missing: left, Failed: len(out.Failed)})
+		activity.RecordHeartbeat(ctx, ParseHeartbeat{Planned: in.Plan.Changed, Missing: left, Failed: len(out.Failed), Quiet: still.see(left, time.Now())})
 		only = nil
 		select {
 		case <-ctx.Done():

@@ -89,7 +89,7 @@ func Progress(ctx context.Context, c client.Client, child string) (SnapshotProgr
 	if err := v.Get(&p); err != nil {
 		return p, fmt.Errorf("progress of %s: %w", child, err)
 	}
-	if p.Stage != StageParse {
+	if p.Stage != StageParse && p.Stage != StageEmbed {
 		return p, nil
 	}
 	d, err := c.DescribeWorkflowExecution(ctx, child, "")
@@ -97,15 +97,24 @@ func Progress(ctx context.Context, c client.Client, child string) (SnapshotProgr
 		return p, fmt.Errorf("describe %s: %w", child, err)
 	}
 	for _, pa := range d.GetPendingActivities() {
-		if pa.GetActivityType().GetName() != "WaitParse" || pa.GetHeartbeatDetails() == nil {
+		if pa.GetHeartbeatDetails() == nil {
 			continue
 		}
-		var hb ParseHeartbeat
-		if err := converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &hb); err != nil || hb.Planned != p.Planned {
-			continue // a heartbeat of another form (an older worker)
+		switch pa.GetActivityType().GetName() {
+		case "WaitParse":
+			var hb ParseHeartbeat
+			if err := converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &hb); err != nil || hb.Planned != p.Planned {
+				continue // a heartbeat of another form (an older worker)
+			}
+			p.Failed = hb.Failed
+			p.Parsed = max(0, hb.Planned-hb.Missing-hb.Failed)
+			p.Quiet = hb.Quiet
+		case "WaitEmbed":
+			var hb map[string]int
+			if err := converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &hb); err == nil {
+				p.Quiet = hb["quiet"]
+			}
 		}
-		p.Failed = hb.Failed
-		p.Parsed = max(0, hb.Planned-hb.Missing-hb.Failed)
 	}
 	return p, nil
 }

@@ -188,6 +188,7 @@ func (a *Activities) FanOutEmbed(ctx context.Context, in EmbedInput) error {
 // this is rare, and it does not hold up the snapshot.
 func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome, error) {
 	var out EmbedOutcome
+	var still quiet
 	p, err := a.readEmbedPlan(ctx, in.Embed.Key)
 	if err != nil {
 		return out, err
@@ -348,7 +349,7 @@ func (a *Activities) WaitEmbed(ctx context.Context, in EmbedInput) (EmbedOutcome
 			left += len(b.missing)
 		}
 		open = next
-		activity.RecordHeartbeat(ctx, map[string]int{"missing": left, "failed": out.Failed})
+		activity.RecordHeartbeat(ctx, map[string]int{"missing": left, "failed": out.Failed, "quiet": still.see(left, time.Now())})
 		if len(open) == 0 && len(queued) == 0 {
 			break
 		}

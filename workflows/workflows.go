@@ -60,13 +60,36 @@ type SnapshotProgress struct {
 	// its vector points missing from the vector store (Stage
 	// StageEmbed while it restores them).
 	Lost int
+	// Quiet is how long, in seconds, the parse or embed stage has seen
+	// no result come in while some are still out: a stage no worker
+	// consumes shows a stage that never moves, and nothing else (read
+	// from the wait's heartbeat by Progress, not kept by the workflow).
+	Quiet int
 }
 
 // ParseHeartbeat is the heartbeat detail WaitParse records each round.
 type ParseHeartbeat struct {
 	Planned int `json:"planned"`
-	Missing int `json:"missing"` // planned files without a result yet
-	Failed  int `json:"failed"`  // files left out so far
+	Missing int `json:"missing"`         // planned files without a result yet
+	Failed  int `json:"failed"`          // files left out so far
+	Quiet   int `json:"quiet,omitempty"` // seconds without a result (quiet)
+}
+
+// quiet measures how long a wait has seen the count of what it waits for
+// stay the same while some is still out.
+type quiet struct {
+	left  int
+	since time.Time
+}
+
+// see records left at now and returns the seconds it has not moved (0
+// when it moved, or nothing is out).
+func (q *quiet) see(left int, now time.Time) int {
+	if left == 0 || left != q.left || q.since.IsZero() {
+		q.left, q.since = left, now
+		return 0
+	}
+	return int(now.Sub(q.since) / time.Second)
 }
 
 // States reported by RepoStatus.State.

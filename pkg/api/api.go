@@ -205,6 +205,10 @@ type Progress struct {
 	Failed  int    `json:"failed"`           // of those, left out so far
 	Reused  int    `json:"reused"`           // files whose parse result was cached
 	Lost    int    `json:"lost,omitempty"`   // a commit already published: its vector points missing from the vector store, being restored
+	// Quiet is how long, in seconds, the parse or embed stage has had no
+	// result come in while some are still out: long, and no worker of
+	// the stage may be consuming.
+	Quiet int `json:"quiet_seconds,omitempty"`
 }
 
 // LeftOut is a file left out of the published snapshot because it is

@@ -57,7 +57,7 @@ func (t temporalIndexer) Status(ctx context.Context, tenant, repo string) (api.R
 		// Best effort: a child not started yet, or finishing, has no
 		// progress to tell; the status stands without it.
 		if p, err := workflows.Progress(ctx, t.c, st.Child); err == nil {
-			out.Progress = &api.Progress{Stage: p.Stage, Commit: p.Commit, Files: p.Files, Planned: p.Planned, Parsed: p.Parsed, Failed: p.Failed, Reused: p.Reused, Lost: p.Lost}
+			out.Progress = &api.Progress{Stage: p.Stage, Commit: p.Commit, Files: p.Files, Planned: p.Planned, Parsed: p.Parsed, Failed: p.Failed, Reused: p.Reused, Lost: p.Lost, Quiet: p.Quiet}
 		}
 	}
 	return out, nil

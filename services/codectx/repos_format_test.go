@@ -53,3 +53,16 @@ func TestFormatStatusSkippedFiles(t *testing.T) {
 		t.Errorf("status counts unnamed degraded files where all are named:\n%s", out)
 	}
 }
+
+// TestFormatProgressQuiet: a stage that has seen no result for a while
+// asks whether its workers run; a short pause says nothing.
+func TestFormatProgressQuiet(t *testing.T) {
+	p := &api.Progress{Stage: api.StageParse, Files: 10, Planned: 10, Quiet: 130}
+	if out := formatProgress(p); !strings.Contains(out, "no parse result for 2m10s: is a parse worker running?") {
+		t.Errorf("progress quiet 130 s: %q", out)
+	}
+	p.Quiet = quietNote - 1
+	if out := formatProgress(p); strings.Contains(out, "worker running") {
+		t.Errorf("progress quiet %d s: %q", p.Quiet, out)
+	}
+}

@@ -464,8 +464,15 @@ func formatProgress(p *api.Progress) string {
 	if p.Failed > 0 {
 		s += fmt.Sprintf(", %d failed", p.Failed)
 	}
+	if p.Quiet >= quietNote {
+		s += fmt.Sprintf("; no %s result for %s: is a %s worker running?", termSafe(p.Stage, false), time.Duration(p.Quiet)*time.Second, termSafe(p.Stage, false))
+	}
 	return s
 }
+
+// quietNote is how long, in seconds, a stage may see no result before
+// the progress line asks whether its workers run.
+const quietNote = 120
 
 func formatIndexed(st *api.RepoStatus) string {
 	// What the server says is printed escaped (termSafe): the
