@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"codectx/pkg/location"
 	"codectx/pkg/netguard"
@@ -50,7 +51,12 @@ func openURL(ctx context.Context, url string, loc location.Location, opt Options
 		opt.fetchBytes = fetchLimit(ctx)
 	}
 	dir := filepath.Join(opt.CacheDir, cacheName(opt.Tenant, url))
+	unlock, err := lockDir(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
 	repo, err := cached(ctx, dir, url, opt)
+	unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -60,6 +66,25 @@ func openURL(ctx context.Context, url string, loc location.Location, opt Options
 	}
 	s.Repo = urlName(url)
 	return s, nil
+}
+
+// dirLocks holds a lock per clone directory of this process: a clone, a
+// fetch or the removal of an unfinished clone is one at a time in a
+// directory. Two at once (an activity's retry beside its stuck first
+// attempt) saw each other's clone unfinished and removed it, or wrote
+// the same packs.
+var dirLocks sync.Map // dir -> chan struct{} (one token)
+
+// lockDir takes dir's lock, or fails when ctx ends first.
+func lockDir(ctx context.Context, dir string) (unlock func(), err error) {
+	v, _ := dirLocks.LoadOrStore(dir, make(chan struct{}, 1))
+	ch := v.(chan struct{})
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait for the clone in %s: %w", filepath.Base(dir), ctx.Err())
+	}
 }
 
 // cached returns the cached bare clone of url in dir, fetched unless

@@ -1,7 +1,10 @@
 package source
 
 import (
+	"fmt"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-git/go-git/v5"
@@ -64,4 +67,40 @@ func TestInterruptedCloneHead(t *testing.T) {
 		t.Fatal(err)
 	}
 	open("fetched since by an older version", leftover(true))
+}
+
+// Opens of one URL at once in one process (an activity's retry beside
+// its stuck first attempt) clone it once: without a lock on the
+// directory, each saw the other's clone unfinished and removed it.
+func TestConcurrentClones(t *testing.T) {
+	f := newFixture(t)
+	for i := range 30 {
+		f.commit(fmt.Sprintf("c%d", i), map[string]string{fmt.Sprintf("f%d.go", i): strings.Repeat("x", 4096)})
+	}
+	head, err := f.repo.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "file://" + filepath.ToSlash(f.dir)
+	cache := t.TempDir()
+	var wg sync.WaitGroup
+	errs := make([]error, 6)
+	for i := range errs {
+		wg.Go(func() {
+			s, err := Open(ctx, url, Options{CacheDir: cache})
+			if err == nil {
+				if s.Commit != head.Hash().String() {
+					err = fmt.Errorf("commit %s, want %s", s.Commit, head.Hash())
+				}
+				s.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("open %d: %v", i, err)
+		}
+	}
 }
