@@ -48,14 +48,6 @@ const (
 	maxPage     = 500
 )
 
-func sum(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
-	}
-	return n
-}
-
 // listRepos serves GET /v1/repos?tenant=T&limit=N&cursor=C.
 func (s *Server) listRepos(w http.ResponseWriter, r *http.Request) {
 	k, ok := s.admit(w, r)
@@ -175,7 +167,7 @@ func (s *Server) repoInfo(ctx context.Context, tenant, repo string) (RepoInfo, e
 	if err != nil {
 		return info, err
 	}
-	info.Files, info.Skipped, info.Degraded = len(seg.Files), sum(seg.Meta.Skipped), sum(seg.Meta.Degraded)
+	info.Files, info.Skipped, info.Degraded = len(seg.Files), index.Total(seg.Meta.Skipped), index.Total(seg.Meta.Degraded)
 	return info, nil
 }
 

@@ -1450,10 +1450,7 @@ func noFile(seg *segment.Segment, path string) error {
 			return fmt.Errorf("%s is under %s, which was left out of the index of %s at %.12s: %s (its text is not kept)", quoteArg(path), quoteArg(dir), seg.Meta.Repo, seg.Meta.Commit, reason)
 		}
 	}
-	n := 0
-	for _, c := range seg.Meta.Skipped {
-		n += c
-	}
+	n := index.Total(seg.Meta.Skipped)
 	if n == len(seg.Meta.SkippedFiles) {
 		hint := "a path relative to the repository root"
 		if strings.Contains(path, "#L") {

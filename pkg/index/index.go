@@ -864,6 +864,15 @@ func FormatSummary(s *Summary) string {
 	return b.String()
 }
 
+// Total is the sum of a count map's values (files skipped, by reason).
+func Total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
 // FormatCounts renders counts by name, largest first: "go 469, text 42".
 func FormatCounts(m map[string]int) string {
 	keys := make([]string, 0, len(m))

@@ -191,15 +191,6 @@ func countFile(st *segment.ShardStats, path string, size int64, r chunk.Result, 
 	}
 }
 
-// total is the sum of a count map's values.
-func total(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
-	}
-	return n
-}
-
 // builders are a shard's chunk and whole-file BM25 builders, sharing one
 // dictionary (each word of the text tokenized once, each term looked up
 // once), and the term buffers addParsed reuses from file to file.
@@ -341,7 +332,7 @@ func spliceShard(ctx context.Context, old *segment.Shard, oldFiles, files []sour
 	}
 	// A shard built before the files were named (or whose names do not
 	// match its counts) is built again: a splice would keep it unnamed.
-	if total(st.Skipped) != len(st.SkippedFiles) || total(st.Degraded) != len(st.DegradedFiles) {
+	if Total(st.Skipped) != len(st.SkippedFiles) || Total(st.Degraded) != len(st.DegradedFiles) {
 		return nil, nil, fmt.Errorf("%w: the stored shard does not name its skipped and degraded files", errNoSplice)
 	}
 	for _, m := range []map[string]int{st.FilesByLanguage, st.ChunksByKind, st.Skipped, st.Degraded} {

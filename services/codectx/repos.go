@@ -282,11 +282,7 @@ func listFiles(b *strings.Builder, files []segment.FileReason, counts map[string
 	for _, f := range files[:min(len(files), statusFiles)] {
 		fmt.Fprintf(b, "            %s (%s)\n", termSafe(f.Path, false), termSafe(f.Reason, false))
 	}
-	n := 0
-	for _, c := range counts {
-		n += c
-	}
-	if more := n - min(len(files), statusFiles); more > 0 {
+	if more := index.Total(counts) - min(len(files), statusFiles); more > 0 {
 		fmt.Fprintf(b, "            and %d more (--json names up to 1000)\n", more)
 	}
 }
