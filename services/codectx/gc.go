@@ -72,7 +72,6 @@ func runGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if vec, err = dropCollections(ctx, kit.store, keep, true, *all); err != nil {
 			return fmt.Errorf("gc: %w", err)
 		}
-		vec.Store = kit.where
 	}
 	st, err := pipeline.CollectParseCache(ctx, store, pipeline.GCOptions{DryRun: *dry, AllowNoRoots: *all})
 	if errors.Is(err, pipeline.ErrNoRoots) {
@@ -88,10 +87,12 @@ func runGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *vectors && !*dry {
+	if *vectors {
 		// Last: a refusal above leaves the vectors as they were.
-		if vec, err = dropCollections(ctx, kit.store, keep, false, *all); err != nil {
-			return fmt.Errorf("gc: %w", err)
+		if !*dry {
+			if vec, err = dropCollections(ctx, kit.store, keep, false, *all); err != nil {
+				return fmt.Errorf("gc: %w", err)
+			}
 		}
 		vec.Store = kit.where
 	}
